@@ -1,0 +1,66 @@
+/* Devices: one per (platform, id), owned by their runtime.
+ *
+ * A device pointer stays valid while its runtime is alive. Every device has
+ * one memory pool per memory kind and one ordered stream of work. */
+#ifndef DLRUN_DEVICE_H
+#define DLRUN_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "runtime.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dlrun_memory_kind {
+  DLRUN_MEM_DEVICE = 0,      /* the device's own memory */
+  DLRUN_MEM_PINNED_HOST = 1, /* host memory the device can reach */
+  DLRUN_MEM_KIND_COUNT
+} dlrun_memory_kind;
+
+typedef struct dlrun_memory_stats {
+  uint64_t bytes_in_use;
+  uint64_t peak_bytes_in_use;
+  uint64_t bytes_limit;
+  uint64_t bytes_reserved;
+  uint64_t num_allocs;
+  uint64_t largest_alloc_size;
+  uint64_t largest_free_block_bytes;
+  double fragmentation; /* 1 - largest free block / free bytes */
+} dlrun_memory_stats;
+
+/* Devices of a runtime. `platform` NULL means the default backend's devices;
+ * otherwise "sim" or "cpu". Count 0 for a platform the runtime lacks. */
+DLRUN_API size_t dlrun_device_count(dlrun_runtime *rt, const char *platform);
+/* The i-th device (0-based, ordered by id) of `platform` (NULL: default
+ * backend), or NULL when out of range. Borrowed: owned by the runtime. */
+DLRUN_API dlrun_device *dlrun_device_get(dlrun_runtime *rt, const char *platform, size_t i);
+/* Name of the default backend: "sim" when there are sim devices, else "cpu". */
+DLRUN_API const char *dlrun_default_backend(dlrun_runtime *rt);
+/* The host cpu device (always present). Borrowed. */
+DLRUN_API dlrun_device *dlrun_host_device(dlrun_runtime *rt);
+/* Comma-separated list of the platforms present ("sim,cpu"). Static storage
+ * of the runtime, valid while it lives. */
+DLRUN_API const char *dlrun_runtime_platforms(dlrun_runtime *rt);
+/* Canonical spec the runtime was made from ("sim:8,cpu:1"). */
+DLRUN_API const char *dlrun_runtime_spec(dlrun_runtime *rt);
+
+DLRUN_API int dlrun_device_id(const dlrun_device *dev);
+DLRUN_API const char *dlrun_device_platform(const dlrun_device *dev); /* "sim" */
+DLRUN_API int dlrun_device_process_index(const dlrun_device *dev);   /* always 0 */
+/* "SimDevice(id=3)", "CpuDevice(id=0)". Owned by the device. */
+DLRUN_API const char *dlrun_device_name(const dlrun_device *dev);
+DLRUN_API dlrun_runtime *dlrun_device_runtime(const dlrun_device *dev);
+DLRUN_API dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind,
+                                                 dlrun_memory_stats *out);
+/* Wait until all work queued on the device so far has finished. */
+DLRUN_API void dlrun_device_synchronize(dlrun_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,18 @@
+/* dlrun: the C API for host applications. Include this one header.
+ *
+ * Conventions: every fallible function returns a dlrun_status (DLRUN_OK is 0)
+ * and on failure leaves a message for dlrun_last_error(). Outputs go through
+ * `out` pointers, set to NULL on failure. Each header states who owns what. */
+#ifndef DLRUN_DLRUN_H
+#define DLRUN_DLRUN_H
+
+#include "array.h"
+#include "device.h"
+#include "dtype.h"
+#include "runtime.h"
+#include "shape.h"
+#include "status.h"
+
+#define DLRUN_VERSION_STRING "0.1.0"
+
+#endif

@@ -1,0 +1,106 @@
+/* The dtype table and scalar conversions.
+ *
+ * One table describes every element type: its name, size and DLPack code,
+ * bits and lanes. Conversions never wrap silently: a value that does not fit
+ * the dtype is a DLRUN_ERR_VALUE with a message naming value and dtype. */
+#ifndef DLRUN_DTYPE_H
+#define DLRUN_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dlrun_dtype {
+  DLRUN_BOOL,
+  DLRUN_INT8,
+  DLRUN_INT16,
+  DLRUN_INT32,
+  DLRUN_INT64,
+  DLRUN_UINT8,
+  DLRUN_UINT16,
+  DLRUN_UINT32,
+  DLRUN_UINT64,
+  DLRUN_FLOAT16,
+  DLRUN_BFLOAT16,
+  DLRUN_FLOAT32,
+  DLRUN_FLOAT64,
+  DLRUN_COMPLEX64,
+  DLRUN_COMPLEX128,
+  DLRUN_DTYPE_COUNT
+} dlrun_dtype;
+
+typedef enum dlrun_dtype_kind {
+  DLRUN_KIND_BOOL,
+  DLRUN_KIND_INT,     /* signed integer */
+  DLRUN_KIND_UINT,    /* unsigned integer */
+  DLRUN_KIND_FLOAT,   /* float16, bfloat16, float32, float64 */
+  DLRUN_KIND_COMPLEX  /* complex64, complex128: two floats, real first */
+} dlrun_dtype_kind;
+
+typedef struct dlrun_dtype_info {
+  const char *name;     /* "float32" */
+  size_t size;          /* bytes per element */
+  dlrun_dtype_kind kind;
+  uint8_t dl_code;      /* DLDataTypeCode: Int 0, UInt 1, Float 2, Bfloat 4, Complex 5, Bool 6 */
+  uint8_t dl_bits;
+  uint16_t dl_lanes;
+} dlrun_dtype_info;
+
+/* The table row of `dtype`, or NULL when it is not a dtype. Static storage. */
+DLRUN_API const dlrun_dtype_info *dlrun_dtype_get(dlrun_dtype dtype);
+
+/* Look up a dtype by name ("float32"). DLRUN_ERR_VALUE naming the bad name and
+ * listing the valid ones when unknown. */
+DLRUN_API dlrun_status dlrun_dtype_from_name(const char *name, dlrun_dtype *out);
+
+/* Look up a dtype by its DLPack triple. DLRUN_ERR_BUFFER when unsupported. */
+DLRUN_API dlrun_status dlrun_dtype_from_dlpack(uint8_t code, uint8_t bits,
+                                               uint16_t lanes, dlrun_dtype *out);
+
+/* A scalar read from or written to one element. */
+typedef enum dlrun_scalar_kind {
+  DLRUN_SCALAR_BOOL,
+  DLRUN_SCALAR_INT,    /* value in i */
+  DLRUN_SCALAR_FLOAT,  /* value in re */
+  DLRUN_SCALAR_COMPLEX /* value in re, im */
+} dlrun_scalar_kind;
+
+typedef struct dlrun_scalar {
+  dlrun_scalar_kind kind;
+  bool b;
+  int64_t i;
+  double re, im;
+} dlrun_scalar;
+
+/* Store one scalar into `dst` (dtype's size bytes, any alignment).
+ * Rules: integers and bools convert exactly or fail; a float into an integer
+ * dtype must be finite, integral and in range; a float into float16/bfloat16
+ * rounds to nearest even (overflow gives +-inf, as IEEE); bool dtype accepts
+ * bools and the integers 0 and 1; a complex scalar fits only complex dtypes;
+ * a real scalar into a complex dtype gets imaginary part 0.
+ * On failure `dst` is unchanged and the message names the value and dtype. */
+DLRUN_API dlrun_status dlrun_dtype_store(dlrun_dtype dtype, void *dst,
+                                         const dlrun_scalar *value);
+
+/* Read one element. bool -> BOOL; int8..int64 and uint8..uint32 -> INT;
+ * uint64 -> INT when <= INT64_MAX else FLOAT; floats -> FLOAT (as double);
+ * complex -> COMPLEX. */
+DLRUN_API void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out);
+
+/* IEEE half and bfloat16 bit patterns, round to nearest even from double. */
+DLRUN_API uint16_t dlrun_float16_from_double(double v);
+DLRUN_API double dlrun_float16_to_double(uint16_t bits);
+DLRUN_API uint16_t dlrun_bfloat16_from_double(double v);
+DLRUN_API double dlrun_bfloat16_to_double(uint16_t bits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,60 @@
+/* The runtime: devices of every platform, their pools and streams.
+ *
+ * A runtime is reference counted. Host applications may create their own;
+ * the Lua module and the dlrun command share one process-wide default
+ * runtime, configured before its first use. */
+#ifndef DLRUN_RUNTIME_H
+#define DLRUN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlrun_runtime dlrun_runtime;
+typedef struct dlrun_device dlrun_device;
+
+typedef struct dlrun_config {
+  /* Device spec: "sim:8", "cpu:4", "sim:8,cpu:2", "auto". NULL: the
+   * DLRUN_DEVICES environment variable, else "auto". Copied. */
+  const char *devices;
+  /* Capacity of each sim device's memory in bytes. 0: DLRUN_DEVICE_MEMORY
+   * (a size string such as "2GiB"), else the default (see README). */
+  uint64_t device_memory;
+} dlrun_config;
+
+/* Parse a size: "1024", "64KiB", "2GiB", "1.5MiB", "1GB" (decimal units:
+ * kB/KB, MB, GB, TB; binary: KiB, MiB, GiB, TiB; suffix "B" optional, case
+ * of the unit letters as written). DLRUN_ERR_VALUE naming the text. */
+DLRUN_API dlrun_status dlrun_parse_size(const char *text, uint64_t *out);
+
+/* Check a device spec without creating anything. DLRUN_ERR_VALUE naming the
+ * bad part when malformed. */
+DLRUN_API dlrun_status dlrun_check_device_spec(const char *spec);
+
+/* Create a runtime. *out is owned by the caller: dlrun_runtime_release. */
+DLRUN_API dlrun_status dlrun_runtime_create(const dlrun_config *config,
+                                            dlrun_runtime **out);
+DLRUN_API void dlrun_runtime_retain(dlrun_runtime *rt);
+/* Drop one reference; the last one waits for queued work and frees all. */
+DLRUN_API void dlrun_runtime_release(dlrun_runtime *rt);
+
+/* Set the configuration of the process-wide default runtime. Only before the
+ * default runtime is first created: afterwards DLRUN_ERR_RUNTIME, unless the
+ * configuration is the same. Either field may be NULL/0 for "unchanged". */
+DLRUN_API dlrun_status dlrun_default_configure(const char *devices,
+                                               uint64_t device_memory);
+
+/* The process-wide default runtime, created on first call. On success the
+ * caller receives a new reference and must release it. */
+DLRUN_API dlrun_status dlrun_default_runtime(dlrun_runtime **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,55 @@
+-- dlrun's error values. Every error dlrun raises is a table with `name` and
+-- `message`; tostring(err) is "Name: message"; Class:is_instance(err) follows
+-- the hierarchy below (IndivisibleError is a ValueError, and so on).
+local M = {}
+
+local Instance = {}
+Instance.__index = Instance
+Instance.__tostring = function(e) return e.name .. ": " .. e.message end
+
+local Class = {}
+Class.__index = Class
+Class.__tostring = function(c) return "<dlrun error class " .. c.name .. ">" end
+-- Class("message") makes an error value (to raise with error()).
+Class.__call = function(c, message) return M.new(c, message) end
+
+function Class:is_instance(value)
+  if type(value) ~= "table" or getmetatable(value) ~= Instance then return false end
+  local c = value.class
+  while c do
+    if c == self then return true end
+    c = c.parent
+  end
+  return false
+end
+
+local function define(name, parent)
+  local c = setmetatable({name = name, parent = parent}, Class)
+  M[name] = c
+  return c
+end
+
+local Error = define("Error")
+define("BufferError", Error)
+local ValueError = define("ValueError", Error)
+define("IndivisibleError", ValueError)
+define("DuplicateSpecError", ValueError)
+define("TypeError", Error)
+define("RuntimeError", Error)
+define("ResourceExhaustedError", Error)
+
+function M.new(class, message)
+  if type(class) == "string" then class = assert(M[class], class) end
+  return setmetatable({name = class.name, message = tostring(message), class = class}, Instance)
+end
+
+-- Raise `class` with a formatted message, blaming the caller of the caller.
+function M.raise(class, fmt, ...)
+  error(M.new(class, select("#", ...) > 0 and fmt:format(...) or fmt), 3)
+end
+
+function M.is_error(value)
+  return type(value) == "table" and getmetatable(value) == Instance
+end
+
+return M

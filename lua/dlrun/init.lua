@@ -1,0 +1,15 @@
+-- `local dl = require "dlrun"`: the dlrun Lua API (see README and docs/).
+-- The C module provides the core; this facade adds the error classes.
+local core = require "dlrun.core"
+local errors = require "dlrun.errors"
+
+local dl = {}
+for k, v in pairs(core) do dl[k] = v end
+for _, name in ipairs {"Error", "BufferError", "ValueError", "IndivisibleError",
+                       "DuplicateSpecError", "TypeError", "RuntimeError",
+                       "ResourceExhaustedError"} do
+  dl[name] = errors[name]
+end
+dl.__version__ = core._version
+
+return dl

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Installs the Debian packages dlrun needs, only those missing.
+# Usage: scripts/deps.sh [--check]   (--check: report, install nothing)
+set -u
+PKGS="gcc make libc6-dev liblua5.4-dev lua5.4 lua-busted libdlpack-dev python3-numpy"
+
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "${1:-}" = "--check" ]; then
+  echo "dlrun: missing packages:$missing" >&2
+  exit 1
+fi
+
+echo "dlrun: installing missing packages:$missing" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "dlrun: need root (or sudo) to run: apt-get install$missing" >&2
+    exit 1
+  fi
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "dlrun: apt-get not found; install these packages by hand:$missing" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends $missing; } >&2; then
+  echo "dlrun: apt-get failed; these packages are needed:$missing" >&2
+  exit 1
+fi

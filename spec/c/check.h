@@ -1,0 +1,51 @@
+/* A minimal test harness for the C tests: each test binary calls TEST blocks
+ * and CHECK assertions, then check_summary() prints one closing line
+ * "C <name>: N passed, N failed" and returns the exit code. */
+#ifndef DLRUN_CHECK_H
+#define DLRUN_CHECK_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int check_passed, check_failed, check_current_failed;
+static const char *check_current;
+
+#define TEST(name)                                                          \
+  for (int check_once_ = (check_begin(name), 1); check_once_;               \
+       check_once_ = 0, check_end())
+
+static inline void check_begin(const char *name) {
+  check_current = name;
+  check_current_failed = 0;
+}
+
+static inline void check_end(void) {
+  if (check_current_failed) {
+    check_failed++;
+    printf("not ok - %s\n", check_current);
+  } else {
+    check_passed++;
+    printf("ok - %s\n", check_current);
+  }
+}
+
+#define CHECK(cond, ...)                                                    \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      check_current_failed = 1;                                             \
+      printf("  %s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);     \
+      printf(__VA_ARGS__);                                                  \
+      printf("\n");                                                         \
+    }                                                                       \
+  } while (0)
+
+#define CHECK_STR_CONTAINS(hay, needle)                                     \
+  CHECK(strstr((hay), (needle)) != NULL, "\"%s\" does not contain \"%s\"", \
+        (hay), (needle))
+
+static inline int check_summary(const char *name) {
+  printf("C %s: %d passed, %d failed\n", name, check_passed, check_failed);
+  return check_failed ? 1 : 0;
+}
+
+#endif

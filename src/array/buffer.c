@@ -1,0 +1,35 @@
+#include "array_impl.h"
+#include "core/alloc.h"
+#include "core/status_impl.h"
+
+dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint64_t nbytes,
+                                 dlrun_buffer **out) {
+  *out = NULL;
+  dlrun_buffer *b = dlrun_calloc(1, sizeof *b);
+  if (!b) return dlrun_fail_oom_host(sizeof *b);
+  if (nbytes > 0) {
+    dlrun_status st = dlrun_pool_alloc(dev->pools[kind], nbytes, &b->block);
+    if (st) {
+      dlrun_free(b);
+      return st;
+    }
+    b->data = dlrun_block_ptr(b->block);
+  }
+  atomic_init(&b->refs, 1);
+  b->dev = dev;
+  b->kind = kind;
+  b->nbytes = nbytes;
+  dlrun_runtime_retain(dev->rt); /* the pool must outlive the buffer */
+  *out = b;
+  return DLRUN_OK;
+}
+
+void dlrun_buffer_retain(dlrun_buffer *b) { atomic_fetch_add(&b->refs, 1); }
+
+void dlrun_buffer_release(dlrun_buffer *b) {
+  if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
+  dlrun_runtime *rt = b->dev->rt;
+  dlrun_pool_free(b->dev->pools[b->kind], b->block);
+  dlrun_free(b);
+  dlrun_runtime_release(rt);
+}

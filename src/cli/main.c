@@ -1,0 +1,490 @@
+/* dlrun: the Lua 5.4 standalone interpreter with the dlrun module built in.
+ *
+ *   dlrun [options] [script [args...]]
+ *
+ * Scripts, `arg`, `...`, -e, -l, -E, -W and "-" (stdin) behave as in `lua5.4`.
+ * The dlrun options (--devices, --device-memory) configure the process-wide
+ * default runtime before any Lua code runs. The C half of the module
+ * ("dlrun.core") is linked into this executable and registered in
+ * package.preload; the Lua half is found through package.path, which gets the
+ * dlrun Lua directory prepended (see `push_lua_dir`). */
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "dlrun/runtime.h"
+#include "dlrun/status.h"
+
+#ifndef DLRUN_VERSION
+#define DLRUN_VERSION "0.1.0"
+#endif
+
+#define PROGNAME "dlrun"
+
+/* Chunk name of -e code, as in lua.c, so messages read "(command line):1:". */
+#define COMMAND_LINE_CHUNK "=(command line)"
+
+/* Defined by the Lua binding objects linked into this executable. */
+int luaopen_dlrun_core(lua_State *L);
+
+/* One -e, -l or -W request; all run in command-line order. */
+typedef struct cli_action {
+  char kind;        /* 'e', 'l' or 'W' */
+  const char *text; /* the code or the module spec; NULL for 'W' */
+} cli_action;
+
+/* The parsed command line. argv is borrowed from main. */
+typedef struct cli_options {
+  int argc;
+  char **argv;
+  int script;             /* argv index of the script; argc when none */
+  int script_is_stdin;    /* the script is "-" (not after "--") */
+  int ignore_env;         /* -E */
+  int show_version;       /* -v */
+  cli_action *actions;    /* argc entries allocated, nactions used */
+  int nactions;
+  int has_code;           /* any -e or -l */
+  const char *devices;    /* --devices; NULL when not given */
+  uint64_t device_memory; /* --device-memory; 0 when not given */
+} cli_options;
+
+/* ---- messages ---------------------------------------------------------- */
+
+static void print_usage(FILE *out) {
+  fputs("usage: " PROGNAME " [options] [script [args...]]\n"
+        "Run a Lua " LUA_VERSION_MAJOR "." LUA_VERSION_MINOR
+        " script with the dlrun module built in.\n"
+        "Options come before the script; everything after the script name\n"
+        "goes to the script (in `arg` and `...`).\n"
+        "\n"
+        "Options:\n"
+        "  -e STAT               execute string STAT (repeatable, run in order)\n"
+        "  -l MOD                require MOD into global MOD (-l G=MOD: into G)\n"
+        "  -E                    ignore LUA_INIT, LUA_PATH and LUA_CPATH\n"
+        "  -W                    turn warnings on\n"
+        "  -v                    print the version, then go on\n"
+        "  --devices SPEC        devices of the default runtime, e.g. sim:8,cpu:2\n"
+        "  --device-memory SIZE  memory of each simulated device, e.g. 2GiB\n"
+        "  --version             print the version and exit\n"
+        "  -h, --help            print this help and exit\n"
+        "  --                    stop handling options\n"
+        "  -                     read the script from stdin\n"
+        "\n"
+        "Environment:\n"
+        "  DLRUN_LUA_DIR         directory holding dlrun/init.lua\n"
+        "  DLRUN_DEVICES         default for --devices (else \"auto\")\n"
+        "  DLRUN_DEVICE_MEMORY   default for --device-memory\n"
+        "  LUA_INIT_5_4, LUA_INIT  Lua code, or @file, run before the script\n",
+        out);
+}
+
+static void print_version(void) {
+  printf(PROGNAME " " DLRUN_VERSION " (" LUA_RELEASE ")\n");
+  fflush(stdout);
+}
+
+/* A command-line mistake: the message, a hint, and the exit status 1. */
+static int usage_error(const char *fmt, const char *what) {
+  fprintf(stderr, PROGNAME ": ");
+  fprintf(stderr, fmt, what);
+  fprintf(stderr, "\nTry '" PROGNAME " --help' for more information.\n");
+  return EXIT_FAILURE;
+}
+
+/* A failed dlrun call: "dlrun: ValueError: <message>", exit status 1. */
+static int status_error(dlrun_status status) {
+  fprintf(stderr, PROGNAME ": %s: %s\n", dlrun_status_name(status),
+          dlrun_last_error());
+  return EXIT_FAILURE;
+}
+
+/* ---- option parsing ---------------------------------------------------- */
+
+/* Whether `arg` is the long option `name`, alone or as "name=VALUE". Sets
+ * *value to the text after '=' or to NULL when there is none. */
+static int match_long(const char *arg, const char *name, const char **value) {
+  size_t n = strlen(name);
+  if (strncmp(arg, name, n) != 0) return 0;
+  if (arg[n] == '\0') {
+    *value = NULL;
+    return 1;
+  }
+  if (arg[n] == '=') {
+    *value = arg + n + 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* The value of the option at argv[*i]: `attached` when the option carried
+ * it, else the next argument (advancing *i); NULL when there is none. */
+static const char *option_value(cli_options *o, int *i, const char *attached) {
+  if (attached != NULL) return attached;
+  if (*i + 1 >= o->argc) return NULL;
+  return o->argv[++*i];
+}
+
+/* Sentinel of `parse_long`/`parse_args`: go on; any other value is the exit
+ * status to end the process with. */
+#define PARSE_CONTINUE (-1)
+
+static int parse_long(cli_options *o, int *i) {
+  const char *arg = o->argv[*i];
+  const char *value;
+  if (strcmp(arg, "--help") == 0) {
+    print_usage(stdout);
+    return EXIT_SUCCESS;
+  }
+  if (strcmp(arg, "--version") == 0) {
+    print_version();
+    return EXIT_SUCCESS;
+  }
+  if (match_long(arg, "--devices", &value)) {
+    const char *spec = option_value(o, i, value);
+    if (spec == NULL) return usage_error("option '%s' needs a value", "--devices");
+    dlrun_status st = dlrun_check_device_spec(spec);
+    if (st != DLRUN_OK) return status_error(st);
+    o->devices = spec;
+    return PARSE_CONTINUE;
+  }
+  if (match_long(arg, "--device-memory", &value)) {
+    const char *text = option_value(o, i, value);
+    if (text == NULL)
+      return usage_error("option '%s' needs a value", "--device-memory");
+    uint64_t bytes = 0;
+    dlrun_status st = dlrun_parse_size(text, &bytes);
+    if (st != DLRUN_OK) return status_error(st);
+    if (bytes == 0) {
+      /* 0 would mean "unchanged" to dlrun_default_configure. */
+      fprintf(stderr, PROGNAME ": ValueError: --device-memory must be more "
+                      "than 0 bytes, got '%s'\n", text);
+      return EXIT_FAILURE;
+    }
+    o->device_memory = bytes;
+    return PARSE_CONTINUE;
+  }
+  return usage_error("unknown option '%s'", arg);
+}
+
+/* Parse the options before the script name. Sets o->script to the index of
+ * the script (argc when there is none). */
+static int parse_args(cli_options *o) {
+  int i = 1;
+  int after_dashdash = 0;
+  for (; i < o->argc; i++) {
+    const char *arg = o->argv[i];
+    if (arg[0] != '-' || arg[1] == '\0') break; /* a script name or "-" */
+    if (strcmp(arg, "--") == 0) {
+      after_dashdash = 1;
+      i++;
+      break;
+    }
+    if (arg[1] == '-') {
+      int rc = parse_long(o, &i);
+      if (rc != PARSE_CONTINUE) return rc;
+      continue;
+    }
+    switch (arg[1]) {
+    case 'e':
+    case 'l': {
+      /* "-e code" or "-ecode", likewise for -l */
+      const char *text = option_value(o, &i, arg[2] != '\0' ? arg + 2 : NULL);
+      if (text == NULL) {
+        char opt[3] = {'-', arg[1], '\0'};
+        return usage_error("option '%s' needs an argument", opt);
+      }
+      o->actions[o->nactions++] = (cli_action){arg[1], text};
+      o->has_code = 1;
+      continue;
+    }
+    case 'E':
+    case 'W':
+    case 'v':
+    case 'h':
+      if (arg[2] != '\0') break;
+      if (arg[1] == 'E') o->ignore_env = 1;
+      if (arg[1] == 'W') o->actions[o->nactions++] = (cli_action){'W', NULL};
+      if (arg[1] == 'v') o->show_version = 1;
+      if (arg[1] == 'h') {
+        print_usage(stdout);
+        return EXIT_SUCCESS;
+      }
+      continue;
+    default:
+      break;
+    }
+    return usage_error("unknown option '%s'", arg);
+  }
+  o->script = i;
+  o->script_is_stdin =
+      i < o->argc && !after_dashdash && strcmp(o->argv[i], "-") == 0;
+  return PARSE_CONTINUE;
+}
+
+/* ---- running Lua code -------------------------------------------------- */
+
+/* The state running a chunk, for the SIGINT handler. */
+static lua_State *running_state = NULL;
+
+static void interrupt_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "interrupted!");
+}
+
+static void set_sigint(void (*handler)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+}
+
+/* Ctrl-C while Lua runs: raise "interrupted!" at the next hook, so __close
+ * and __gc still run. A second Ctrl-C kills the process. */
+static void on_sigint(int sig) {
+  (void)sig;
+  set_sigint(SIG_DFL);
+  lua_sethook(running_state, interrupt_hook,
+              LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+/* Push the text of the error value at `idx`: strings (and numbers) as they
+ * are; a value with a __tostring metamethod (when `use_meta`) through it;
+ * anything else as "(error object is a T value)". Returns the text. */
+static const char *push_error_text(lua_State *L, int idx, int use_meta) {
+  idx = lua_absindex(L, idx);
+  if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
+    lua_pushvalue(L, idx);
+    return lua_tostring(L, -1);
+  }
+  if (use_meta && luaL_callmeta(L, idx, "__tostring")) {
+    if (lua_type(L, -1) == LUA_TSTRING) return lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  return lua_pushfstring(L, "(error object is a %s value)",
+                         luaL_typename(L, idx));
+}
+
+/* Message handler of every protected call: the error text plus a traceback. */
+static int message_handler(lua_State *L) {
+  const char *text = push_error_text(L, 1, 1);
+  luaL_traceback(L, L, text, 1);
+  return 1;
+}
+
+/* Call the function below `nargs` arguments with the message handler and
+ * Ctrl-C handling in place. Returns the lua_pcall status. */
+static int call_chunk(lua_State *L, int nargs, int nresults) {
+  int handler = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, message_handler);
+  lua_insert(L, handler);
+  running_state = L;
+  set_sigint(on_sigint);
+  int status = lua_pcall(L, nargs, nresults, handler);
+  set_sigint(SIG_DFL);
+  lua_remove(L, handler);
+  return status;
+}
+
+/* On failure print "dlrun: <message>" and pop the error value. Returns
+ * whether `status` is LUA_OK. */
+static int report(lua_State *L, int status, int use_meta) {
+  if (status == LUA_OK) return 1;
+  const char *text = push_error_text(L, -1, use_meta);
+  fprintf(stderr, PROGNAME ": %s\n", text);
+  fflush(stderr);
+  lua_pop(L, 2);
+  return 0;
+}
+
+/* Load a chunk from `text` and run it without arguments. */
+static int run_string(lua_State *L, const char *text, const char *chunkname) {
+  int status = luaL_loadbuffer(L, text, strlen(text), chunkname);
+  if (status == LUA_OK) status = call_chunk(L, 0, 0);
+  return report(L, status, 1);
+}
+
+/* -l SPEC: "mod" loads module mod into global mod (the name cut at its
+ * first '-', as lua does); "g=mod" loads module mod into global g. */
+static int run_require(lua_State *L, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  const char *module = eq != NULL ? eq + 1 : spec;
+  size_t global_len = eq != NULL ? (size_t)(eq - spec) : strcspn(spec, "-");
+  const char *global = lua_pushlstring(L, spec, global_len);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, module);
+  int status = call_chunk(L, 1, 1);
+  if (status == LUA_OK) lua_setglobal(L, global);
+  int ok = report(L, status, 1);
+  lua_pop(L, 1); /* the global name */
+  return ok;
+}
+
+/* LUA_INIT_5_4, else LUA_INIT: code, or "@file" to run a file. */
+static int run_lua_init(lua_State *L) {
+  const char *chunkname = "=LUA_INIT_" LUA_VERSION_MAJOR "_" LUA_VERSION_MINOR;
+  const char *init = getenv(chunkname + 1);
+  if (init == NULL) {
+    chunkname = "=LUA_INIT";
+    init = getenv(chunkname + 1);
+  }
+  if (init == NULL) return 1;
+  if (init[0] != '@') return run_string(L, init, chunkname);
+  int status = luaL_loadfile(L, init + 1);
+  if (status == LUA_OK) status = call_chunk(L, 0, 0);
+  return report(L, status, 1);
+}
+
+/* Run the script with its arguments as `...`. */
+static int run_script(lua_State *L, const cli_options *o) {
+  const char *path = o->script_is_stdin ? NULL : o->argv[o->script];
+  int status = luaL_loadfile(L, path); /* skips a first "#" line */
+  if (status == LUA_OK) {
+    int nargs = o->argc - o->script - 1;
+    luaL_checkstack(L, nargs + 3, "too many arguments to script");
+    for (int i = o->script + 1; i < o->argc; i++) lua_pushstring(L, o->argv[i]);
+    status = call_chunk(L, nargs, 0);
+  }
+  return report(L, status, 1);
+}
+
+/* ---- setting up the state ---------------------------------------------- */
+
+/* `arg`: arg[0] is the script (argv[0] when there is none), arg[1..] its
+ * arguments, the interpreter and the options at negative indices. */
+static void make_arg_table(lua_State *L, const cli_options *o) {
+  int zero = o->script < o->argc ? o->script : 0;
+  lua_createtable(L, o->argc - zero - 1, zero + 1);
+  for (int i = 0; i < o->argc; i++) {
+    lua_pushstring(L, o->argv[i]);
+    lua_rawseti(L, -2, i - zero);
+  }
+  lua_setglobal(L, "arg");
+}
+
+/* Push the directory of dlrun's Lua files, in order:
+ *   1. $DLRUN_LUA_DIR when set and not empty;
+ *   2. <exe dir>/../lua when it holds dlrun/init.lua (the source tree:
+ *      build/dlrun beside lua/dlrun/);
+ *   3. <exe dir>/../share/dlrun/lua (an installed prefix).
+ * The executable is /proc/self/exe, already free of symbolic links, so
+ * "<exe dir>/.." is written as the parent directory itself. Returns 0, having
+ * pushed nothing, when the executable cannot be found. */
+static int push_lua_dir(lua_State *L) {
+  const char *env = getenv("DLRUN_LUA_DIR");
+  if (env != NULL && env[0] != '\0') {
+    lua_pushstring(L, env);
+    return 1;
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe);
+  if (n <= 0 || (size_t)n >= sizeof exe) return 0;
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/'); /* end of the executable's directory */
+  if (slash == NULL) return 0;
+  *slash = '\0';
+  slash = strrchr(exe, '/'); /* end of its parent: "" for the root */
+  if (slash != NULL) *slash = '\0';
+  else exe[0] = '\0';
+
+  const char *tree = lua_pushfstring(L, "%s/lua", exe);
+  lua_pushfstring(L, "%s/dlrun/init.lua", tree);
+  int in_tree = access(lua_tostring(L, -1), R_OK) == 0;
+  lua_pop(L, 1);
+  if (in_tree) return 1;
+  lua_pop(L, 1);
+  lua_pushfstring(L, "%s/share/dlrun/lua", exe);
+  return 1;
+}
+
+/* package.path = "<luadir>/?.lua;<luadir>/?/init.lua;" .. package.path */
+static void prepend_lua_dir(lua_State *L) {
+  if (!push_lua_dir(L)) return;
+  const char *dir = lua_tostring(L, -1);
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  const char *old = lua_tostring(L, -1);
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", dir, dir, old != NULL ? old : "");
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 3);
+}
+
+/* require "dlrun.core" finds the linked-in C module before any file. */
+static void register_core(lua_State *L) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_dlrun_core);
+  lua_setfield(L, -2, "dlrun.core");
+  lua_pop(L, 1);
+}
+
+/* Everything that runs Lua, in protected mode so that even a memory error
+ * while opening the libraries is reported. Returns a boolean: success. */
+static int protected_main(lua_State *L) {
+  cli_options *o = lua_touserdata(L, 1);
+  luaL_checkversion(L);
+  if (o->ignore_env) { /* the package library reads this */
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+  }
+  luaL_openlibs(L);
+  register_core(L);
+  prepend_lua_dir(L);
+  make_arg_table(L, o);
+  if (o->show_version) print_version();
+  int ok = o->ignore_env || run_lua_init(L);
+  for (int i = 0; ok && i < o->nactions; i++) {
+    const cli_action *a = &o->actions[i];
+    if (a->kind == 'e') ok = run_string(L, a->text, COMMAND_LINE_CHUNK);
+    else if (a->kind == 'l') ok = run_require(L, a->text);
+    else lua_warning(L, "@on", 0);
+  }
+  if (ok && o->script < o->argc) ok = run_script(L, o);
+  lua_pushboolean(L, ok);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  cli_options o = {.argc = argc, .argv = argv, .script = argc};
+  o.actions = malloc(sizeof *o.actions * (size_t)(argc > 0 ? argc : 1));
+  if (o.actions == NULL) {
+    fprintf(stderr, PROGNAME ": not enough memory\n");
+    return EXIT_FAILURE;
+  }
+  int rc = parse_args(&o);
+  if (rc == PARSE_CONTINUE && o.script == argc && !o.has_code && !o.show_version) {
+    print_usage(stderr);
+    rc = EXIT_FAILURE;
+  }
+  if (rc == PARSE_CONTINUE) {
+    dlrun_status st = dlrun_default_configure(o.devices, o.device_memory);
+    if (st != DLRUN_OK) rc = status_error(st);
+  }
+  if (rc != PARSE_CONTINUE) {
+    free(o.actions);
+    return rc;
+  }
+
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    fprintf(stderr, PROGNAME ": cannot create the Lua state: not enough memory\n");
+    free(o.actions);
+    return EXIT_FAILURE;
+  }
+  lua_pushcfunction(L, protected_main);
+  lua_pushlightuserdata(L, &o);
+  int status = lua_pcall(L, 1, 1, 0);
+  int ok = status == LUA_OK && lua_toboolean(L, -1);
+  report(L, status, 0); /* outside protected mode: no metamethods */
+  lua_close(L);         /* runs the pending __gc and __close */
+  free(o.actions);
+  return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}

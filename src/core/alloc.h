@@ -1,0 +1,19 @@
+/* Internal: every host allocation of dlrun goes through these, so that tests
+ * can make the k-th one fail. They return NULL on failure and never abort;
+ * the caller reports DLRUN_ERR_RESOURCE_EXHAUSTED (see dlrun_fail_oom_host). */
+#ifndef DLRUN_ALLOC_H
+#define DLRUN_ALLOC_H
+
+#include <stddef.h>
+
+#include "dlrun/status.h"
+
+void *dlrun_malloc(size_t n);
+void *dlrun_calloc(size_t count, size_t size);
+void dlrun_free(void *p);
+char *dlrun_strdup(const char *s);
+
+/* Record "out of host memory allocating N bytes" and return the status. */
+dlrun_status dlrun_fail_oom_host(size_t n);
+
+#endif

@@ -1,0 +1,59 @@
+/* Device accessors and the per-platform views of a runtime. */
+#include <string.h>
+
+#include "core/status_impl.h"
+#include "device_impl.h"
+
+static const dlrun_device_group *find_group(dlrun_runtime *rt, const char *platform) {
+  if (!platform) return rt->default_group;
+  for (size_t g = 0; g < rt->ngroups; g++)
+    if (strcmp(rt->groups[g].platform->name, platform) == 0) return &rt->groups[g];
+  return NULL;
+}
+
+size_t dlrun_device_count(dlrun_runtime *rt, const char *platform) {
+  const dlrun_device_group *g = find_group(rt, platform);
+  return g ? g->count : 0;
+}
+
+dlrun_device *dlrun_device_get(dlrun_runtime *rt, const char *platform, size_t i) {
+  const dlrun_device_group *g = find_group(rt, platform);
+  return g && i < g->count ? &rt->devices[g->first + i] : NULL;
+}
+
+const char *dlrun_default_backend(dlrun_runtime *rt) { return rt->default_group->platform->name; }
+dlrun_device *dlrun_host_device(dlrun_runtime *rt) { return rt->host; }
+const char *dlrun_runtime_platforms(dlrun_runtime *rt) { return rt->platforms; }
+const char *dlrun_runtime_spec(dlrun_runtime *rt) { return rt->spec; }
+
+int dlrun_device_id(const dlrun_device *dev) { return dev->id; }
+const char *dlrun_device_platform(const dlrun_device *dev) { return dev->platform->name; }
+int dlrun_device_process_index(const dlrun_device *dev) {
+  (void)dev;
+  return 0;
+}
+const char *dlrun_device_name(const dlrun_device *dev) { return dev->name; }
+dlrun_runtime *dlrun_device_runtime(const dlrun_device *dev) { return dev->rt; }
+
+dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind,
+                                       dlrun_memory_stats *out) {
+  if ((int)kind < 0 || kind >= DLRUN_MEM_KIND_COUNT)
+    return dlrun_fail(DLRUN_ERR_VALUE, "invalid memory kind %d", (int)kind);
+  dlrun_pool_stats s;
+  dlrun_pool_get_stats(dev->pools[kind], &s);
+  *out = (dlrun_memory_stats){
+      .bytes_in_use = s.bytes_in_use,
+      .peak_bytes_in_use = s.peak_bytes_in_use,
+      .bytes_limit = s.bytes_limit,
+      .bytes_reserved = s.bytes_reserved,
+      .num_allocs = s.num_allocs,
+      .largest_alloc_size = s.largest_alloc_size,
+      .largest_free_block_bytes = s.largest_free_block_bytes,
+      .fragmentation = s.fragmentation,
+  };
+  return DLRUN_OK;
+}
+
+void dlrun_device_synchronize(dlrun_device *dev) {
+  dlrun_event_wait(dlrun_stream_record(&dev->stream));
+}

@@ -1,0 +1,185 @@
+#include "stream.h"
+
+#include <stdlib.h>
+
+#include "core/alloc.h"
+#include "core/status_impl.h"
+
+struct dlrun_task {
+  dlrun_task_fn fn;
+  void *ctx;
+  dlrun_task *next;
+};
+
+struct dlrun_workers {
+  pthread_mutex_t mu;
+  pthread_cond_t ready_cv;
+  dlrun_stream *ready_head, *ready_tail;
+  pthread_t *threads;
+  int nthreads, started;
+  int idle;        /* threads waiting for work */
+  int ready_count; /* streams in the ready queue */
+  bool stop;
+};
+
+dlrun_status dlrun_workers_create(int nthreads, dlrun_workers **out) {
+  *out = NULL;
+  dlrun_workers *w = dlrun_calloc(1, sizeof *w);
+  if (!w) return dlrun_fail_oom_host(sizeof *w);
+  w->threads = dlrun_calloc((size_t)nthreads, sizeof *w->threads);
+  if (!w->threads) {
+    dlrun_free(w);
+    return dlrun_fail_oom_host((size_t)nthreads * sizeof(pthread_t));
+  }
+  w->nthreads = nthreads;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->ready_cv, NULL);
+  *out = w;
+  return DLRUN_OK;
+}
+
+void dlrun_workers_destroy(dlrun_workers *w) {
+  if (!w) return;
+  pthread_mutex_lock(&w->mu);
+  w->stop = true;
+  pthread_cond_broadcast(&w->ready_cv);
+  pthread_mutex_unlock(&w->mu);
+  for (int i = 0; i < w->started; i++) pthread_join(w->threads[i], NULL);
+  pthread_cond_destroy(&w->ready_cv);
+  pthread_mutex_destroy(&w->mu);
+  dlrun_free(w->threads);
+  dlrun_free(w);
+}
+
+/* Called with w->mu held. */
+static void push_ready(dlrun_workers *w, dlrun_stream *s) {
+  s->next_ready = NULL;
+  if (w->ready_tail) w->ready_tail->next_ready = s;
+  else w->ready_head = s;
+  w->ready_tail = s;
+  w->ready_count++;
+  pthread_cond_signal(&w->ready_cv);
+}
+
+/* Run one task of s, then hand s back to the ready queue if more are queued,
+ * so that many busy streams share the workers fairly. */
+static void run_one(dlrun_workers *w, dlrun_stream *s) {
+  pthread_mutex_lock(&s->mu);
+  dlrun_task *t = s->head;
+  s->head = t->next;
+  if (!s->head) s->tail = NULL;
+  pthread_mutex_unlock(&s->mu);
+
+  t->fn(t->ctx);
+  dlrun_free(t);
+
+  pthread_mutex_lock(&s->mu);
+  s->completed++;
+  pthread_cond_broadcast(&s->done_cv);
+  bool more = s->head != NULL;
+  if (!more) s->scheduled = false;
+  pthread_mutex_unlock(&s->mu);
+  if (more) {
+    pthread_mutex_lock(&w->mu);
+    push_ready(w, s);
+    pthread_mutex_unlock(&w->mu);
+  }
+}
+
+static void *worker_main(void *arg) {
+  dlrun_workers *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    w->idle++;
+    while (!w->ready_head && !w->stop) pthread_cond_wait(&w->ready_cv, &w->mu);
+    w->idle--;
+    if (!w->ready_head) break; /* stop requested and nothing left */
+    dlrun_stream *s = w->ready_head;
+    w->ready_count--;
+    w->ready_head = s->next_ready;
+    if (!w->ready_head) w->ready_tail = NULL;
+    pthread_mutex_unlock(&w->mu);
+    run_one(w, s);
+    pthread_mutex_lock(&w->mu);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Start threads as work appears, up to nthreads: one more whenever the
+ * streams waiting (with the one about to be queued) outnumber the idle
+ * threads. Called with w->mu held. */
+static dlrun_status ensure_threads(dlrun_workers *w) {
+  if (w->started >= w->nthreads) return DLRUN_OK;
+  if (w->ready_count + 1 <= w->idle) return DLRUN_OK;
+  if (pthread_create(&w->threads[w->started], NULL, worker_main, w) != 0) {
+    if (w->started > 0) return DLRUN_OK; /* the running ones will do */
+    return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot start a worker thread");
+  }
+  w->started++;
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_stream_init(dlrun_stream *s, dlrun_workers *w) {
+  *s = (dlrun_stream){.workers = w};
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->done_cv, NULL);
+  return DLRUN_OK;
+}
+
+void dlrun_stream_destroy(dlrun_stream *s) {
+  dlrun_event_wait(dlrun_stream_record(s));
+  pthread_cond_destroy(&s->done_cv);
+  pthread_mutex_destroy(&s->mu);
+}
+
+dlrun_status dlrun_stream_enqueue(dlrun_stream *s, dlrun_task_fn fn, void *ctx,
+                                  dlrun_event *out_event) {
+  dlrun_workers *w = s->workers;
+  dlrun_task *t = dlrun_malloc(sizeof *t);
+  if (!t) return dlrun_fail_oom_host(sizeof *t);
+  *t = (dlrun_task){.fn = fn, .ctx = ctx};
+
+  pthread_mutex_lock(&w->mu);
+  dlrun_status st = ensure_threads(w);
+  if (st) {
+    pthread_mutex_unlock(&w->mu);
+    dlrun_free(t);
+    return st;
+  }
+  pthread_mutex_lock(&s->mu);
+  if (s->tail) s->tail->next = t;
+  else s->head = t;
+  s->tail = t;
+  uint64_t seq = ++s->enqueued;
+  bool schedule = !s->scheduled;
+  s->scheduled = true;
+  pthread_mutex_unlock(&s->mu);
+  if (schedule) push_ready(w, s);
+  pthread_mutex_unlock(&w->mu);
+
+  if (out_event) *out_event = (dlrun_event){.stream = s, .seq = seq};
+  return DLRUN_OK;
+}
+
+dlrun_event dlrun_stream_record(dlrun_stream *s) {
+  pthread_mutex_lock(&s->mu);
+  dlrun_event ev = {.stream = s, .seq = s->enqueued};
+  pthread_mutex_unlock(&s->mu);
+  return ev;
+}
+
+void dlrun_event_wait(dlrun_event ev) {
+  if (!ev.stream) return;
+  pthread_mutex_lock(&ev.stream->mu);
+  while (ev.stream->completed < ev.seq) pthread_cond_wait(&ev.stream->done_cv, &ev.stream->mu);
+  pthread_mutex_unlock(&ev.stream->mu);
+}
+
+bool dlrun_event_done(dlrun_event ev) {
+  if (!ev.stream) return true;
+  pthread_mutex_lock(&ev.stream->mu);
+  bool done = ev.stream->completed >= ev.seq;
+  pthread_mutex_unlock(&ev.stream->mu);
+  return done;
+}

@@ -1,0 +1,57 @@
+/* Internal: shared pieces of the Lua binding. Only this layer calls Lua, and
+ * only lerror.c turns dlrun statuses into Lua errors. */
+#ifndef DLRUN_LUA_BINDING_H
+#define DLRUN_LUA_BINDING_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "dlrun/dlrun.h"
+
+#define DLRUN_DEVICE_MT "dlrun.Device"
+#define DLRUN_ARRAY_MT "dlrun.Array"
+
+/* ---- errors (lerror.c) ---- */
+/* Raise the Lua error value for `status` with the thread's last message.
+ * Returns only when status is DLRUN_OK. */
+void dlrun_lua_check(lua_State *L, dlrun_status status);
+/* Raise an error of class `class_name` ("TypeError") with a formatted message. */
+int dlrun_lua_raise(lua_State *L, const char *class_name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* TypeError: "<fn>: argument <n> (<what>) must be <expected>, got <type>". */
+int dlrun_lua_type_error(lua_State *L, const char *fn, int arg, const char *what,
+                         const char *expected);
+void dlrun_lua_errors_open(lua_State *L);
+
+/* ---- runtime and devices (lruntime.c, ldevice.c) ---- */
+/* The runtime of this Lua state (the process default), created on first use. */
+dlrun_runtime *dlrun_lua_runtime(lua_State *L);
+void dlrun_lua_push_device(lua_State *L, dlrun_device *dev);
+dlrun_device *dlrun_lua_test_device(lua_State *L, int idx); /* NULL if not a Device */
+/* A device target at idx: a Device, or nil for the default device. */
+dlrun_device *dlrun_lua_opt_target(lua_State *L, int idx, const char *fn);
+void dlrun_lua_runtime_open(lua_State *L);
+void dlrun_lua_device_open(lua_State *L);
+
+/* ---- conversions (lconvert.c) ---- */
+/* Read a shape (an integer or a list of integers) into dims; returns ndim. */
+int dlrun_lua_check_shape(lua_State *L, int idx, const char *fn, int64_t *dims);
+dlrun_dtype dlrun_lua_check_dtype(lua_State *L, int idx, const char *fn);
+/* Convert the Lua value at idx into a scalar; false if it is not one. */
+int dlrun_lua_to_scalar(lua_State *L, int idx, dlrun_scalar *out);
+void dlrun_lua_push_scalar(lua_State *L, const dlrun_scalar *s);
+/* Push the elements of host data (row-major) as nested tables. */
+void dlrun_lua_push_nested(lua_State *L, dlrun_dtype dtype, int ndim, const int64_t *dims,
+                           const void *data);
+/* Convert nested tables at idx to host data; infers shape, and dtype when
+ * *dtype is DLRUN_DTYPE_COUNT. Pushes a userdata holding the bytes (freed by
+ * Lua) and returns its pointer. */
+void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtype *dtype,
+                               int *ndim, int64_t *dims, uint64_t *nbytes);
+
+/* ---- arrays (larray.c) ---- */
+void dlrun_lua_push_array(lua_State *L, dlrun_array *a); /* takes the reference */
+dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
+void dlrun_lua_array_open(lua_State *L);
+
+#endif

@@ -1,0 +1,344 @@
+/* Array userdata and the creation functions. The userdata is made valid
+ * (empty) before the array is created, so a Lua memory error can never leave
+ * a half-made object; __gc and __close share one idempotent release. */
+#include <math.h>
+#include <string.h>
+
+#include "binding.h"
+
+#define FORMAT_KEY "dlrun.format"
+
+typedef struct array_ud {
+  dlrun_array *a;
+} array_ud;
+
+static array_ud *new_array_ud(lua_State *L) {
+  array_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->a = NULL;
+  luaL_setmetatable(L, DLRUN_ARRAY_MT);
+  return u;
+}
+
+void dlrun_lua_push_array(lua_State *L, dlrun_array *a) {
+  /* Take ownership only once the userdata exists. */
+  array_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->a = a;
+  luaL_setmetatable(L, DLRUN_ARRAY_MT);
+}
+
+dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn) {
+  array_ud *u = luaL_testudata(L, idx, DLRUN_ARRAY_MT);
+  if (!u || !u->a) dlrun_lua_type_error(L, fn, idx, "array", "an Array");
+  return u->a;
+}
+
+static dlrun_array *check_live(lua_State *L, int idx, const char *fn) {
+  dlrun_array *a = dlrun_lua_check_array(L, idx, fn);
+  dlrun_lua_check(L, dlrun_array_check_live(a));
+  return a;
+}
+
+/* ---- creation ---- */
+
+static int l_array(lua_State *L) {
+  int nargs = lua_gettop(L);
+  if (nargs < 1 || lua_isnil(L, 1))
+    return dlrun_lua_type_error(L, "array", 1, "data",
+                                "a number, a boolean, {re, im} or nested tables of them");
+  dlrun_dtype dtype = lua_isnoneornil(L, 2) ? DLRUN_DTYPE_COUNT
+                                            : dlrun_lua_check_dtype(L, 2, "array");
+  dlrun_device *dev = dlrun_lua_opt_target(L, 3, "array");
+  if (nargs > 3) return dlrun_lua_raise(L, "TypeError", "array: expected at most 3 arguments, got %d", nargs);
+  int ndim;
+  int64_t dims[DLRUN_MAX_NDIM];
+  uint64_t nbytes;
+  void *data = dlrun_lua_nested_to_host(L, 1, "array", &dtype, &ndim, dims, &nbytes);
+  array_ud *u = new_array_ud(L);
+  dlrun_lua_check(L, dlrun_array_from_host(dev, dtype, ndim, dims, data, nbytes, &u->a));
+  return 1;
+}
+
+static int l_frombytes(lua_State *L) {
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return dlrun_lua_type_error(L, "frombytes", 1, "data", "a string");
+  int64_t dims[DLRUN_MAX_NDIM];
+  int ndim = dlrun_lua_check_shape(L, 2, "frombytes", dims);
+  dlrun_dtype dtype = dlrun_lua_check_dtype(L, 3, "frombytes");
+  dlrun_device *dev = dlrun_lua_opt_target(L, 4, "frombytes");
+  size_t len;
+  const char *s = lua_tolstring(L, 1, &len);
+  uint64_t want;
+  dlrun_lua_check(L, dlrun_shape_nbytes(ndim, dims, dtype, &want));
+  if (want != len) {
+    char shape[256];
+    return dlrun_lua_raise(L, "ValueError", "frombytes: got %zu bytes but shape %s needs %llu",
+                           len, dlrun_shape_string(dtype, ndim, dims, shape, sizeof shape),
+                           (unsigned long long)want);
+  }
+  array_ud *u = new_array_ud(L);
+  dlrun_lua_check(L, dlrun_array_from_host(dev, dtype, ndim, dims, s, len, &u->a));
+  return 1;
+}
+
+static int fill(lua_State *L, const char *fn, int shape_idx, int value_idx, int dtype_idx,
+                const dlrun_scalar *fixed) {
+  int64_t dims[DLRUN_MAX_NDIM];
+  int ndim = dlrun_lua_check_shape(L, shape_idx, fn, dims);
+  dlrun_scalar value;
+  if (fixed) value = *fixed;
+  else if (!dlrun_lua_to_scalar(L, value_idx, &value))
+    return dlrun_lua_type_error(L, fn, value_idx, "fill_value", "a number, a boolean or {re, im}");
+  dlrun_dtype dtype = dlrun_lua_check_dtype(L, dtype_idx, fn);
+  dlrun_device *dev = dlrun_lua_opt_target(L, dtype_idx + 1, fn);
+  if (lua_gettop(L) > dtype_idx + 1)
+    return dlrun_lua_raise(L, "TypeError", "%s: expected at most %d arguments, got %d", fn,
+                           dtype_idx + 1, lua_gettop(L));
+  array_ud *u = new_array_ud(L);
+  dlrun_status st = dlrun_array_full(dev, dtype, ndim, dims, &value, &u->a);
+  if (st == DLRUN_ERR_VALUE) dlrun_lua_raise(L, "ValueError", "%s: %s", fn, dlrun_last_error());
+  dlrun_lua_check(L, st);
+  return 1;
+}
+
+static int l_zeros(lua_State *L) {
+  dlrun_scalar zero = {.kind = DLRUN_SCALAR_INT, .i = 0};
+  return fill(L, "zeros", 1, 0, 2, &zero);
+}
+
+static int l_ones(lua_State *L) {
+  dlrun_scalar one = {.kind = DLRUN_SCALAR_INT, .i = 1};
+  return fill(L, "ones", 1, 0, 2, &one);
+}
+
+static int l_full(lua_State *L) { return fill(L, "full", 1, 2, 3, NULL); }
+
+/* Number of values of arange(start, stop, step), as NumPy: ceil((stop-start)/step). */
+static int64_t arange_length(lua_State *L, const dlrun_scalar *a, const dlrun_scalar *b,
+                             const dlrun_scalar *step) {
+  if (a->kind == DLRUN_SCALAR_INT && b->kind == DLRUN_SCALAR_INT && step->kind == DLRUN_SCALAR_INT) {
+    if (step->i == 0) dlrun_lua_raise(L, "ValueError", "arange: step must not be zero");
+    /* 128-bit so that stop - start cannot overflow. */
+    __int128 span = (__int128)b->i - a->i;
+    __int128 s = step->i;
+    __int128 n = (span > 0) == (s > 0) ? (span + s + (s > 0 ? -1 : 1)) / s : 0;
+    if (n < 0) n = 0;
+    if (n > INT64_MAX) dlrun_lua_raise(L, "ValueError", "arange: too many values");
+    return (int64_t)n;
+  }
+  double x = a->kind == DLRUN_SCALAR_INT ? (double)a->i : a->re;
+  double y = b->kind == DLRUN_SCALAR_INT ? (double)b->i : b->re;
+  double d = step->kind == DLRUN_SCALAR_INT ? (double)step->i : step->re;
+  if (d == 0) dlrun_lua_raise(L, "ValueError", "arange: step must not be zero");
+  if (!isfinite(x) || !isfinite(y) || !isfinite(d))
+    dlrun_lua_raise(L, "ValueError", "arange: start, stop and step must be finite");
+  double n = ceil((y - x) / d);
+  if (n < 0) n = 0;
+  if (n >= 9.2e18) dlrun_lua_raise(L, "ValueError", "arange: too many values (%.17g)", n);
+  return (int64_t)n;
+}
+
+/* arange(n | start, stop [, step] [, dtype] [, target]) */
+static int l_arange(lua_State *L) {
+  dlrun_scalar nums[3];
+  int count = 0, i = 1;
+  while (count < 3 && lua_type(L, i) == LUA_TNUMBER) {
+    dlrun_lua_to_scalar(L, i, &nums[count++]);
+    i++;
+  }
+  if (count == 0)
+    return dlrun_lua_type_error(L, "arange", 1, "stop", "a number");
+  dlrun_scalar start = {.kind = DLRUN_SCALAR_INT, .i = 0}, stop, step = {.kind = DLRUN_SCALAR_INT, .i = 1};
+  if (count == 1) stop = nums[0];
+  else {
+    start = nums[0];
+    stop = nums[1];
+    if (count == 3) step = nums[2];
+  }
+  dlrun_dtype dtype;
+  if (lua_isnoneornil(L, i)) {
+    int all_int = start.kind == DLRUN_SCALAR_INT && stop.kind == DLRUN_SCALAR_INT &&
+                  step.kind == DLRUN_SCALAR_INT;
+    dtype = all_int ? DLRUN_INT32 : DLRUN_FLOAT32;
+  } else {
+    if (lua_type(L, i) != LUA_TSTRING)
+      return dlrun_lua_type_error(L, "arange", i, "dtype", "a dtype name such as \"float32\"");
+    dtype = dlrun_lua_check_dtype(L, i, "arange");
+  }
+  dlrun_device *dev = dlrun_lua_opt_target(L, i + 1, "arange");
+  if (lua_gettop(L) > i + 1)
+    return dlrun_lua_raise(L, "TypeError", "arange: too many arguments (%d)", lua_gettop(L));
+  int64_t n = arange_length(L, &start, &stop, &step);
+  array_ud *u = new_array_ud(L);
+  dlrun_status st = dlrun_array_arange(dev, dtype, &start, &step, n, &u->a);
+  if (st == DLRUN_ERR_VALUE) dlrun_lua_raise(L, "ValueError", "%s", dlrun_last_error());
+  dlrun_lua_check(L, st);
+  return 1;
+}
+
+/* ---- reading ---- */
+
+/* Copy the whole array to a Lua-owned host buffer (pushed). */
+static void *read_all(lua_State *L, dlrun_array *a) {
+  uint64_t n = dlrun_array_nbytes(a);
+  void *host = lua_newuserdatauv(L, (size_t)n, 0);
+  dlrun_lua_check(L, dlrun_array_read(a, 0, n, host));
+  return host;
+}
+
+static int l_tolist(lua_State *L) {
+  dlrun_array *a = check_live(L, 1, "tolist");
+  void *host = read_all(L, a);
+  dlrun_lua_push_nested(L, dlrun_array_dtype(a), dlrun_array_ndim(a), dlrun_array_shape(a), host);
+  return 1;
+}
+
+static int l_tobytes(lua_State *L) {
+  dlrun_array *a = check_live(L, 1, "tobytes");
+  void *host = read_all(L, a);
+  lua_pushlstring(L, host, (size_t)dlrun_array_nbytes(a));
+  return 1;
+}
+
+static int l_item(lua_State *L) {
+  dlrun_array *a = check_live(L, 1, "item");
+  if (dlrun_array_size(a) != 1)
+    return dlrun_lua_raise(L, "ValueError",
+                           "can only convert an array of size 1 to a Lua scalar (size is %lld)",
+                           (long long)dlrun_array_size(a));
+  unsigned char buf[16];
+  dlrun_lua_check(L, dlrun_array_read(a, 0, dlrun_array_nbytes(a), buf));
+  dlrun_scalar s;
+  dlrun_dtype_load(dlrun_array_dtype(a), buf, &s);
+  dlrun_lua_push_scalar(L, &s);
+  return 1;
+}
+
+/* _elements(first, count): `count` elements from 1-based flat index `first`
+ * (used by the printer to fetch only what it shows). */
+static int l_elements(lua_State *L) {
+  dlrun_array *a = check_live(L, 1, "_elements");
+  lua_Integer first = luaL_checkinteger(L, 2), count = luaL_checkinteger(L, 3);
+  int64_t size = dlrun_array_size(a);
+  if (first < 1 || count < 0 || count > size || first - 1 > size - count)
+    return dlrun_lua_raise(L, "ValueError", "_elements: range %lld+%lld outside size %lld",
+                           (long long)first, (long long)count, (long long)size);
+  dlrun_dtype dt = dlrun_array_dtype(a);
+  size_t esize = dlrun_dtype_get(dt)->size;
+  unsigned char *host = lua_newuserdatauv(L, (size_t)count * esize, 0);
+  dlrun_lua_check(L, dlrun_array_read(a, (uint64_t)(first - 1) * esize, (uint64_t)count * esize, host));
+  int64_t dims[1] = {count};
+  dlrun_lua_push_nested(L, dt, 1, dims, host);
+  return 1;
+}
+
+static int l_devices(lua_State *L) {
+  dlrun_array *a = check_live(L, 1, "devices");
+  lua_createtable(L, 1, 0);
+  dlrun_lua_push_device(L, dlrun_array_device(a));
+  lua_rawseti(L, -2, 1);
+  return 1;
+}
+
+static int l_block_until_ready(lua_State *L) {
+  dlrun_array *a = dlrun_lua_check_array(L, 1, "block_until_ready");
+  dlrun_lua_check(L, dlrun_array_block_until_ready(a));
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int l_delete(lua_State *L) {
+  dlrun_array_delete(dlrun_lua_check_array(L, 1, "delete"));
+  return 0;
+}
+
+static int l_is_deleted(lua_State *L) {
+  lua_pushboolean(L, dlrun_array_is_deleted(dlrun_lua_check_array(L, 1, "is_deleted")));
+  return 1;
+}
+
+/* __gc and __close: drop the reference once. */
+static int array_release(lua_State *L) {
+  array_ud *u = luaL_testudata(L, 1, DLRUN_ARRAY_MT);
+  if (u && u->a) {
+    dlrun_array_release(u->a);
+    u->a = NULL;
+  }
+  return 0;
+}
+
+static void push_shape(lua_State *L, dlrun_array *a) {
+  int ndim = dlrun_array_ndim(a);
+  const int64_t *dims = dlrun_array_shape(a);
+  lua_createtable(L, ndim, 0);
+  for (int i = 0; i < ndim; i++) {
+    lua_pushinteger(L, dims[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+/* Metadata stays readable after delete(), as in JAX. */
+static int array_index(lua_State *L) {
+  dlrun_array *a = dlrun_lua_check_array(L, 1, "Array.__index");
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
+  const char *key = lua_tostring(L, 2);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
+  const dlrun_dtype_info *info = dlrun_dtype_get(dlrun_array_dtype(a));
+  if (strcmp(key, "shape") == 0) push_shape(L, a);
+  else if (strcmp(key, "dtype") == 0) lua_pushstring(L, info->name);
+  else if (strcmp(key, "ndim") == 0) lua_pushinteger(L, dlrun_array_ndim(a));
+  else if (strcmp(key, "size") == 0) lua_pushinteger(L, dlrun_array_size(a));
+  else if (strcmp(key, "itemsize") == 0) lua_pushinteger(L, (lua_Integer)info->size);
+  else if (strcmp(key, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)dlrun_array_nbytes(a));
+  else return 0;
+  return 1;
+}
+
+static int array_len(lua_State *L) {
+  dlrun_array *a = dlrun_lua_check_array(L, 1, "#");
+  if (dlrun_array_ndim(a) == 0)
+    return dlrun_lua_raise(L, "TypeError", "len() of unsized object (a 0-d array)");
+  lua_pushinteger(L, dlrun_array_shape(a)[0]);
+  return 1;
+}
+
+static int array_tostring(lua_State *L) {
+  dlrun_array *a = dlrun_lua_check_array(L, 1, "tostring");
+  lua_getfield(L, LUA_REGISTRYINDEX, FORMAT_KEY);
+  lua_getfield(L, -1, dlrun_array_is_deleted(a) ? "deleted_repr" : "repr");
+  lua_pushvalue(L, 1);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+void dlrun_lua_array_open(lua_State *L) {
+  static const luaL_Reg creators[] = {
+      {"array", l_array}, {"frombytes", l_frombytes}, {"zeros", l_zeros}, {"ones", l_ones},
+      {"full", l_full},   {"arange", l_arange},       {NULL, NULL},
+  };
+  luaL_setfuncs(L, creators, 0);
+
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "dlrun.format");
+  lua_call(L, 1, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, FORMAT_KEY);
+
+  luaL_newmetatable(L, DLRUN_ARRAY_MT);
+  lua_pushliteral(L, "Array");
+  lua_setfield(L, -2, "__name");
+  static const luaL_Reg meta[] = {
+      {"__gc", array_release}, {"__close", array_release}, {"__len", array_len},
+      {"__tostring", array_tostring}, {NULL, NULL},
+  };
+  luaL_setfuncs(L, meta, 0);
+  static const luaL_Reg methods[] = {
+      {"tolist", l_tolist},   {"tobytes", l_tobytes},       {"item", l_item},
+      {"devices", l_devices}, {"delete", l_delete},         {"is_deleted", l_is_deleted},
+      {"block_until_ready", l_block_until_ready},           {"_elements", l_elements},
+      {NULL, NULL},
+  };
+  luaL_newlib(L, methods);
+  lua_pushcclosure(L, array_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+}

@@ -1,0 +1,302 @@
+/* Conversions between Lua values and dlrun data: shapes, dtypes, scalars and
+ * nested tables. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "binding.h"
+
+/* An integral Lua number at idx, or false. */
+static int to_integral(lua_State *L, int idx, lua_Integer *out) {
+  if (lua_isinteger(L, idx)) {
+    *out = lua_tointeger(L, idx);
+    return 1;
+  }
+  if (lua_type(L, idx) != LUA_TNUMBER) return 0;
+  lua_Number v = lua_tonumber(L, idx);
+  return v == floor(v) && lua_numbertointeger(v, out);
+}
+
+static int shape_entry(lua_State *L, int idx, const char *fn, int arg, int pos, int64_t *out) {
+  lua_Integer v;
+  if (lua_type(L, idx) != LUA_TNUMBER)
+    return dlrun_lua_raise(L, "TypeError",
+                           "%s: argument %d (shape) must be an integer or a list of integers, "
+                           "got %s at position %d",
+                           fn, arg, luaL_typename(L, idx), pos);
+  if (!to_integral(L, idx, &v))
+    return dlrun_lua_raise(L, "ValueError",
+                           "%s: shape entry %d must be an integer, got %s", fn, pos,
+                           luaL_tolstring(L, idx, NULL));
+  if (v < 0)
+    return dlrun_lua_raise(L, "ValueError", "%s: shape entry %d is negative (%lld)", fn, pos,
+                           (long long)v);
+  *out = (int64_t)v;
+  return 0;
+}
+
+int dlrun_lua_check_shape(lua_State *L, int idx, const char *fn, int64_t *dims) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    shape_entry(L, idx, fn, idx, 1, &dims[0]);
+    return 1;
+  }
+  if (!lua_istable(L, idx))
+    return dlrun_lua_type_error(L, fn, idx, "shape", "an integer or a list of integers");
+  lua_Integer n = luaL_len(L, idx);
+  if (n > DLRUN_MAX_NDIM)
+    return dlrun_lua_raise(L, "ValueError", "%s: shape has %lld dimensions (at most %d)", fn,
+                           (long long)n, DLRUN_MAX_NDIM);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, idx, i);
+    shape_entry(L, -1, fn, idx, (int)i, &dims[i - 1]);
+    lua_pop(L, 1);
+  }
+  return (int)n;
+}
+
+dlrun_dtype dlrun_lua_check_dtype(lua_State *L, int idx, const char *fn) {
+  if (lua_type(L, idx) != LUA_TSTRING)
+    dlrun_lua_type_error(L, fn, idx, "dtype", "a dtype name such as \"float32\"");
+  dlrun_dtype dt;
+  dlrun_status st = dlrun_dtype_from_name(lua_tostring(L, idx), &dt);
+  if (st) dlrun_lua_raise(L, "ValueError", "%s: %s", fn, dlrun_last_error());
+  return dt;
+}
+
+/* {re, im} or {re = , im = } with numbers. */
+static int to_complex(lua_State *L, int idx, dlrun_scalar *out) {
+  idx = lua_absindex(L, idx);
+  int ok = 0;
+  if (lua_getfield(L, idx, "re") == LUA_TNUMBER) {
+    ok = lua_getfield(L, idx, "im") == LUA_TNUMBER || lua_isnil(L, -1);
+    if (ok) *out = (dlrun_scalar){.kind = DLRUN_SCALAR_COMPLEX, .re = lua_tonumber(L, -2),
+                                  .im = lua_tonumber(L, -1)};
+    lua_pop(L, 2);
+    return ok;
+  }
+  lua_pop(L, 1);
+  if (luaL_len(L, idx) != 2) return 0;
+  int top = lua_gettop(L);
+  ok = lua_geti(L, idx, 1) == LUA_TNUMBER && lua_geti(L, idx, 2) == LUA_TNUMBER;
+  if (ok) *out = (dlrun_scalar){.kind = DLRUN_SCALAR_COMPLEX, .re = lua_tonumber(L, -2),
+                                .im = lua_tonumber(L, -1)};
+  lua_settop(L, top);
+  return ok;
+}
+
+int dlrun_lua_to_scalar(lua_State *L, int idx, dlrun_scalar *out) {
+  switch (lua_type(L, idx)) {
+  case LUA_TBOOLEAN:
+    *out = (dlrun_scalar){.kind = DLRUN_SCALAR_BOOL, .b = lua_toboolean(L, idx)};
+    return 1;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx)) *out = (dlrun_scalar){.kind = DLRUN_SCALAR_INT, .i = lua_tointeger(L, idx)};
+    else *out = (dlrun_scalar){.kind = DLRUN_SCALAR_FLOAT, .re = lua_tonumber(L, idx)};
+    return 1;
+  case LUA_TTABLE: {
+    int top = lua_gettop(L);
+    int ok = to_complex(L, idx, out);
+    lua_settop(L, top);
+    return ok;
+  }
+  default: return 0;
+  }
+}
+
+void dlrun_lua_push_scalar(lua_State *L, const dlrun_scalar *s) {
+  switch (s->kind) {
+  case DLRUN_SCALAR_BOOL: lua_pushboolean(L, s->b); break;
+  case DLRUN_SCALAR_INT: lua_pushinteger(L, (lua_Integer)s->i); break;
+  case DLRUN_SCALAR_FLOAT: lua_pushnumber(L, s->re); break;
+  case DLRUN_SCALAR_COMPLEX:
+    lua_createtable(L, 2, 0);
+    lua_pushnumber(L, s->re);
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, s->im);
+    lua_rawseti(L, -2, 2);
+    break;
+  }
+}
+
+/* ---- tables to host data ---- */
+
+/* A table that is one complex element rather than a level of nesting: one
+ * with an `re` field, or (for complex dtypes) a pair of numbers. */
+static int is_complex_leaf(lua_State *L, int idx, int complex_dtype) {
+  if (!lua_istable(L, idx)) return 0;
+  idx = lua_absindex(L, idx);
+  int t = lua_getfield(L, idx, "re");
+  lua_pop(L, 1);
+  if (t != LUA_TNIL) return 1;
+  if (!complex_dtype || luaL_len(L, idx) != 2) return 0;
+  int top = lua_gettop(L);
+  int ok = lua_geti(L, idx, 1) == LUA_TNUMBER && lua_geti(L, idx, 2) == LUA_TNUMBER;
+  lua_settop(L, top);
+  return ok;
+}
+
+typedef struct walk {
+  lua_State *L;
+  const char *fn;
+  int complex_dtype;
+  int ndim;
+  int64_t dims[DLRUN_MAX_NDIM];
+  int64_t index[DLRUN_MAX_NDIM]; /* position of the element being visited */
+  /* inference: what kinds of leaves were seen */
+  int seen_bool, seen_int, seen_float, seen_complex;
+  int64_t int_min, int_max;
+  /* storing */
+  dlrun_dtype dtype;
+  unsigned char *out;
+  size_t esize;
+  int64_t count;
+} walk;
+
+static const char *position(walk *w, int depth, char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; i < depth && used < n; i++)
+    used += (size_t)snprintf(buf + used, n - used, "[%lld]", (long long)w->index[i] + 1);
+  return buf;
+}
+
+static void infer_shape(walk *w, int idx) {
+  lua_State *L = w->L;
+  lua_pushvalue(L, idx);
+  while (lua_istable(L, -1) && !is_complex_leaf(L, -1, w->complex_dtype)) {
+    if (w->ndim == DLRUN_MAX_NDIM)
+      dlrun_lua_raise(L, "ValueError", "%s: data is nested deeper than %d levels", w->fn,
+                      DLRUN_MAX_NDIM);
+    lua_Integer n = luaL_len(L, -1);
+    w->dims[w->ndim++] = n;
+    if (n == 0) break;
+    lua_geti(L, -1, 1);
+    lua_remove(L, -2);
+  }
+  lua_pop(L, 1);
+}
+
+/* Visit every leaf in row-major order, checking the shape; `leaf` is called
+ * with the leaf on top of the stack. */
+static void visit(walk *w, int depth, void (*leaf)(walk *, int depth)) {
+  lua_State *L = w->L;
+  char pos[256];
+  luaL_checkstack(L, 4, "nested data too deep");
+  if (depth == w->ndim) {
+    if (lua_istable(L, -1) && !is_complex_leaf(L, -1, w->complex_dtype))
+      dlrun_lua_raise(L, "ValueError",
+                      "%s: ragged nested data: element %s is a table but the shape %s",
+                      w->fn, position(w, depth, pos, sizeof pos),
+                      depth ? "ends at this depth" : "is 0-d");
+    leaf(w, depth);
+    return;
+  }
+  if (!lua_istable(L, -1) || is_complex_leaf(L, -1, w->complex_dtype))
+    dlrun_lua_raise(L, "ValueError",
+                    "%s: ragged nested data: element %s should be a list of length %lld, got %s",
+                    w->fn, position(w, depth, pos, sizeof pos), (long long)w->dims[depth],
+                    luaL_typename(L, -1));
+  lua_Integer n = luaL_len(L, -1);
+  if (n != w->dims[depth])
+    dlrun_lua_raise(L, "ValueError",
+                    "%s: ragged nested data: element %s has length %lld, expected %lld", w->fn,
+                    position(w, depth, pos, sizeof pos), (long long)n,
+                    (long long)w->dims[depth]);
+  for (lua_Integer i = 1; i <= n; i++) {
+    w->index[depth] = i - 1;
+    lua_geti(L, -1, i);
+    visit(w, depth + 1, leaf);
+    lua_pop(L, 1);
+  }
+}
+
+static dlrun_scalar leaf_scalar(walk *w, int depth) {
+  dlrun_scalar s;
+  char pos[256];
+  if (!dlrun_lua_to_scalar(w->L, -1, &s))
+    dlrun_lua_raise(w->L, "TypeError",
+                    "%s: element %s is a %s, expected a number, a boolean or {re, im}", w->fn,
+                    position(w, depth, pos, sizeof pos), luaL_typename(w->L, -1));
+  return s;
+}
+
+static void infer_leaf(walk *w, int depth) {
+  dlrun_scalar s = leaf_scalar(w, depth);
+  switch (s.kind) {
+  case DLRUN_SCALAR_BOOL: w->seen_bool = 1; break;
+  case DLRUN_SCALAR_INT: w->seen_int = 1; break;
+  case DLRUN_SCALAR_FLOAT: w->seen_float = 1; break;
+  case DLRUN_SCALAR_COMPLEX: w->seen_complex = 1; break;
+  }
+}
+
+static void store_leaf(walk *w, int depth) {
+  dlrun_scalar s = leaf_scalar(w, depth);
+  dlrun_status st = dlrun_dtype_store(w->dtype, w->out + (size_t)w->count * w->esize, &s);
+  if (st) {
+    char pos[256];
+    if (depth) dlrun_lua_raise(w->L, "ValueError", "%s: element %s: %s", w->fn,
+                               position(w, depth, pos, sizeof pos), dlrun_last_error());
+    dlrun_lua_raise(w->L, "ValueError", "%s: %s", w->fn, dlrun_last_error());
+  }
+  w->count++;
+}
+
+/* JAX's defaults: complex64 if any complex, else float32 if any float, else
+ * int32 if any integer, else bool if any boolean; float32 when empty. */
+static dlrun_dtype inferred_dtype(const walk *w) {
+  if (w->seen_complex) return DLRUN_COMPLEX64;
+  if (w->seen_float) return DLRUN_FLOAT32;
+  if (w->seen_int) return DLRUN_INT32;
+  if (w->seen_bool) return DLRUN_BOOL;
+  return DLRUN_FLOAT32;
+}
+
+void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtype *dtype,
+                               int *ndim, int64_t *dims, uint64_t *nbytes) {
+  idx = lua_absindex(L, idx);
+  walk w = {.L = L, .fn = fn};
+  w.complex_dtype = *dtype != DLRUN_DTYPE_COUNT &&
+                    dlrun_dtype_get(*dtype)->kind == DLRUN_KIND_COMPLEX;
+  infer_shape(&w, idx);
+  if (*dtype == DLRUN_DTYPE_COUNT) {
+    lua_pushvalue(L, idx);
+    visit(&w, 0, infer_leaf);
+    lua_pop(L, 1);
+    *dtype = inferred_dtype(&w);
+  }
+  dlrun_lua_check(L, dlrun_shape_nbytes(w.ndim, w.dims, *dtype, nbytes));
+  w.dtype = *dtype;
+  w.esize = dlrun_dtype_get(*dtype)->size;
+  w.out = lua_newuserdatauv(L, (size_t)*nbytes, 0);
+  lua_pushvalue(L, idx);
+  visit(&w, 0, store_leaf);
+  lua_pop(L, 1);
+  *ndim = w.ndim;
+  memcpy(dims, w.dims, sizeof(int64_t) * (size_t)w.ndim);
+  return w.out;
+}
+
+/* ---- host data to tables ---- */
+
+static const unsigned char *push_level(lua_State *L, dlrun_dtype dtype, size_t esize, int ndim,
+                                       const int64_t *dims, const unsigned char *p) {
+  if (ndim == 0) {
+    dlrun_scalar s;
+    dlrun_dtype_load(dtype, p, &s);
+    dlrun_lua_push_scalar(L, &s);
+    return p + esize;
+  }
+  luaL_checkstack(L, 3, "array too deep");
+  lua_createtable(L, dims[0] < (1 << 26) ? (int)dims[0] : 0, 0);
+  for (int64_t i = 0; i < dims[0]; i++) {
+    p = push_level(L, dtype, esize, ndim - 1, dims + 1, p);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return p;
+}
+
+void dlrun_lua_push_nested(lua_State *L, dlrun_dtype dtype, int ndim, const int64_t *dims,
+                           const void *data) {
+  push_level(L, dtype, dlrun_dtype_get(dtype)->size, ndim, dims, data);
+}

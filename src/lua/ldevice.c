@@ -1,0 +1,129 @@
+/* Device userdata. Devices are interned per Lua state: the same device is
+ * always the same Lua value, so == and table keys work. */
+#include <string.h>
+
+#include "binding.h"
+
+#define INTERN_KEY "dlrun.devices"
+
+typedef struct device_ud {
+  dlrun_device *dev;
+} device_ud;
+
+void dlrun_lua_push_device(lua_State *L, dlrun_device *dev) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, INTERN_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, INTERN_KEY);
+  }
+  if (lua_rawgetp(L, -1, dev) == LUA_TUSERDATA) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  device_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->dev = dev;
+  luaL_setmetatable(L, DLRUN_DEVICE_MT);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, -3, dev);
+  lua_remove(L, -2);
+}
+
+dlrun_device *dlrun_lua_test_device(lua_State *L, int idx) {
+  device_ud *u = luaL_testudata(L, idx, DLRUN_DEVICE_MT);
+  return u ? u->dev : NULL;
+}
+
+dlrun_device *dlrun_lua_opt_target(lua_State *L, int idx, const char *fn) {
+  if (lua_isnoneornil(L, idx)) {
+    dlrun_runtime *rt = dlrun_lua_runtime(L);
+    return dlrun_device_get(rt, NULL, 0);
+  }
+  dlrun_device *dev = dlrun_lua_test_device(L, idx);
+  if (!dev) dlrun_lua_type_error(L, fn, idx, "target", "a Device");
+  return dev;
+}
+
+static dlrun_device *check_device(lua_State *L, int idx, const char *fn) {
+  dlrun_device *dev = dlrun_lua_test_device(L, idx);
+  if (!dev) dlrun_lua_type_error(L, fn, idx, "self", "a Device");
+  return dev;
+}
+
+static dlrun_memory_kind check_memory_kind(lua_State *L, int idx, const char *fn) {
+  if (lua_isnoneornil(L, idx)) return DLRUN_MEM_DEVICE;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    dlrun_lua_type_error(L, fn, idx, "memory_kind", "\"device\" or \"pinned_host\"");
+  const char *k = lua_tostring(L, idx);
+  if (strcmp(k, "device") == 0) return DLRUN_MEM_DEVICE;
+  if (strcmp(k, "pinned_host") == 0) return DLRUN_MEM_PINNED_HOST;
+  dlrun_lua_raise(L, "ValueError",
+                  "%s: unknown memory kind '%s' (expected \"device\" or \"pinned_host\")", fn, k);
+  return DLRUN_MEM_DEVICE;
+}
+
+static void set_integer(lua_State *L, const char *key, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, key);
+}
+
+static int l_memory_stats(lua_State *L) {
+  dlrun_device *dev = check_device(L, 1, "memory_stats");
+  dlrun_memory_kind kind = check_memory_kind(L, 2, "memory_stats");
+  dlrun_memory_stats s;
+  dlrun_lua_check(L, dlrun_device_memory_stats(dev, kind, &s));
+  lua_createtable(L, 0, 8);
+  set_integer(L, "bytes_in_use", s.bytes_in_use);
+  set_integer(L, "peak_bytes_in_use", s.peak_bytes_in_use);
+  set_integer(L, "bytes_limit", s.bytes_limit);
+  set_integer(L, "bytes_reserved", s.bytes_reserved);
+  set_integer(L, "num_allocs", s.num_allocs);
+  set_integer(L, "largest_alloc_size", s.largest_alloc_size);
+  set_integer(L, "largest_free_block_bytes", s.largest_free_block_bytes);
+  lua_pushnumber(L, s.fragmentation);
+  lua_setfield(L, -2, "fragmentation");
+  return 1;
+}
+
+static int l_synchronize(lua_State *L) {
+  dlrun_device_synchronize(check_device(L, 1, "synchronize"));
+  return 0;
+}
+
+static int device_index(lua_State *L) {
+  dlrun_device *dev = check_device(L, 1, "Device.__index");
+  const char *key = lua_tostring(L, 2);
+  if (!key) return 0;
+  if (strcmp(key, "id") == 0) lua_pushinteger(L, dlrun_device_id(dev));
+  else if (strcmp(key, "platform") == 0) lua_pushstring(L, dlrun_device_platform(dev));
+  else if (strcmp(key, "process_index") == 0) lua_pushinteger(L, dlrun_device_process_index(dev));
+  else if (strcmp(key, "memory_stats") == 0) lua_pushcfunction(L, l_memory_stats);
+  else if (strcmp(key, "synchronize") == 0) lua_pushcfunction(L, l_synchronize);
+  else return 0;
+  return 1;
+}
+
+static int device_tostring(lua_State *L) {
+  lua_pushstring(L, dlrun_device_name(check_device(L, 1, "tostring")));
+  return 1;
+}
+
+static int device_lt(lua_State *L) {
+  dlrun_device *a = check_device(L, 1, "<"), *b = check_device(L, 2, "<");
+  int c = strcmp(dlrun_device_platform(a), dlrun_device_platform(b));
+  lua_pushboolean(L, c ? c < 0 : dlrun_device_id(a) < dlrun_device_id(b));
+  return 1;
+}
+
+void dlrun_lua_device_open(lua_State *L) {
+  luaL_newmetatable(L, DLRUN_DEVICE_MT);
+  static const luaL_Reg meta[] = {
+      {"__index", device_index}, {"__tostring", device_tostring}, {"__lt", device_lt},
+      {NULL, NULL},
+  };
+  luaL_setfuncs(L, meta, 0);
+  lua_pushliteral(L, "Device");
+  lua_setfield(L, -2, "__name");
+  lua_pop(L, 1);
+}

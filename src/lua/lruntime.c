@@ -1,0 +1,149 @@
+/* The runtime as seen from Lua: configure, devices, device_count,
+ * default_backend. Each Lua state holds one reference to the process-wide
+ * default runtime, dropped when the state closes. */
+#include <string.h>
+
+#include "binding.h"
+
+#define RUNTIME_KEY "dlrun.runtime"
+
+typedef struct runtime_ref {
+  dlrun_runtime *rt;
+} runtime_ref;
+
+static int runtime_gc(lua_State *L) {
+  runtime_ref *r = lua_touserdata(L, 1);
+  dlrun_runtime_release(r->rt);
+  r->rt = NULL;
+  return 0;
+}
+
+dlrun_runtime *dlrun_lua_runtime(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY) == LUA_TUSERDATA) {
+    runtime_ref *r = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (r->rt) return r->rt;
+  } else {
+    lua_pop(L, 1);
+  }
+  /* Made valid (empty) before acquiring, so a Lua memory error leaks nothing. */
+  runtime_ref *r = lua_newuserdatauv(L, sizeof *r, 0);
+  r->rt = NULL;
+  lua_newtable(L);
+  lua_pushcfunction(L, runtime_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  dlrun_runtime *rt;
+  dlrun_lua_check(L, dlrun_default_runtime(&rt));
+  r->rt = rt;
+  lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+  return rt;
+}
+
+static int l_configure(lua_State *L) {
+  if (!lua_istable(L, 1))
+    return dlrun_lua_type_error(L, "configure", 1, "options",
+                                "a table {devices=, device_memory=}");
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    if (!key || (strcmp(key, "devices") != 0 && strcmp(key, "device_memory") != 0)) {
+      const char *shown = key ? key : luaL_tolstring(L, -2, NULL);
+      return dlrun_lua_raise(L, "ValueError",
+                             "configure: unknown option '%s' (expected devices, device_memory)",
+                             shown);
+    }
+    lua_pop(L, 1);
+  }
+  const char *devices = NULL;
+  uint64_t memory = 0;
+  int t = lua_getfield(L, 1, "devices");
+  if (t == LUA_TSTRING) devices = lua_tostring(L, -1);
+  else if (t != LUA_TNIL)
+    return dlrun_lua_raise(L, "TypeError",
+                           "configure: option devices must be a device spec string such as "
+                           "\"sim:8\", got %s",
+                           luaL_typename(L, -1));
+  t = lua_getfield(L, 1, "device_memory");
+  if (t == LUA_TSTRING) {
+    dlrun_status st = dlrun_parse_size(lua_tostring(L, -1), &memory);
+    dlrun_lua_check(L, st);
+  } else if (t == LUA_TNUMBER) {
+    int whole;
+    lua_Integer n = lua_tointegerx(L, -1, &whole);
+    if (!whole)
+      return dlrun_lua_raise(L, "ValueError",
+                             "configure: device_memory must be a whole number of bytes, got %s",
+                             luaL_tolstring(L, -1, NULL));
+    if (n <= 0)
+      return dlrun_lua_raise(L, "ValueError",
+                             "configure: device_memory must be positive, got %lld",
+                             (long long)n);
+    memory = (uint64_t)n;
+  } else if (t != LUA_TNIL) {
+    return dlrun_lua_raise(L, "TypeError",
+                           "configure: option device_memory must be a number of bytes or a "
+                           "size string such as \"2GiB\", got %s",
+                           luaL_typename(L, -1));
+  }
+  dlrun_lua_check(L, dlrun_default_configure(devices, memory));
+  return 0;
+}
+
+/* An optional platform name at idx; raises JAX's RuntimeError when absent. */
+static const char *opt_platform(lua_State *L, int idx, const char *fn, dlrun_runtime *rt) {
+  if (lua_isnoneornil(L, idx)) return NULL;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    dlrun_lua_type_error(L, fn, idx, "backend", "a platform name such as \"sim\" or \"cpu\"");
+  const char *p = lua_tostring(L, idx);
+  if (dlrun_device_count(rt, p) == 0)
+    dlrun_lua_raise(L, "RuntimeError",
+                    "Unknown backend: '%s' requested, but no platforms that are instances of "
+                    "%s are present. Platforms present are: %s",
+                    p, p, dlrun_runtime_platforms(rt));
+  return p;
+}
+
+static int l_devices(lua_State *L) {
+  dlrun_runtime *rt = dlrun_lua_runtime(L);
+  const char *platform = opt_platform(L, 1, "devices", rt);
+  size_t n = dlrun_device_count(rt, platform);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    dlrun_lua_push_device(L, dlrun_device_get(rt, platform, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static int l_device_count(lua_State *L) {
+  dlrun_runtime *rt = dlrun_lua_runtime(L);
+  const char *platform = opt_platform(L, 1, "device_count", rt);
+  lua_pushinteger(L, (lua_Integer)dlrun_device_count(rt, platform));
+  return 1;
+}
+
+static int l_default_backend(lua_State *L) {
+  lua_pushstring(L, dlrun_default_backend(dlrun_lua_runtime(L)));
+  return 1;
+}
+
+static int l_host_device(lua_State *L) {
+  dlrun_lua_push_device(L, dlrun_host_device(dlrun_lua_runtime(L)));
+  return 1;
+}
+
+static int l_device_spec(lua_State *L) {
+  lua_pushstring(L, dlrun_runtime_spec(dlrun_lua_runtime(L)));
+  return 1;
+}
+
+void dlrun_lua_runtime_open(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+      {"configure", l_configure},       {"devices", l_devices},
+      {"device_count", l_device_count}, {"default_backend", l_default_backend},
+      {"host_device", l_host_device},   {"device_spec", l_device_spec},
+      {NULL, NULL},
+  };
+  luaL_setfuncs(L, funcs, 0);
+}

@@ -1,0 +1,69 @@
+/* Internal: a best-fit, coalescing memory pool over one address range, in the
+ * manner of TensorFlow's BFC allocator.
+ *
+ * The range (`capacity` bytes) is obtained lazily, on the first allocation,
+ * with mmap(MAP_NORESERVE), so a pool costs no memory until used. Blocks are
+ * 256-byte aligned and sized in multiples of 256. Chunk metadata lives in host
+ * memory outside the range (device memory need not be host-addressable).
+ * All functions are thread-safe (one mutex per pool). */
+#ifndef DLRUN_POOL_H
+#define DLRUN_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlrun/status.h"
+
+#define DLRUN_POOL_ALIGN 256u
+
+typedef struct dlrun_pool dlrun_pool;
+typedef struct dlrun_block dlrun_block; /* an allocated chunk (opaque) */
+
+typedef struct dlrun_pool_stats {
+  uint64_t bytes_in_use;        /* sum of sizes of allocated chunks (rounded) */
+  uint64_t peak_bytes_in_use;
+  uint64_t bytes_limit;         /* capacity */
+  uint64_t bytes_reserved;      /* high-water mark of the range ever handed out */
+  uint64_t num_allocs;          /* allocations made so far (cumulative) */
+  uint64_t num_live_allocs;     /* allocated chunks now */
+  uint64_t largest_alloc_size;  /* largest single allocation so far (rounded) */
+  uint64_t largest_free_block_bytes;
+  uint64_t free_bytes;          /* capacity - bytes_in_use */
+  uint64_t requested_bytes_in_use; /* sum of sizes as requested */
+  double fragmentation;         /* 1 - largest_free / free_bytes; 0 when none free */
+} dlrun_pool_stats;
+
+/* Create a pool of `capacity` bytes (rounded down to 256; must be >= 256).
+ * `label` names the pool's owner in messages ("SimDevice(id=3)"); copied.
+ * The caller owns *out and destroys it with dlrun_pool_destroy. */
+dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool **out);
+
+/* Free the range and all metadata. Live blocks become invalid. NULL is a no-op. */
+void dlrun_pool_destroy(dlrun_pool *pool);
+
+/* Allocate `size` bytes (> 0). On success *out_block is owned by the caller
+ * until dlrun_pool_free. Out of memory gives DLRUN_ERR_RESOURCE_EXHAUSTED with
+ * the message:
+ *   "Out of memory on <label> while allocating <size> bytes (<human>): <in use>
+ *    bytes in use of a <limit> byte limit; largest free block <n> bytes."
+ * (one line; see pool.c for the exact text). Size 0 is DLRUN_ERR_VALUE. */
+dlrun_status dlrun_pool_alloc(dlrun_pool *pool, uint64_t size, dlrun_block **out_block);
+
+/* Return a block to the pool, merging with free neighbours. NULL is a no-op. */
+void dlrun_pool_free(dlrun_pool *pool, dlrun_block *block);
+
+/* Address and rounded size of a live block. */
+void *dlrun_block_ptr(const dlrun_block *block);
+uint64_t dlrun_block_size(const dlrun_block *block);
+
+void dlrun_pool_get_stats(dlrun_pool *pool, dlrun_pool_stats *out);
+
+/* Number of free chunks (for tests: 1 after everything is freed). */
+size_t dlrun_pool_free_chunk_count(dlrun_pool *pool);
+
+/* Check internal invariants (address order, no adjacent free chunks, sizes add
+ * up to capacity, free index consistent). DLRUN_OK or DLRUN_ERR_RUNTIME with
+ * a description. For tests. */
+dlrun_status dlrun_pool_check(dlrun_pool *pool);
+
+#endif
