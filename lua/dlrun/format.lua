@@ -28,7 +28,7 @@ edgeitems 3, precision 8; JAX's "Array(" prefix and ", dtype=...)" suffix):
     entries with "..." between them (a "...," line between elided rows or
     blocks). Widths and number formats are computed from the shown
     elements only.
-  * 0-d: "Array(3., dtype=float32)". Zero-size: "Array([], dtype=f32)"
+  * 0-d: "Array(3., dtype=float32)". Zero-size: "Array([], dtype=...)"
     for shape (0,), "Array([], shape=(2, 0), dtype=...)" otherwise.
 
   Elements (all elements of one array are right-aligned to a common width)
@@ -41,13 +41,15 @@ edgeitems 3, precision 8; JAX's "Array(" prefix and ", dtype=...)" suffix):
     float32, float64). Scientific notation is used for the whole array if
     its largest finite |x| >= 1e8 or its smallest non-zero finite |x| < 1e-4;
     otherwise positional. (NumPy also switches when max/min > 1000; dlrun
-    does not, so e.g. [0.5, 2000.] stays positional.) Each value gets the fewest digits (at most 8 after
-    the point, in the mantissa for scientific) that read back to the same
-    value of its dtype (e.g. float16 0.1 prints "0.1", float32 pi prints
-    "3.1415927"); values needing more than 8 are rounded to 8 and trailing
-    zeros dropped. Then all values are padded with zeros to the largest digit
-    count, so "1.", "2.5" become "1.0", "2.5", and integral arrays print as
-    "1.", "-2.". Exponents have at least two digits, padded to a common
+    does not, so e.g. [0.5, 2000.] stays positional.) Each value gets the
+    fewest digits (at most 8 after the point, in the mantissa for
+    scientific) that read back to the same value of its dtype (e.g. float16
+    0.1 prints "0.1", float32 pi prints "3.1415927"); values needing more
+    than 8 are rounded to 8 and trailing zeros dropped. Then all values are
+    padded with zeros to the largest digit count (like NumPy's
+    floatmode="maxprec_equal", but padding with zeros rather than further
+    exact digits), so "1.", "2.5" become "1.0", "2.5", and integral arrays
+    print as "1.", "-2.". Exponents have at least two digits, padded to a common
     count: "1.e+20", "1.5e-05", "1.0e-05". Non-finite values print as
     "nan", "inf", "-inf".
   * complex: real and imaginary parts are formatted as two float columns
@@ -86,7 +88,7 @@ local function make_rounder(spec)
   if not spec then return identity end
   local p, emin, maxv = spec.p, spec.emin, spec.max
   return function(x)
-    x = x + 0.0
+    x = x * 1.0 -- (x + 0.0 would turn -0.0 into 0.0)
     if x ~= x or x == 0 or x == huge or x == -huge then return x end
     local ax = math.abs(x)
     local e = math.floor(math.log(ax, 2))

@@ -25,6 +25,7 @@ static dlrun_status new_array(dlrun_device *dev, dlrun_dtype dtype, int ndim,
 dlrun_status dlrun_array_from_host(dlrun_device *dev, dlrun_dtype dtype, int ndim,
                                    const int64_t *dims, const void *data, uint64_t nbytes,
                                    dlrun_array **out) {
+  *out = NULL;
   uint64_t want;
   dlrun_status st = dlrun_shape_nbytes(ndim, dims, dtype, &want);
   if (st) return st;

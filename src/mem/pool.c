@@ -20,13 +20,13 @@
 #include "core/status_impl.h"
 
 struct dlrun_block {
-  uint64_t offset;          /* from the start of the range; 256-aligned */
-  uint64_t size;            /* multiple of 256, > 0 */
-  uint64_t requested_size;  /* what the caller asked for; 0 when free */
-  dlrun_block *prev, *next; /* neighbours in address order */
+  uint64_t offset;           /* from the start of the range; 256-aligned */
+  uint64_t size;             /* multiple of 256, > 0 */
+  uint64_t requested_size;   /* what the caller asked for; 0 when free */
+  dlrun_block *prev, *next;  /* neighbours in address order */
   dlrun_block *left, *right; /* free index links; meaningful only when free */
   dlrun_pool *pool;
-  int height;               /* AVL height of this node's subtree */
+  int height;                /* AVL height of this node's subtree */
   bool in_use;
 };
 
@@ -87,8 +87,7 @@ static dlrun_block *rebalance(dlrun_block *n) {
   node_update(n);
   int balance = node_height(n->left) - node_height(n->right);
   if (balance > 1) {
-    if (node_height(n->left->left) < node_height(n->left->right))
-      n->left = rotate_left(n->left);
+    if (node_height(n->left->left) < node_height(n->left->right)) n->left = rotate_left(n->left);
     return rotate_right(n);
   }
   if (balance < -1) {
@@ -190,6 +189,11 @@ static dlrun_block *chunk_new(dlrun_pool *pool) {
   return c;
 }
 
+/* The one-line out-of-memory message pool.h refers to:
+ *   Out of memory on <label> while allocating <size> bytes (<human size>):
+ *   <in use> bytes in use of a <limit> byte limit (<human in use> of <human
+ *   limit>); the largest free block is <n> bytes (<human n>).
+ * <size> is the request as made, before rounding. */
 static dlrun_status fail_oom(const dlrun_pool *pool, uint64_t size) {
   char h_size[HUMAN_CAP], h_used[HUMAN_CAP], h_limit[HUMAN_CAP], h_free[HUMAN_CAP];
   uint64_t free_max = largest_free(pool);
@@ -197,12 +201,11 @@ static dlrun_status fail_oom(const dlrun_pool *pool, uint64_t size) {
       DLRUN_ERR_RESOURCE_EXHAUSTED,
       "Out of memory on %s while allocating %llu bytes (%s): %llu bytes in use "
       "of a %llu byte limit (%s of %s); the largest free block is %llu bytes (%s).",
-      pool->label, (unsigned long long)size,
-      dlrun_format_bytes(size, h_size, sizeof h_size),
+      pool->label, (unsigned long long)size, dlrun_format_bytes(size, h_size, sizeof h_size),
       (unsigned long long)pool->bytes_in_use, (unsigned long long)pool->capacity,
       dlrun_format_bytes(pool->bytes_in_use, h_used, sizeof h_used),
-      dlrun_format_bytes(pool->capacity, h_limit, sizeof h_limit),
-      (unsigned long long)free_max, dlrun_format_bytes(free_max, h_free, sizeof h_free));
+      dlrun_format_bytes(pool->capacity, h_limit, sizeof h_limit), (unsigned long long)free_max,
+      dlrun_format_bytes(free_max, h_free, sizeof h_free));
 }
 
 /* Map the range and make it one free chunk, on first use only. The chunk
@@ -222,11 +225,10 @@ static dlrun_status ensure_mapped(dlrun_pool *pool) {
   if (p == MAP_FAILED) {
     int err = errno;
     dlrun_free(whole);
-    return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
-                      "cannot reserve %llu bytes (%s) of address space for %s: %s",
-                      (unsigned long long)pool->capacity,
-                      dlrun_format_bytes(pool->capacity, human, sizeof human), pool->label,
-                      strerror(err));
+    return dlrun_fail(
+        DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot reserve %llu bytes (%s) of address space for %s: %s",
+        (unsigned long long)pool->capacity, dlrun_format_bytes(pool->capacity, human, sizeof human),
+        pool->label, strerror(err));
   }
   pool->base = p;
   whole->offset = 0;
@@ -317,9 +319,8 @@ dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool 
   if (!label) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_create: label must not be NULL");
   uint64_t rounded = capacity & ~(uint64_t)(DLRUN_POOL_ALIGN - 1);
   if (rounded == 0)
-    return dlrun_fail(DLRUN_ERR_VALUE,
-                      "pool capacity for %s must be at least %u bytes, got %llu", label,
-                      DLRUN_POOL_ALIGN, (unsigned long long)capacity);
+    return dlrun_fail(DLRUN_ERR_VALUE, "pool capacity for %s must be at least %u bytes, got %llu",
+                      label, DLRUN_POOL_ALIGN, (unsigned long long)capacity);
   dlrun_pool *pool = dlrun_calloc(1, sizeof *pool);
   if (!pool) return dlrun_fail_oom_host(sizeof *pool);
   pool->label = dlrun_strdup(label);
@@ -354,7 +355,8 @@ void dlrun_pool_destroy(dlrun_pool *pool) {
 }
 
 dlrun_status dlrun_pool_alloc(dlrun_pool *pool, uint64_t size, dlrun_block **out_block) {
-  if (!out_block) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_alloc: out_block must not be NULL");
+  if (!out_block)
+    return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_alloc: out_block must not be NULL");
   *out_block = NULL;
   if (!pool) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_alloc: pool must not be NULL");
   pthread_mutex_lock(&pool->mu);
@@ -373,9 +375,7 @@ void dlrun_pool_free(dlrun_pool *pool, dlrun_block *block) {
 
 /* A live chunk's fields do not change until it is freed, and the range base
  * is set before any chunk exists, so these need no lock. */
-void *dlrun_block_ptr(const dlrun_block *block) {
-  return block->pool->base + block->offset;
-}
+void *dlrun_block_ptr(const dlrun_block *block) { return block->pool->base + block->offset; }
 
 uint64_t dlrun_block_size(const dlrun_block *block) { return block->size; }
 
@@ -416,8 +416,8 @@ static dlrun_status broken(const dlrun_pool *pool, const char *what, const dlrun
  * and that every node is a free chunk of this pool. Counts nodes into *count;
  * returns the first offending node and sets *what, or NULL. */
 static const dlrun_block *check_tree(const dlrun_pool *pool, const dlrun_block *n,
-                                     const dlrun_block *lo, const dlrun_block *hi,
-                                     size_t *count, const char **what) {
+                                     const dlrun_block *lo, const dlrun_block *hi, size_t *count,
+                                     const char **what) {
   if (!n) return NULL;
   (*count)++;
   if (n->pool != pool || n->in_use) return *what = "the free index holds an allocated chunk", n;
@@ -444,13 +444,15 @@ static const char *check_chunk(const dlrun_pool *pool, const dlrun_block *c,
   if (c->prev != prev) return "a chunk's prev link is wrong";
   if (c->offset != expected_offset) return "chunks are not contiguous in address order";
   if (c->offset % DLRUN_POOL_ALIGN) return "a chunk offset is not 256-aligned";
-  if (c->size == 0 || c->size % DLRUN_POOL_ALIGN) return "a chunk size is not a positive multiple of 256";
+  if (c->size == 0 || c->size % DLRUN_POOL_ALIGN)
+    return "a chunk size is not a positive multiple of 256";
   if (c->size > pool->capacity - c->offset) return "a chunk runs past the end of the range";
   if (!c->in_use && prev && !prev->in_use) return "two adjacent chunks are both free";
   if (c->in_use && (c->requested_size == 0 || round_up(c->requested_size) != c->size))
     return "an allocated chunk's size is not its requested size rounded up";
   if (!c->in_use && c->requested_size != 0) return "a free chunk has a requested size";
-  if (!c->in_use && avl_find(pool->free_root, c) != c) return "a free chunk is missing from the free index";
+  if (!c->in_use && avl_find(pool->free_root, c) != c)
+    return "a free chunk is missing from the free index";
   return NULL;
 }
 
@@ -469,24 +471,31 @@ static dlrun_status check_chunks(const dlrun_pool *pool, chunk_totals *t) {
       t->free_chunks++;
     }
   }
-  if (offset != pool->capacity) return broken(pool, "chunks do not cover exactly the capacity", prev);
+  if (offset != pool->capacity)
+    return broken(pool, "chunks do not cover exactly the capacity", prev);
   return DLRUN_OK;
 }
 
 static dlrun_status check_stats(const dlrun_pool *pool, const chunk_totals *t) {
-  if (t->in_use != pool->bytes_in_use) return broken(pool, "bytes_in_use differs from the allocated chunks", NULL);
+  if (t->in_use != pool->bytes_in_use)
+    return broken(pool, "bytes_in_use differs from the allocated chunks", NULL);
   if (t->requested != pool->requested_bytes_in_use)
     return broken(pool, "requested_bytes_in_use differs from the allocated chunks", NULL);
-  if (t->live != pool->num_live_allocs) return broken(pool, "num_live_allocs differs from the allocated chunks", NULL);
-  if (pool->num_live_allocs > pool->num_allocs) return broken(pool, "num_live_allocs exceeds num_allocs", NULL);
-  if (pool->peak_bytes_in_use < pool->bytes_in_use) return broken(pool, "peak_bytes_in_use is below bytes_in_use", NULL);
-  if (pool->bytes_reserved > pool->capacity) return broken(pool, "bytes_reserved exceeds the capacity", NULL);
+  if (t->live != pool->num_live_allocs)
+    return broken(pool, "num_live_allocs differs from the allocated chunks", NULL);
+  if (pool->num_live_allocs > pool->num_allocs)
+    return broken(pool, "num_live_allocs exceeds num_allocs", NULL);
+  if (pool->peak_bytes_in_use < pool->bytes_in_use)
+    return broken(pool, "peak_bytes_in_use is below bytes_in_use", NULL);
+  if (pool->bytes_reserved > pool->capacity)
+    return broken(pool, "bytes_reserved exceeds the capacity", NULL);
   return DLRUN_OK;
 }
 
 static dlrun_status check_locked(const dlrun_pool *pool) {
   if (!pool->base) {
-    if (pool->first || pool->free_root || pool->num_free || pool->bytes_in_use || pool->num_live_allocs)
+    if (pool->first || pool->free_root || pool->num_free || pool->bytes_in_use ||
+        pool->num_live_allocs)
       return broken(pool, "an unmapped pool has chunks or allocations", NULL);
     return DLRUN_OK;
   }

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Runs the whole test suite: the C tests, then the busted specs (under the
+# system lua5.4, loading the freshly built module). Ends with one line
+# "N passed, N failed" counting every C test and every busted test.
+# Usage: scripts/run-tests.sh BUILD_DIR [--c-only]
+set -u
+build=${1:-build}
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+add_counts() { # $1 passed, $2 failed
+  passed=$((passed + $1))
+  failed=$((failed + $2))
+}
+
+for t in "$build"/tests/test_*; do
+  [ -x "$t" ] || continue
+  "$t" >"$log" 2>&1
+  rc=$?
+  grep -E '^(not ok|  )' "$log"
+  line=$(grep -E '^C [a-z_]+: [0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+  if [ -z "$line" ]; then
+    echo "$t: crashed or printed no summary (exit $rc)"; tail -n 20 "$log"
+    add_counts 0 1
+    continue
+  fi
+  echo "$line"
+  p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
+  f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
+  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  add_counts "$p" "$f"
+done
+
+if [ "${2:-}" != "--c-only" ]; then
+  DLRUN_EXE="$build/dlrun" busted --cpath="$build/lua/?.so" -o utfTerminal >"$log" 2>&1
+  rc=$?
+  cat "$log"
+  line=$(grep -E '[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" | tail -n 1)
+  if [ -z "$line" ]; then
+    echo "busted: printed no summary (exit $rc)"
+    add_counts 0 1
+  else
+    s=$(echo "$line" | sed -E 's/^[^0-9]*([0-9]+) success.*/\1/')
+    fl=$(echo "$line" | sed -E 's/.* ([0-9]+) failures? .*/\1/')
+    er=$(echo "$line" | sed -E 's/.* ([0-9]+) errors? .*/\1/')
+    add_counts "$s" $((fl + er))
+    [ "$rc" -ne 0 ] && [ $((fl + er)) -eq 0 ] && add_counts 0 1
+  fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

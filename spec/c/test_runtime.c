@@ -1,0 +1,327 @@
+/* C tests of the runtime: device specs, sizes, devices, streams, and arrays
+ * on one device through the public C API. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "device/device_impl.h"
+#include "dlrun/dlrun.h"
+
+static dlrun_runtime *make_runtime(const char *spec, uint64_t memory) {
+  dlrun_config cfg = {.devices = spec, .device_memory = memory};
+  dlrun_runtime *rt = NULL;
+  dlrun_status st = dlrun_runtime_create(&cfg, &rt);
+  if (st) printf("  runtime_create(%s): %s\n", spec, dlrun_last_error());
+  return rt;
+}
+
+static void test_specs(void) {
+  TEST("device specs parse") {
+    const char *good[] = {"sim:8", "cpu:4", "sim:8,cpu:2", "auto", " sim : 2 , cpu ", "sim"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+      CHECK(dlrun_check_device_spec(good[i]) == DLRUN_OK, "%s: %s", good[i], dlrun_last_error());
+  }
+  TEST("bad device specs name the bad part") {
+    struct { const char *spec, *msg; } bad[] = {
+        {"", "empty device spec \"\""},
+        {"sim:0", "invalid device count \"0\" for sim in device spec \"sim:0\" (expected an integer from 1 to 65536)"},
+        {"sim:-3", "invalid device count \"-3\" for sim"},
+        {"sim:x", "invalid device count \"x\" for sim"},
+        {"sim:65537", "invalid device count \"65537\""},
+        {"sim:99999999999999999999", "invalid device count"},
+        {"gpu:2", "unknown platform \"gpu\" in device spec \"gpu:2\" (expected sim, cpu, or auto)"},
+        {"sim:2,sim:3", "platform sim appears twice in device spec \"sim:2,sim:3\""},
+        {"sim:8,,cpu:1", "invalid device spec \"sim:8,,cpu:1\": empty entry"},
+        {"auto,sim:2", "\"auto\" must stand alone"},
+        {"sim:40000,cpu:40000", "asks for 80000 devices (at most 65536)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+      CHECK(dlrun_check_device_spec(bad[i].spec) == DLRUN_ERR_VALUE, "%s accepted", bad[i].spec);
+      CHECK_STR_CONTAINS(dlrun_last_error(), bad[i].msg);
+    }
+  }
+}
+
+static void test_sizes(void) {
+  TEST("sizes parse with units") {
+    struct { const char *text; uint64_t v; } cases[] = {
+        {"1024", 1024},        {"64KiB", 65536},          {"2GiB", 2ull << 30},
+        {"1.5MiB", 1572864},   {"1GB", 1000000000},       {"3 MiB", 3u << 20},
+        {"512B", 512},         {"1TiB", 1ull << 40},      {"2G", 2ull << 30},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+      uint64_t v = 0;
+      CHECK(dlrun_parse_size(cases[i].text, &v) == DLRUN_OK, "%s: %s", cases[i].text, dlrun_last_error());
+      CHECK(v == cases[i].v, "%s gave %llu", cases[i].text, (unsigned long long)v);
+    }
+  }
+  TEST("bad sizes are errors") {
+    const char *bad[] = {"", "abc", "2XB", "-1GiB", "0", "0x10", "1e400", "nan", "2 GiB extra"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+      uint64_t v;
+      CHECK(dlrun_parse_size(bad[i], &v) == DLRUN_ERR_VALUE, "%s accepted", bad[i]);
+      CHECK_STR_CONTAINS(dlrun_last_error(), "memory size");
+    }
+    uint64_t v;
+    CHECK(dlrun_parse_size("100000000TiB", &v) == DLRUN_ERR_VALUE, "huge size accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "too large");
+  }
+}
+
+static void test_devices(void) {
+  TEST("runtime lays out devices, always with a host cpu") {
+    dlrun_runtime *rt = make_runtime("sim:3", 1 << 20);
+    CHECK(rt != NULL, "no runtime");
+    if (!rt) return;
+    CHECK(dlrun_device_count(rt, NULL) == 3, "default count");
+    CHECK(dlrun_device_count(rt, "sim") == 3, "sim count");
+    CHECK(dlrun_device_count(rt, "cpu") == 1, "cpu count");
+    CHECK(dlrun_device_count(rt, "gpu") == 0, "gpu count");
+    CHECK(strcmp(dlrun_default_backend(rt), "sim") == 0, "backend");
+    CHECK(strcmp(dlrun_runtime_spec(rt), "sim:3,cpu:1") == 0, "spec %s", dlrun_runtime_spec(rt));
+    dlrun_device *d2 = dlrun_device_get(rt, "sim", 2);
+    CHECK(d2 && dlrun_device_id(d2) == 2, "id");
+    CHECK(strcmp(dlrun_device_name(d2), "SimDevice(id=2)") == 0, "%s", dlrun_device_name(d2));
+    CHECK(dlrun_device_get(rt, "sim", 3) == NULL, "out of range");
+    CHECK(strcmp(dlrun_device_name(dlrun_host_device(rt)), "CpuDevice(id=0)") == 0, "host");
+    dlrun_memory_stats s;
+    CHECK(dlrun_device_memory_stats(d2, DLRUN_MEM_DEVICE, &s) == DLRUN_OK, "stats");
+    CHECK(s.bytes_limit == 1 << 20 && s.bytes_in_use == 0 && s.bytes_reserved == 0, "limit %llu",
+          (unsigned long long)s.bytes_limit);
+    dlrun_runtime_release(rt);
+  }
+  TEST("cpu-only runtime has cpu as default backend") {
+    dlrun_runtime *rt = make_runtime("cpu:4", 0);
+    CHECK(rt && strcmp(dlrun_default_backend(rt), "cpu") == 0, "backend");
+    CHECK(rt && dlrun_device_count(rt, NULL) == 4, "count");
+    dlrun_runtime_release(rt);
+  }
+  TEST("4096 sim devices are cheap to create") {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    dlrun_runtime *rt = make_runtime("sim:4096", 1ull << 30);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(rt && dlrun_device_count(rt, "sim") == 4096, "count");
+    CHECK(secs < 1.0, "took %.3fs", secs);
+    CHECK(rt && rt->workers != NULL, "workers");
+    dlrun_runtime_release(rt);
+  }
+  TEST("a too-small device memory is an error") {
+    dlrun_config cfg = {.devices = "sim:1", .device_memory = 100};
+    dlrun_runtime *rt;
+    CHECK(dlrun_runtime_create(&cfg, &rt) == DLRUN_ERR_VALUE, "accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "too small");
+  }
+}
+
+/* ---- streams ---- */
+
+typedef struct order_ctx {
+  int *log;
+  int *n;
+  int value;
+  pthread_mutex_t *mu;
+} order_ctx;
+
+static void append(void *p) {
+  order_ctx *c = p;
+  pthread_mutex_lock(c->mu);
+  c->log[(*c->n)++] = c->value;
+  pthread_mutex_unlock(c->mu);
+}
+
+static void test_streams(void) {
+  TEST("a stream runs its tasks in order; events wait") {
+    dlrun_runtime *rt = make_runtime("sim:4", 1 << 20);
+    if (!rt) return;
+    enum { N = 2000 };
+    static int log[N];
+    static order_ctx ctx[N];
+    int n = 0;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    dlrun_device *d = dlrun_device_get(rt, "sim", 1);
+    dlrun_event last = {0};
+    for (int i = 0; i < N; i++) {
+      ctx[i] = (order_ctx){.log = log, .n = &n, .value = i, .mu = &mu};
+      CHECK(dlrun_stream_enqueue(&d->stream, append, &ctx[i], &last) == DLRUN_OK, "enqueue");
+    }
+    dlrun_event_wait(last);
+    CHECK(dlrun_event_done(last), "done");
+    CHECK(n == N, "ran %d", n);
+    int in_order = 1;
+    for (int i = 0; i < N; i++) in_order &= log[i] == i;
+    CHECK(in_order, "out of order");
+    dlrun_runtime_release(rt);
+  }
+  TEST("many streams make progress together; no thread per device") {
+    dlrun_runtime *rt = make_runtime("sim:512", 1 << 20);
+    if (!rt) return;
+    enum { PER = 8 };
+    static int log[512 * PER];
+    static order_ctx ctx[512 * PER];
+    int n = 0;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    for (int k = 0; k < PER; k++)
+      for (int i = 0; i < 512; i++) {
+        dlrun_device *d = dlrun_device_get(rt, "sim", (size_t)i);
+        ctx[k * 512 + i] = (order_ctx){.log = log, .n = &n, .value = i * PER + k, .mu = &mu};
+        dlrun_stream_enqueue(&d->stream, append, &ctx[k * 512 + i], NULL);
+      }
+    for (int i = 0; i < 512; i++) dlrun_device_synchronize(dlrun_device_get(rt, "sim", (size_t)i));
+    CHECK(n == 512 * PER, "ran %d", n);
+    /* Per device, its tasks ran in queue order. */
+    int next[512] = {0}, ordered = 1;
+    for (int i = 0; i < n; i++) {
+      int dev = log[i] / PER, k = log[i] % PER;
+      ordered &= next[dev] == k;
+      next[dev] = k + 1;
+    }
+    CHECK(ordered, "a device's tasks ran out of order");
+    dlrun_workers *w = rt->workers;
+    (void)w;
+    dlrun_runtime_release(rt);
+  }
+}
+
+/* ---- arrays ---- */
+
+static void test_arrays(void) {
+  dlrun_runtime *rt = make_runtime("sim:2", 1 << 20);
+  if (!rt) return;
+  dlrun_device *d0 = dlrun_device_get(rt, "sim", 0);
+  TEST("from_host copies, read returns the bytes") {
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    int64_t dims[2] = {2, 3};
+    dlrun_array *a = NULL;
+    CHECK(dlrun_array_from_host(d0, DLRUN_FLOAT32, 2, dims, data, sizeof data, &a) == DLRUN_OK,
+          "%s", dlrun_last_error());
+    data[0] = 99; /* the array keeps its own copy */
+    float back[6] = {0};
+    CHECK(dlrun_array_read(a, 0, sizeof back, back) == DLRUN_OK, "read");
+    CHECK(back[0] == 1 && back[5] == 6, "values %g %g", back[0], back[5]);
+    CHECK(dlrun_array_size(a) == 6 && dlrun_array_nbytes(a) == 24 && dlrun_array_ndim(a) == 2, "meta");
+    CHECK(dlrun_array_read(a, 20, 8, back) == DLRUN_ERR_VALUE, "read past the end accepted");
+    dlrun_memory_stats s;
+    dlrun_device_memory_stats(d0, DLRUN_MEM_DEVICE, &s);
+    CHECK(s.bytes_in_use == 256, "in use %llu", (unsigned long long)s.bytes_in_use);
+    dlrun_array_delete(a);
+    dlrun_device_memory_stats(d0, DLRUN_MEM_DEVICE, &s);
+    CHECK(s.bytes_in_use == 0, "delete did not free: %llu", (unsigned long long)s.bytes_in_use);
+    CHECK(dlrun_array_read(a, 0, 4, back) == DLRUN_ERR_RUNTIME, "read after delete");
+    CHECK(strcmp(dlrun_last_error(), "Array has been deleted with shape=float32[2,3].") == 0, "%s",
+          dlrun_last_error());
+    dlrun_array_delete(a); /* idempotent */
+    CHECK(dlrun_array_is_deleted(a), "is_deleted");
+    dlrun_array_release(a);
+  }
+  TEST("wrong byte count is an error and allocates nothing") {
+    int64_t dims[1] = {4};
+    dlrun_array *a = (dlrun_array *)1;
+    char buf[12];
+    CHECK(dlrun_array_from_host(d0, DLRUN_FLOAT32, 1, dims, buf, 12, &a) == DLRUN_ERR_VALUE, "accepted");
+    CHECK(a == NULL, "out not cleared");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "got 12 bytes of data but the shape needs 16");
+  }
+  TEST("full and arange fill asynchronously and read back") {
+    int64_t dims[1] = {1000};
+    dlrun_scalar v = {.kind = DLRUN_SCALAR_FLOAT, .re = 2.5};
+    dlrun_array *a, *r;
+    CHECK(dlrun_array_full(d0, DLRUN_FLOAT64, 1, dims, &v, &a) == DLRUN_OK, "full");
+    dlrun_scalar start = {.kind = DLRUN_SCALAR_INT, .i = -5}, step = {.kind = DLRUN_SCALAR_INT, .i = 3};
+    CHECK(dlrun_array_arange(d0, DLRUN_INT16, &start, &step, 100, &r) == DLRUN_OK, "arange");
+    double dv[1000];
+    int16_t iv[100];
+    dlrun_array_read(a, 0, sizeof dv, dv);
+    dlrun_array_read(r, 0, sizeof iv, iv);
+    int ok = 1;
+    for (int i = 0; i < 1000; i++) ok &= dv[i] == 2.5;
+    for (int i = 0; i < 100; i++) ok &= iv[i] == -5 + 3 * i;
+    CHECK(ok, "wrong values");
+    dlrun_array_release(a);
+    dlrun_array_release(r);
+  }
+  TEST("arange out of range for its dtype fails before allocating") {
+    dlrun_scalar start = {.kind = DLRUN_SCALAR_INT, .i = 250}, step = {.kind = DLRUN_SCALAR_INT, .i = 1};
+    dlrun_array *r;
+    CHECK(dlrun_array_arange(d0, DLRUN_UINT8, &start, &step, 10, &r) == DLRUN_ERR_VALUE, "accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "arange: value 259 does not fit in uint8");
+    dlrun_scalar fstep = {.kind = DLRUN_SCALAR_FLOAT, .re = 0.5};
+    CHECK(dlrun_array_arange(d0, DLRUN_INT32, &start, &fstep, 10, &r) == DLRUN_ERR_VALUE, "accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "needs integral start and step");
+  }
+  TEST("zero-size and 0-d arrays") {
+    int64_t dims[2] = {0, 4};
+    dlrun_scalar v = {.kind = DLRUN_SCALAR_INT, .i = 7};
+    dlrun_array *a, *s;
+    CHECK(dlrun_array_full(d0, DLRUN_INT32, 2, dims, &v, &a) == DLRUN_OK, "zero-size");
+    CHECK(dlrun_array_size(a) == 0 && dlrun_array_nbytes(a) == 0, "size");
+    CHECK(dlrun_array_block_until_ready(a) == DLRUN_OK, "ready");
+    CHECK(dlrun_array_full(d0, DLRUN_INT32, 0, NULL, &v, &s) == DLRUN_OK, "0-d");
+    int32_t x = 0;
+    dlrun_array_read(s, 0, 4, &x);
+    CHECK(x == 7 && dlrun_array_size(s) == 1, "0-d value %d", x);
+    dlrun_array_release(a);
+    dlrun_array_release(s);
+  }
+  TEST("overflowing shapes are errors") {
+    int64_t dims[2] = {(int64_t)1 << 62, 4};
+    dlrun_scalar v = {.kind = DLRUN_SCALAR_INT, .i = 0};
+    dlrun_array *a;
+    CHECK(dlrun_array_full(d0, DLRUN_FLOAT32, 2, dims, &v, &a) == DLRUN_ERR_VALUE, "accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "overflows");
+    int64_t neg[1] = {-1};
+    CHECK(dlrun_array_full(d0, DLRUN_FLOAT32, 1, neg, &v, &a) == DLRUN_ERR_VALUE, "negative");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "negative dimension -1");
+  }
+  TEST("out of device memory is ResourceExhausted and leaves the pool as it was") {
+    int64_t dims[1] = {1 << 20};
+    dlrun_scalar v = {.kind = DLRUN_SCALAR_INT, .i = 0};
+    dlrun_array *a;
+    dlrun_memory_stats before, after;
+    dlrun_device_memory_stats(d0, DLRUN_MEM_DEVICE, &before);
+    CHECK(dlrun_array_full(d0, DLRUN_FLOAT32, 1, dims, &v, &a) == DLRUN_ERR_RESOURCE_EXHAUSTED, "accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "Out of memory on SimDevice(id=0) while allocating 4194304 bytes");
+    dlrun_device_memory_stats(d0, DLRUN_MEM_DEVICE, &after);
+    CHECK(after.bytes_in_use == before.bytes_in_use, "pool changed");
+  }
+  TEST("the buffer outlives the runtime's last outside reference") {
+    int64_t dims[1] = {8};
+    dlrun_scalar v = {.kind = DLRUN_SCALAR_INT, .i = 3};
+    dlrun_runtime *rt2 = make_runtime("sim:1", 1 << 20);
+    dlrun_array *a;
+    CHECK(dlrun_array_full(dlrun_device_get(rt2, NULL, 0), DLRUN_INT8, 1, dims, &v, &a) == DLRUN_OK, "full");
+    dlrun_runtime_release(rt2); /* the array still holds the runtime */
+    int8_t back[8];
+    CHECK(dlrun_array_read(a, 0, 8, back) == DLRUN_OK && back[7] == 3, "read");
+    dlrun_array_release(a);
+  }
+  dlrun_runtime_release(rt);
+}
+
+static void test_default_runtime(void) {
+  TEST("the default runtime is configured before first use only") {
+    CHECK(dlrun_default_configure("sim:2", 1 << 20) == DLRUN_OK, "configure");
+    CHECK(dlrun_default_configure("sim:0", 0) == DLRUN_ERR_VALUE, "bad spec accepted");
+    dlrun_runtime *a, *b;
+    CHECK(dlrun_default_runtime(&a) == DLRUN_OK && dlrun_default_runtime(&b) == DLRUN_OK, "get");
+    CHECK(a == b && dlrun_device_count(a, "sim") == 2, "same runtime");
+    CHECK(dlrun_default_configure("sim:2", 1 << 20) == DLRUN_OK, "same config refused");
+    CHECK(dlrun_default_configure("sim:3", 0) == DLRUN_ERR_RUNTIME, "late configure accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "already running with devices sim:2,cpu:1");
+    dlrun_runtime_release(a);
+    dlrun_runtime_release(b);
+  }
+}
+
+int main(void) {
+  test_specs();
+  test_sizes();
+  test_devices();
+  test_streams();
+  test_arrays();
+  test_default_runtime();
+  return check_summary("runtime");
+}
