@@ -180,8 +180,6 @@ static void test_streams(void) {
       next[dev] = k + 1;
     }
     CHECK(ordered, "a device's tasks ran out of order");
-    dlrun_workers *w = rt->workers;
-    (void)w;
     dlrun_runtime_release(rt);
   }
 }
@@ -305,7 +303,7 @@ static void test_default_runtime(void) {
   TEST("the default runtime is configured before first use only") {
     CHECK(dlrun_default_configure("sim:2", 1 << 20) == DLRUN_OK, "configure");
     CHECK(dlrun_default_configure("sim:0", 0) == DLRUN_ERR_VALUE, "bad spec accepted");
-    dlrun_runtime *a, *b;
+    dlrun_runtime *a = NULL, *b = NULL;
     CHECK(dlrun_default_runtime(&a) == DLRUN_OK && dlrun_default_runtime(&b) == DLRUN_OK, "get");
     CHECK(a == b && dlrun_device_count(a, "sim") == 2, "same runtime");
     CHECK(dlrun_default_configure("sim:2", 1 << 20) == DLRUN_OK, "same config refused");

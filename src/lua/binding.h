@@ -40,6 +40,8 @@ dlrun_dtype dlrun_lua_check_dtype(lua_State *L, int idx, const char *fn);
 /* Convert the Lua value at idx into a scalar; false if it is not one. */
 int dlrun_lua_to_scalar(lua_State *L, int idx, dlrun_scalar *out);
 void dlrun_lua_push_scalar(lua_State *L, const dlrun_scalar *s);
+/* JAX's default dtype for a value: int32, float32, bool or complex64. */
+dlrun_dtype dlrun_lua_default_dtype(const dlrun_scalar *s);
 /* Push the elements of host data (row-major) as nested tables. */
 void dlrun_lua_push_nested(lua_State *L, dlrun_dtype dtype, int ndim, const int64_t *dims,
                            const void *data);

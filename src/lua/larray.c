@@ -88,7 +88,9 @@ static int fill(lua_State *L, const char *fn, int shape_idx, int value_idx, int 
   if (fixed) value = *fixed;
   else if (!dlrun_lua_to_scalar(L, value_idx, &value))
     return dlrun_lua_type_error(L, fn, value_idx, "fill_value", "a number, a boolean or {re, im}");
-  dlrun_dtype dtype = dlrun_lua_check_dtype(L, dtype_idx, fn);
+  /* No dtype: float32 for zeros/ones, JAX's default for the value in full. */
+  dlrun_dtype dtype = lua_isnoneornil(L, dtype_idx) ? dlrun_lua_default_dtype(&value)
+                                                    : dlrun_lua_check_dtype(L, dtype_idx, fn);
   dlrun_device *dev = dlrun_lua_opt_target(L, dtype_idx + 1, fn);
   if (lua_gettop(L) > dtype_idx + 1)
     return dlrun_lua_raise(L, "TypeError", "%s: expected at most %d arguments, got %d", fn,
@@ -101,12 +103,12 @@ static int fill(lua_State *L, const char *fn, int shape_idx, int value_idx, int 
 }
 
 static int l_zeros(lua_State *L) {
-  dlrun_scalar zero = {.kind = DLRUN_SCALAR_INT, .i = 0};
+  dlrun_scalar zero = {.kind = DLRUN_SCALAR_FLOAT, .re = 0};
   return fill(L, "zeros", 1, 0, 2, &zero);
 }
 
 static int l_ones(lua_State *L) {
-  dlrun_scalar one = {.kind = DLRUN_SCALAR_INT, .i = 1};
+  dlrun_scalar one = {.kind = DLRUN_SCALAR_FLOAT, .re = 1};
   return fill(L, "ones", 1, 0, 2, &one);
 }
 

@@ -244,12 +244,21 @@ static void store_leaf(walk *w, int depth) {
 
 /* JAX's defaults: complex64 if any complex, else float32 if any float, else
  * int32 if any integer, else bool if any boolean; float32 when empty. */
-static dlrun_dtype inferred_dtype(const walk *w) {
-  if (w->seen_complex) return DLRUN_COMPLEX64;
-  if (w->seen_float) return DLRUN_FLOAT32;
-  if (w->seen_int) return DLRUN_INT32;
-  if (w->seen_bool) return DLRUN_BOOL;
+static dlrun_dtype default_dtype(int complex, int floating, int integer, int boolean) {
+  if (complex) return DLRUN_COMPLEX64;
+  if (floating) return DLRUN_FLOAT32;
+  if (integer) return DLRUN_INT32;
+  if (boolean) return DLRUN_BOOL;
   return DLRUN_FLOAT32;
+}
+
+static dlrun_dtype inferred_dtype(const walk *w) {
+  return default_dtype(w->seen_complex, w->seen_float, w->seen_int, w->seen_bool);
+}
+
+dlrun_dtype dlrun_lua_default_dtype(const dlrun_scalar *s) {
+  return default_dtype(s->kind == DLRUN_SCALAR_COMPLEX, s->kind == DLRUN_SCALAR_FLOAT,
+                       s->kind == DLRUN_SCALAR_INT, s->kind == DLRUN_SCALAR_BOOL);
 }
 
 void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtype *dtype,
