@@ -1,4 +1,5 @@
 -- Shared helpers for the busted specs.
+local assert = require "luassert"
 local M = {}
 
 M.exe = os.getenv("DLRUN_EXE") or "build/dlrun"

@@ -89,6 +89,9 @@ void dlrun_array_delete(dlrun_array *a) {
   a->buf = NULL;
   __atomic_store_n(&a->deleted, true, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&a->mu);
+  /* Let the work that writes the buffer finish, so that its memory returns
+   * to the pool now rather than whenever that work runs. */
+  if (b) dlrun_event_wait(b->ready);
   dlrun_buffer_release(b);
 }
 

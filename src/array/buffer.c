@@ -9,6 +9,12 @@ dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint
   if (!b) return dlrun_fail_oom_host(sizeof *b);
   if (nbytes > 0) {
     dlrun_status st = dlrun_pool_alloc(dev->pools[kind], nbytes, &b->block);
+    if (st == DLRUN_ERR_RESOURCE_EXHAUSTED) {
+      /* Queued work may still hold buffers that are already unreferenced
+       * otherwise: let it finish and try once more. */
+      dlrun_runtime_synchronize(dev->rt);
+      st = dlrun_pool_alloc(dev->pools[kind], nbytes, &b->block);
+    }
     if (st) {
       dlrun_free(b);
       return st;

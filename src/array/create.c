@@ -168,7 +168,7 @@ static dlrun_status prepare_arange(arange_task *t, const dlrun_scalar *start,
       return dlrun_fail(DLRUN_ERR_VALUE, "arange start and step must be finite");
     if (int_dtype && (s0 != floor(s0) || d != floor(d)))
       return dlrun_fail(DLRUN_ERR_VALUE,
-                        "arange with integer dtype %s needs integral start and step, got "
+                        "arange: integer dtype %s needs integral start and step, got "
                         "start=%.17g step=%.17g",
                         info->name, s0, d);
     t->start = (dlrun_scalar){.kind = DLRUN_SCALAR_FLOAT, .re = s0};

@@ -161,13 +161,7 @@ static int parse_long(cli_options *o, int *i) {
       return usage_error("option '%s' needs a value", "--device-memory");
     uint64_t bytes = 0;
     dlrun_status st = dlrun_parse_size(text, &bytes);
-    if (st != DLRUN_OK) return status_error(st);
-    if (bytes == 0) {
-      /* 0 would mean "unchanged" to dlrun_default_configure. */
-      fprintf(stderr, PROGNAME ": ValueError: --device-memory must be more "
-                      "than 0 bytes, got '%s'\n", text);
-      return EXIT_FAILURE;
-    }
+    if (st != DLRUN_OK) return status_error(st); /* also refuses 0 */
     o->device_memory = bytes;
     return PARSE_CONTINUE;
   }

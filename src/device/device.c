@@ -57,3 +57,7 @@ dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind
 void dlrun_device_synchronize(dlrun_device *dev) {
   dlrun_event_wait(dlrun_stream_record(&dev->stream));
 }
+
+void dlrun_runtime_synchronize(dlrun_runtime *rt) {
+  for (size_t i = 0; i < rt->ndevices; i++) dlrun_device_synchronize(&rt->devices[i]);
+}

@@ -54,6 +54,7 @@ struct dlrun_runtime {
   size_t ngroups;
   const dlrun_device_group *default_group;
   dlrun_device *host;
+  uint64_t accelerator_memory; /* capacity of each accelerator's memory; 0 if none */
 };
 
 /* Parsed device spec: counts per platform, in spec order. */
@@ -63,6 +64,13 @@ typedef struct dlrun_device_spec {
 } dlrun_device_spec;
 
 dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out);
+/* Wait for all work queued on every device of the runtime. */
+void dlrun_runtime_synchronize(dlrun_runtime *rt);
+/* The spec with the host cpu device added when it names no cpu ("auto"
+ * expanded), as the runtime lays devices out. */
+void dlrun_complete_device_spec(dlrun_device_spec *spec);
+/* "sim:8,cpu:1" into buf. */
+const char *dlrun_format_device_spec(const dlrun_device_spec *spec, char *buf, size_t n);
 uint64_t dlrun_host_ram_bytes(void);
 
 #endif

@@ -61,13 +61,8 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
 static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *spec,
                                   uint64_t device_memory) {
   dlrun_device_spec full = *spec;
-  if (!dlrun_platform_find("cpu", 3)) return dlrun_fail(DLRUN_ERR_RUNTIME, "no cpu platform");
-  bool has_cpu = false;
-  for (size_t g = 0; g < full.ngroups; g++)
-    if (strcmp(full.groups[g].platform->name, "cpu") == 0) has_cpu = true;
-  if (!has_cpu)
-    full.groups[full.ngroups++] =
-        (dlrun_device_group){.platform = dlrun_platform_find("cpu", 3), .count = 1};
+  dlrun_complete_device_spec(&full);
+  dlrun_format_device_spec(&full, rt->spec, sizeof rt->spec);
 
   size_t total = 0;
   for (size_t g = 0; g < full.ngroups; g++) total += full.groups[g].count;
@@ -75,7 +70,7 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   if (!rt->devices) return dlrun_fail_oom_host(total * sizeof *rt->devices);
 
   uint64_t host_ram = dlrun_host_ram_bytes();
-  size_t used = 0, at = 0;
+  size_t at = 0;
   for (size_t g = 0; g < full.ngroups; g++) {
     dlrun_device_group *grp = &rt->groups[g];
     *grp = (dlrun_device_group){.platform = full.groups[g].platform, .first = at,
@@ -90,8 +85,6 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
         return st;
       }
     }
-    used += (size_t)snprintf(rt->spec + used, sizeof rt->spec - used, "%s%s:%zu", g ? "," : "",
-                             grp->platform->name, grp->count);
     strncat(rt->platforms, g ? "," : "", sizeof rt->platforms - strlen(rt->platforms) - 1);
     strncat(rt->platforms, grp->platform->name, sizeof rt->platforms - strlen(rt->platforms) - 1);
   }
@@ -100,8 +93,12 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   for (size_t g = 0; g < rt->ngroups; g++) {
     if (strcmp(rt->groups[g].platform->name, "cpu") == 0 && !rt->host)
       rt->host = &rt->devices[rt->groups[g].first];
-    if (rt->groups[g].platform->is_accelerator && !rt->default_group)
+    if (rt->groups[g].platform->is_accelerator && !rt->default_group) {
       rt->default_group = &rt->groups[g];
+      dlrun_pool_stats stats;
+      dlrun_pool_get_stats(rt->devices[rt->groups[g].first].pools[DLRUN_MEM_DEVICE], &stats);
+      rt->accelerator_memory = stats.bytes_limit;
+    }
   }
   if (!rt->default_group)
     for (size_t g = 0; g < rt->ngroups; g++)
@@ -115,6 +112,7 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   if (!spec_text || !*spec_text) spec_text = "auto";
   dlrun_device_spec spec;
   dlrun_status st = dlrun_parse_device_spec(spec_text, &spec);
+  if (st && !(config && config->devices)) return dlrun_fail_prefix(st, "DLRUN_DEVICES: ");
   if (st) return st;
   uint64_t device_memory = config ? config->device_memory : 0;
   if (!device_memory && (st = capacity_from_env(&device_memory))) return st;
@@ -156,14 +154,28 @@ static dlrun_runtime *default_rt;
 static char *default_devices;
 static uint64_t default_memory;
 
+/* Whether a configure call asks for what the running runtime already is. */
+static bool same_configuration(const dlrun_runtime *rt, const char *devices, uint64_t memory) {
+  if (devices) {
+    dlrun_device_spec spec;
+    char canonical[sizeof rt->spec];
+    if (dlrun_parse_device_spec(devices, &spec)) return false;
+    dlrun_complete_device_spec(&spec);
+    if (strcmp(dlrun_format_device_spec(&spec, canonical, sizeof canonical), rt->spec) != 0)
+      return false;
+  }
+  return !memory || (memory & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) == rt->accelerator_memory;
+}
+
 dlrun_status dlrun_default_configure(const char *devices, uint64_t device_memory) {
   dlrun_status st = DLRUN_OK;
   if (devices && (st = dlrun_check_device_spec(devices))) return st;
+  if (device_memory && device_memory < DLRUN_POOL_ALIGN)
+    return dlrun_fail(DLRUN_ERR_VALUE, "device memory of %llu bytes is too small (at least %u)",
+                      (unsigned long long)device_memory, DLRUN_POOL_ALIGN);
   pthread_mutex_lock(&default_mu);
   if (default_rt) {
-    bool same_devices = !devices || (default_devices && strcmp(devices, default_devices) == 0);
-    bool same_memory = !device_memory || device_memory == default_memory;
-    if (!same_devices || !same_memory)
+    if (!same_configuration(default_rt, devices, device_memory))
       st = dlrun_fail(DLRUN_ERR_RUNTIME,
                       "configure must be called before the runtime is first used "
                       "(it is already running with devices %s)",

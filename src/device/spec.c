@@ -112,6 +112,22 @@ dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out) {
   return DLRUN_OK;
 }
 
+void dlrun_complete_device_spec(dlrun_device_spec *spec) {
+  for (size_t g = 0; g < spec->ngroups; g++)
+    if (strcmp(spec->groups[g].platform->name, "cpu") == 0) return;
+  spec->groups[spec->ngroups++] =
+      (dlrun_device_group){.platform = dlrun_platform_find("cpu", 3), .count = 1};
+}
+
+const char *dlrun_format_device_spec(const dlrun_device_spec *spec, char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (size_t g = 0; g < spec->ngroups && used < n; g++)
+    used += (size_t)snprintf(buf + used, n - used, "%s%s:%zu", g ? "," : "",
+                             spec->groups[g].platform->name, spec->groups[g].count);
+  return buf;
+}
+
 dlrun_status dlrun_check_device_spec(const char *spec) {
   dlrun_device_spec parsed;
   return dlrun_parse_device_spec(spec, &parsed);

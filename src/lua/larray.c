@@ -42,13 +42,15 @@ static dlrun_array *check_live(lua_State *L, int idx, const char *fn) {
 
 static int l_array(lua_State *L) {
   int nargs = lua_gettop(L);
-  if (nargs < 1 || lua_isnil(L, 1))
+  int t = lua_type(L, 1);
+  if (t != LUA_TNUMBER && t != LUA_TBOOLEAN && t != LUA_TTABLE)
     return dlrun_lua_type_error(L, "array", 1, "data",
                                 "a number, a boolean, {re, im} or nested tables of them");
   dlrun_dtype dtype = lua_isnoneornil(L, 2) ? DLRUN_DTYPE_COUNT
                                             : dlrun_lua_check_dtype(L, 2, "array");
   dlrun_device *dev = dlrun_lua_opt_target(L, 3, "array");
-  if (nargs > 3) return dlrun_lua_raise(L, "TypeError", "array: expected at most 3 arguments, got %d", nargs);
+  if (nargs > 3)
+    return dlrun_lua_raise(L, "TypeError", "array: expected at most 3 arguments, got %d", nargs);
   int ndim;
   int64_t dims[DLRUN_MAX_NDIM];
   uint64_t nbytes;
@@ -65,6 +67,9 @@ static int l_frombytes(lua_State *L) {
   int ndim = dlrun_lua_check_shape(L, 2, "frombytes", dims);
   dlrun_dtype dtype = dlrun_lua_check_dtype(L, 3, "frombytes");
   dlrun_device *dev = dlrun_lua_opt_target(L, 4, "frombytes");
+  if (lua_gettop(L) > 4)
+    return dlrun_lua_raise(L, "TypeError", "frombytes: expected at most 4 arguments, got %d",
+                           lua_gettop(L));
   size_t len;
   const char *s = lua_tolstring(L, 1, &len);
   uint64_t want;
@@ -168,7 +173,8 @@ static int l_arange(lua_State *L) {
   }
   dlrun_device *dev = dlrun_lua_opt_target(L, i + 1, "arange");
   if (lua_gettop(L) > i + 1)
-    return dlrun_lua_raise(L, "TypeError", "arange: too many arguments (%d)", lua_gettop(L));
+    return dlrun_lua_raise(L, "TypeError", "arange: expected at most %d arguments, got %d", i + 1,
+                           lua_gettop(L));
   int64_t n = arange_length(L, &start, &stop, &step);
   array_ud *u = new_array_ud(L);
   dlrun_status st = dlrun_array_arange(dev, dtype, &start, &step, n, &u->a);
@@ -258,10 +264,14 @@ static int l_is_deleted(lua_State *L) {
   return 1;
 }
 
-/* __gc and __close: drop the reference once. */
+/* __close and __gc share this release: __close frees the device memory at
+ * once (the array then reads as deleted, as after delete()); __gc also drops
+ * the reference to the array itself. Both are idempotent. */
 static int array_release(lua_State *L) {
   array_ud *u = luaL_testudata(L, 1, DLRUN_ARRAY_MT);
-  if (u && u->a) {
+  if (!u || !u->a) return 0;
+  dlrun_array_delete(u->a);
+  if (lua_toboolean(L, lua_upvalueindex(1))) {
     dlrun_array_release(u->a);
     u->a = NULL;
   }
@@ -329,10 +339,15 @@ void dlrun_lua_array_open(lua_State *L) {
   lua_pushliteral(L, "Array");
   lua_setfield(L, -2, "__name");
   static const luaL_Reg meta[] = {
-      {"__gc", array_release}, {"__close", array_release}, {"__len", array_len},
-      {"__tostring", array_tostring}, {NULL, NULL},
+      {"__len", array_len}, {"__tostring", array_tostring}, {NULL, NULL},
   };
   luaL_setfuncs(L, meta, 0);
+  lua_pushboolean(L, 1);
+  lua_pushcclosure(L, array_release, 1);
+  lua_setfield(L, -2, "__gc");
+  lua_pushboolean(L, 0);
+  lua_pushcclosure(L, array_release, 1);
+  lua_setfield(L, -2, "__close");
   static const luaL_Reg methods[] = {
       {"tolist", l_tolist},   {"tobytes", l_tobytes},       {"item", l_item},
       {"devices", l_devices}, {"delete", l_delete},         {"is_deleted", l_is_deleted},

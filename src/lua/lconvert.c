@@ -24,10 +24,13 @@ static int shape_entry(lua_State *L, int idx, const char *fn, int arg, int pos, 
                            "%s: argument %d (shape) must be an integer or a list of integers, "
                            "got %s at position %d",
                            fn, arg, luaL_typename(L, idx), pos);
-  if (!to_integral(L, idx, &v))
-    return dlrun_lua_raise(L, "ValueError",
-                           "%s: shape entry %d must be an integer, got %s", fn, pos,
-                           luaL_tolstring(L, idx, NULL));
+  if (!to_integral(L, idx, &v)) {
+    lua_Number x = lua_tonumber(L, idx);
+    if (x == floor(x) && !isinf(x))
+      return dlrun_lua_raise(L, "ValueError", "%s: shape entry %d is too large (%.17g)", fn, pos, x);
+    return dlrun_lua_raise(L, "ValueError", "%s: shape entry %d must be an integer, got %s", fn,
+                           pos, luaL_tolstring(L, idx, NULL));
+  }
   if (v < 0)
     return dlrun_lua_raise(L, "ValueError", "%s: shape entry %d is negative (%lld)", fn, pos,
                            (long long)v);
