@@ -16,6 +16,7 @@ typedef enum dlrun_status {
   DLRUN_OK = 0,
   DLRUN_ERR_VALUE,              /* ValueError: a bad argument value */
   DLRUN_ERR_INDIVISIBLE,        /* IndivisibleError (a ValueError) */
+  DLRUN_ERR_DUPLICATE_SPEC,     /* DuplicateSpecError (a ValueError) */
   DLRUN_ERR_TYPE,               /* TypeError: a value of the wrong kind */
   DLRUN_ERR_BUFFER,             /* BufferError: DLPack export/import refused */
   DLRUN_ERR_RUNTIME,            /* RuntimeError: bad state (deleted array...) */

@@ -7,6 +7,7 @@
 
 #include "device/device_impl.h"
 #include "dlrun/array.h"
+#include "shard/shard_impl.h"
 
 /* Device memory holding one shard, reference counted: arrays, queued work
  * and exports each hold a reference. The memory returns to the pool when the
@@ -35,17 +36,46 @@ struct dlrun_array {
   int64_t dims[DLRUN_MAX_NDIM];
   int64_t size;
   uint64_t nbytes;
-  dlrun_device *device;
-  pthread_mutex_t mu; /* guards buf against delete racing with readers */
-  dlrun_buffer *buf;  /* NULL once deleted */
+  dlrun_sharding *sharding;
+  int64_t shard_dims[DLRUN_MAX_NDIM];
+  uint64_t shard_nbytes;
+  size_t nshards;     /* one per device of the sharding, in its order */
+  pthread_mutex_t mu; /* guards bufs against delete racing with readers */
+  dlrun_buffer **bufs; /* NULL once deleted */
   bool deleted;
 };
 
-/* A new array owning `buf` (the reference passes to the array). */
-dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
-                              dlrun_buffer *buf, dlrun_array **out);
+/* Check that a shape of dtype can take the sharding; fills the shard shape
+ * and byte sizes. */
+dlrun_status dlrun_array_layout(const dlrun_sharding *s, dlrun_dtype dtype, int ndim,
+                                const int64_t *dims, int64_t *shard_dims, uint64_t *nbytes,
+                                uint64_t *shard_nbytes);
 
-/* The live buffer with a new reference, or DLRUN_ERR_RUNTIME when deleted. */
-dlrun_status dlrun_array_acquire_buffer(dlrun_array *a, dlrun_buffer **out);
+/* A new array owning `bufs` (the array of nshards references passes to the
+ * array, also on failure). The shape must have been checked. */
+dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
+                              dlrun_sharding *sharding, dlrun_buffer **bufs, dlrun_array **out);
+
+/* Allocate one buffer per device of the sharding (all or nothing) and wrap
+ * them: an array whose contents the caller then writes. */
+dlrun_status dlrun_array_alloc(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
+                               const int64_t *dims, dlrun_array **out);
+
+/* The live buffers with a new reference each, into out[nshards]; or
+ * DLRUN_ERR_RUNTIME when deleted. Release with dlrun_buffers_release. */
+dlrun_status dlrun_array_acquire_buffers(dlrun_array *a, dlrun_buffer **out);
+void dlrun_buffers_release(dlrun_buffer **bufs, size_t n);
+
+/* Copy the N-d region [lo, hi) (global coordinates) from a row-major block
+ * `src` whose element [0...] sits at src_origin with shape src_shape, into
+ * the block `dst` likewise placed. Runs of whole rows (or more) are copied
+ * with one call of `copy`. */
+void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
+                    const int64_t *dst_origin, const int64_t *dst_shape, const void *src,
+                    const int64_t *src_origin, const int64_t *src_shape,
+                    void (*copy)(void *, const void *, size_t));
+
+/* Transfer statistics of a runtime (all arrays): counted when planned. */
+void dlrun_count_transfer(dlrun_runtime *rt, uint64_t bytes, uint64_t copies, uint64_t shares);
 
 #endif

@@ -3,16 +3,19 @@
 #include <stdio.h>
 
 #include "status_impl.h"
+#include "text.h"
 
-/* Render "(d0, d1, ...)" for messages. */
-static const char *tuple_string(int ndim, const int64_t *dims, char *buf, size_t n) {
-  size_t used = 0;
-  used += (size_t)snprintf(buf, n, "(");
-  for (int i = 0; i < ndim && used < n; i++)
-    used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? ", " : "",
-                             (long long)dims[i]);
-  if (used < n) snprintf(buf + used, n - used, ndim == 1 ? ",)" : ")");
+/* "(8, 2)", "(10,)" (Python tuples) or "[8, 2]" (lists) of n values. */
+const char *dlrun_int_sequence(const int64_t *v, int n, bool tuple, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, tuple ? "(" : "[");
+  for (int i = 0; i < n && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (used < size) snprintf(buf + used, size - used, !tuple ? "]" : n == 1 ? ",)" : ")");
   return buf;
+}
+
+const char *dlrun_tuple_string(const int64_t *v, int n, char *buf, size_t size) {
+  return dlrun_int_sequence(v, n, true, buf, size);
 }
 
 dlrun_status dlrun_shape_size(int ndim, const int64_t *dims, int64_t *out) {
@@ -26,7 +29,7 @@ dlrun_status dlrun_shape_size(int ndim, const int64_t *dims, int64_t *out) {
     if (dims[i] < 0) {
       char t[256];
       return dlrun_fail(DLRUN_ERR_VALUE, "negative dimension %lld in shape %s",
-                        (long long)dims[i], tuple_string(ndim, dims, t, sizeof t));
+                        (long long)dims[i], dlrun_tuple_string(dims, ndim, t, sizeof t));
     }
   int overflow = 0;
   for (int i = 0; i < ndim; i++)
@@ -40,7 +43,7 @@ dlrun_status dlrun_shape_size(int ndim, const int64_t *dims, int64_t *out) {
   if (overflow) {
     char t[256];
     return dlrun_fail(DLRUN_ERR_VALUE, "shape %s has too many elements (overflows int64)",
-                      tuple_string(ndim, dims, t, sizeof t));
+                      dlrun_tuple_string(dims, ndim, t, sizeof t));
   }
   *out = size;
   return DLRUN_OK;
@@ -57,7 +60,7 @@ dlrun_status dlrun_shape_nbytes(int ndim, const int64_t *dims, dlrun_dtype dtype
   if (__builtin_mul_overflow(size, (int64_t)info->size, &bytes)) {
     char t[256];
     return dlrun_fail(DLRUN_ERR_VALUE, "shape %s of %s is too large: its byte size overflows int64",
-                      tuple_string(ndim, dims, t, sizeof t), info->name);
+                      dlrun_tuple_string(dims, ndim, t, sizeof t), info->name);
   }
   *out = (uint64_t)bytes;
   return DLRUN_OK;

@@ -15,6 +15,7 @@ const char *dlrun_status_name(dlrun_status status) {
   case DLRUN_OK: return "OK";
   case DLRUN_ERR_VALUE: return "ValueError";
   case DLRUN_ERR_INDIVISIBLE: return "IndivisibleError";
+  case DLRUN_ERR_DUPLICATE_SPEC: return "DuplicateSpecError";
   case DLRUN_ERR_TYPE: return "TypeError";
   case DLRUN_ERR_BUFFER: return "BufferError";
   case DLRUN_ERR_RUNTIME: return "RuntimeError";

@@ -9,6 +9,11 @@ struct dlrun_task {
   dlrun_task_fn fn;
   void *ctx;
   dlrun_task *next;
+  dlrun_stream *owner;
+  uint64_t wait_seq;       /* while parked: the seq awaited */
+  dlrun_task *next_waiter; /* while parked: link in the other stream's waiters */
+  size_t ndeps, next_dep;
+  dlrun_event deps[];
 };
 
 struct dlrun_workers {
@@ -61,11 +66,54 @@ static void push_ready(dlrun_workers *w, dlrun_stream *s) {
   pthread_cond_signal(&w->ready_cv);
 }
 
+/* Park t on the first of its dependencies not yet done. Returns false when
+ * all are done. A dependency on t's own stream is done: t is at its head. */
+static bool park_on_dependency(dlrun_task *t) {
+  while (t->next_dep < t->ndeps) {
+    dlrun_event ev = t->deps[t->next_dep];
+    if (ev.stream && ev.stream != t->owner) {
+      pthread_mutex_lock(&ev.stream->mu);
+      if (ev.stream->completed < ev.seq) {
+        t->wait_seq = ev.seq;
+        t->next_waiter = ev.stream->waiters;
+        ev.stream->waiters = t;
+        pthread_mutex_unlock(&ev.stream->mu);
+        return true;
+      }
+      pthread_mutex_unlock(&ev.stream->mu);
+    }
+    t->next_dep++;
+  }
+  return false;
+}
+
+/* Detach the waiters whose awaited seq is now complete. Called with s->mu. */
+static dlrun_task *take_ready_waiters(dlrun_stream *s) {
+  dlrun_task *ready = NULL, **link = &s->waiters;
+  while (*link) {
+    dlrun_task *t = *link;
+    if (t->wait_seq <= s->completed) {
+      *link = t->next_waiter;
+      t->next_waiter = ready;
+      ready = t;
+    } else {
+      link = &t->next_waiter;
+    }
+  }
+  return ready;
+}
+
 /* Run one task of s, then hand s back to the ready queue if more are queued,
- * so that many busy streams share the workers fairly. */
+ * so that many busy streams share the workers fairly. A head task whose
+ * dependencies are pending parks s instead (it stays scheduled, off the
+ * queue) until the stream it waits on wakes it. */
 static void run_one(dlrun_workers *w, dlrun_stream *s) {
   pthread_mutex_lock(&s->mu);
   dlrun_task *t = s->head;
+  pthread_mutex_unlock(&s->mu);
+  if (park_on_dependency(t)) return;
+
+  pthread_mutex_lock(&s->mu);
   s->head = t->next;
   if (!s->head) s->tail = NULL;
   pthread_mutex_unlock(&s->mu);
@@ -78,10 +126,12 @@ static void run_one(dlrun_workers *w, dlrun_stream *s) {
   pthread_cond_broadcast(&s->done_cv);
   bool more = s->head != NULL;
   if (!more) s->scheduled = false;
+  dlrun_task *woken = take_ready_waiters(s);
   pthread_mutex_unlock(&s->mu);
-  if (more) {
+  if (more || woken) {
     pthread_mutex_lock(&w->mu);
-    push_ready(w, s);
+    if (more) push_ready(w, s);
+    for (; woken; woken = woken->next_waiter) push_ready(w, woken->owner);
     pthread_mutex_unlock(&w->mu);
   }
 }
@@ -133,12 +183,14 @@ void dlrun_stream_destroy(dlrun_stream *s) {
   pthread_mutex_destroy(&s->mu);
 }
 
-dlrun_status dlrun_stream_enqueue(dlrun_stream *s, dlrun_task_fn fn, void *ctx,
-                                  dlrun_event *out_event) {
+dlrun_status dlrun_stream_enqueue_after(dlrun_stream *s, const dlrun_event *deps, size_t ndeps,
+                                        dlrun_task_fn fn, void *ctx, dlrun_event *out_event) {
   dlrun_workers *w = s->workers;
-  dlrun_task *t = dlrun_malloc(sizeof *t);
-  if (!t) return dlrun_fail_oom_host(sizeof *t);
-  *t = (dlrun_task){.fn = fn, .ctx = ctx};
+  size_t size = sizeof(dlrun_task) + ndeps * sizeof(dlrun_event);
+  dlrun_task *t = dlrun_malloc(size);
+  if (!t) return dlrun_fail_oom_host(size);
+  *t = (dlrun_task){.fn = fn, .ctx = ctx, .owner = s, .ndeps = ndeps};
+  for (size_t i = 0; i < ndeps; i++) t->deps[i] = deps[i];
 
   pthread_mutex_lock(&w->mu);
   dlrun_status st = ensure_threads(w);
@@ -160,6 +212,11 @@ dlrun_status dlrun_stream_enqueue(dlrun_stream *s, dlrun_task_fn fn, void *ctx,
 
   if (out_event) *out_event = (dlrun_event){.stream = s, .seq = seq};
   return DLRUN_OK;
+}
+
+dlrun_status dlrun_stream_enqueue(dlrun_stream *s, dlrun_task_fn fn, void *ctx,
+                                  dlrun_event *out_event) {
+  return dlrun_stream_enqueue_after(s, NULL, 0, fn, ctx, out_event);
 }
 
 dlrun_event dlrun_stream_record(dlrun_stream *s) {

@@ -26,6 +26,7 @@ struct dlrun_stream {
   uint64_t enqueued, completed;
   bool scheduled;           /* in the ready queue or being run */
   dlrun_stream *next_ready; /* link in the workers' ready queue */
+  dlrun_task *waiters;      /* head tasks of other streams parked on this one */
   dlrun_workers *workers;
 };
 
@@ -48,6 +49,12 @@ void dlrun_stream_destroy(dlrun_stream *s); /* waits for queued work */
  * On failure (no memory, no thread) nothing is queued and fn is not run. */
 dlrun_status dlrun_stream_enqueue(dlrun_stream *s, dlrun_task_fn fn, void *ctx,
                                   dlrun_event *out_event);
+
+/* Like dlrun_stream_enqueue, but fn runs only once every event in deps (on
+ * any streams) is done. A waiting task parks its stream without holding a
+ * worker thread, so dependencies never deadlock the shared workers. */
+dlrun_status dlrun_stream_enqueue_after(dlrun_stream *s, const dlrun_event *deps, size_t ndeps,
+                                        dlrun_task_fn fn, void *ctx, dlrun_event *out_event);
 
 /* An event marking everything queued on s so far. */
 dlrun_event dlrun_stream_record(dlrun_stream *s);

@@ -1,0 +1,39 @@
+/* Internal: meshes and shardings. */
+#ifndef DLRUN_SHARD_IMPL_H
+#define DLRUN_SHARD_IMPL_H
+
+#include <stdatomic.h>
+
+#include "dlrun/sharding.h"
+
+struct dlrun_mesh {
+  atomic_int refs;
+  dlrun_runtime *rt; /* retained: devices live as long as the mesh */
+  int naxes;
+  char *names[DLRUN_MAX_MESH_AXES];
+  int64_t sizes[DLRUN_MAX_MESH_AXES];
+  size_t ndevices;
+  dlrun_device **devices;     /* flat row-major */
+  dlrun_device **by_address;  /* sorted by pointer, for position lookups */
+  size_t *position_of_sorted; /* by_address[i] is devices[position_of_sorted[i]] */
+};
+
+struct dlrun_sharding {
+  atomic_int refs;
+  bool named;
+  dlrun_mesh *mesh;
+  dlrun_memory_kind kind;
+  dlrun_partition_spec spec; /* axis names point into mesh->names */
+  int nentries;
+  int axes[DLRUN_MAX_NDIM][DLRUN_MAX_MESH_AXES]; /* mesh axis indices per entry */
+  int64_t partitions[DLRUN_MAX_NDIM];
+  bool axis_used[DLRUN_MAX_MESH_AXES];
+};
+
+/* Mesh coordinates of the i-th device. */
+void dlrun_mesh_coords(const dlrun_mesh *m, size_t i, int64_t *coords);
+/* Position of dev in the mesh's flat order, or -1; O(log n). */
+ptrdiff_t dlrun_mesh_position(const dlrun_mesh *m, const dlrun_device *dev);
+
+
+#endif

@@ -1,0 +1,258 @@
+/* Shardings: which block of the global shape each device holds (JAX's rules;
+ * see include/dlrun/sharding.h). Everything per device is O(mesh axes), so
+ * index maps stay fast for thousands of devices. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "core/text.h"
+#include "device/device_impl.h"
+#include "shard_impl.h"
+
+const char *dlrun_memory_kind_name(dlrun_memory_kind kind) {
+  return kind == DLRUN_MEM_PINNED_HOST ? "pinned_host" : "device";
+}
+
+const char *dlrun_partition_spec_describe(const dlrun_partition_spec *spec, char *buf, size_t n) {
+  size_t used = (size_t)snprintf(buf, n, "PartitionSpec(");
+  for (int i = 0; i < spec->nentries && used < n; i++) {
+    const dlrun_spec_entry *e = &spec->entries[i];
+    used += (size_t)snprintf(buf + used, n - used, "%s", i ? ", " : "");
+    if (e->naxes == 0) {
+      used += (size_t)snprintf(buf + used, n - used, "None");
+    } else if (e->naxes == 1) {
+      used += (size_t)snprintf(buf + used, n - used, "'%s'", e->axes[0]);
+    } else {
+      for (int a = 0; a < e->naxes && used < n; a++)
+        used += (size_t)snprintf(buf + used, n - used, "%s'%s'", a ? ", " : "(", e->axes[a]);
+      if (used < n) used += (size_t)snprintf(buf + used, n - used, ")");
+    }
+  }
+  if (used < n) snprintf(buf + used, n - used, spec->nentries == 1 ? ",)" : ")");
+  return buf;
+}
+
+static const char *names_tuple(const dlrun_mesh *m, char *buf, size_t n) {
+  size_t used = (size_t)snprintf(buf, n, "(");
+  for (int a = 0; a < m->naxes && used < n; a++)
+    used += (size_t)snprintf(buf + used, n - used, "%s'%s'", a ? ", " : "", m->names[a]);
+  if (used < n) snprintf(buf + used, n - used, m->naxes == 1 ? ",)" : ")");
+  return buf;
+}
+
+static int find_axis(const dlrun_mesh *m, const char *name) {
+  for (int a = 0; a < m->naxes; a++)
+    if (strcmp(m->names[a], name) == 0) return a;
+  return -1;
+}
+
+/* Resolve axis names to mesh axes; names in the stored spec point into the
+ * mesh so the sharding owns no strings. */
+static dlrun_status resolve_spec(dlrun_sharding *s, const dlrun_partition_spec *spec) {
+  const dlrun_mesh *m = s->mesh;
+  char text[512], names[512];
+  if (spec->nentries < 0 || spec->nentries > DLRUN_MAX_NDIM)
+    return dlrun_fail(DLRUN_ERR_VALUE, "a PartitionSpec has 0 to %d entries, got %d",
+                      DLRUN_MAX_NDIM, spec->nentries);
+  s->nentries = spec->nentries;
+  s->spec.nentries = spec->nentries;
+  for (int i = 0; i < spec->nentries; i++) {
+    const dlrun_spec_entry *e = &spec->entries[i];
+    if (e->naxes < 0 || e->naxes > DLRUN_MAX_MESH_AXES)
+      return dlrun_fail(DLRUN_ERR_VALUE, "PartitionSpec entry %d names %d axes (at most %d)",
+                        i + 1, e->naxes, DLRUN_MAX_MESH_AXES);
+    s->spec.entries[i].naxes = e->naxes;
+    s->partitions[i] = 1;
+    for (int k = 0; k < e->naxes; k++) {
+      int a = e->axes[k] ? find_axis(m, e->axes[k]) : -1;
+      if (a < 0)
+        return dlrun_fail(DLRUN_ERR_VALUE, "Resource axis: %s of %s is not found in mesh: %s.",
+                          e->axes[k] ? e->axes[k] : "(null)",
+                          dlrun_partition_spec_describe(spec, text, sizeof text),
+                          names_tuple(m, names, sizeof names));
+      if (s->axis_used[a])
+        return dlrun_fail(DLRUN_ERR_DUPLICATE_SPEC,
+                          "A single NamedSharding spec specification can map every mesh axis to "
+                          "at most one positional dimension, but %s has duplicate entries for `%s`",
+                          dlrun_partition_spec_describe(spec, text, sizeof text), m->names[a]);
+      s->axis_used[a] = true;
+      s->axes[i][k] = a;
+      s->spec.entries[i].axes[k] = m->names[a];
+      s->partitions[i] *= m->sizes[a];
+    }
+  }
+  return DLRUN_OK;
+}
+
+static dlrun_status new_sharding(dlrun_mesh *mesh, dlrun_memory_kind kind, bool named,
+                                 dlrun_sharding **out) {
+  if ((int)kind < 0 || kind >= DLRUN_MEM_KIND_COUNT)
+    return dlrun_fail(DLRUN_ERR_VALUE, "invalid memory kind %d", (int)kind);
+  dlrun_sharding *s = dlrun_calloc(1, sizeof *s);
+  if (!s) return dlrun_fail_oom_host(sizeof *s);
+  atomic_init(&s->refs, 1);
+  s->named = named;
+  s->kind = kind;
+  s->mesh = mesh;
+  dlrun_mesh_retain(mesh);
+  *out = s;
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_named_sharding_create(dlrun_mesh *mesh, const dlrun_partition_spec *spec,
+                                         dlrun_memory_kind kind, dlrun_sharding **out) {
+  *out = NULL;
+  if (!mesh || !spec) return dlrun_fail(DLRUN_ERR_VALUE, "mesh and spec are required");
+  dlrun_sharding *s = NULL;
+  dlrun_status st = new_sharding(mesh, kind, true, &s);
+  if (st) return st;
+  if ((st = resolve_spec(s, spec))) {
+    dlrun_sharding_release(s);
+    return st;
+  }
+  *out = s;
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_single_device_sharding_create(dlrun_device *dev, dlrun_memory_kind kind,
+                                                 dlrun_sharding **out) {
+  *out = NULL;
+  if (!dev) return dlrun_fail(DLRUN_ERR_VALUE, "device is NULL");
+  dlrun_mesh *mesh;
+  dlrun_status st = dlrun_mesh_create(&dev, 1, 0, NULL, NULL, &mesh);
+  if (st) return st;
+  st = new_sharding(mesh, kind, false, out);
+  dlrun_mesh_release(mesh);
+  return st;
+}
+
+void dlrun_sharding_retain(dlrun_sharding *s) { atomic_fetch_add(&s->refs, 1); }
+
+void dlrun_sharding_release(dlrun_sharding *s) {
+  if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
+  dlrun_mesh_release(s->mesh);
+  dlrun_free(s);
+}
+
+bool dlrun_sharding_is_named(const dlrun_sharding *s) { return s->named; }
+dlrun_mesh *dlrun_sharding_mesh(const dlrun_sharding *s) { return s->mesh; }
+const dlrun_partition_spec *dlrun_sharding_spec(const dlrun_sharding *s) { return &s->spec; }
+dlrun_memory_kind dlrun_sharding_memory_kind(const dlrun_sharding *s) { return s->kind; }
+size_t dlrun_sharding_device_count(const dlrun_sharding *s) { return s->mesh->ndevices; }
+dlrun_device *dlrun_sharding_device(const dlrun_sharding *s, size_t i) {
+  return dlrun_mesh_device(s->mesh, i);
+}
+ptrdiff_t dlrun_sharding_device_position(const dlrun_sharding *s, const dlrun_device *dev) {
+  return dlrun_mesh_position(s->mesh, dev);
+}
+
+bool dlrun_sharding_is_fully_replicated(const dlrun_sharding *s) {
+  for (int i = 0; i < s->nentries; i++)
+    if (s->partitions[i] != 1) return false;
+  return true;
+}
+
+int64_t dlrun_sharding_partitions(const dlrun_sharding *s, int dim) {
+  return dim >= 0 && dim < s->nentries ? s->partitions[dim] : 1;
+}
+
+dlrun_status dlrun_sharding_check_shape(const dlrun_sharding *s, int ndim, const int64_t *dims) {
+  char text[768];
+  if (s->nentries > ndim)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "Sharding %s is only valid for values of rank at least %d, but was applied "
+                      "to a value of rank %d.%s",
+                      dlrun_sharding_describe(s, text, sizeof text), s->nentries, ndim,
+                      ndim == 0 ? " For scalars the PartitionSpec should be P()" : "");
+  for (int i = 0; i < s->nentries; i++) {
+    if (dims[i] % s->partitions[i] == 0) continue;
+    int64_t factors[DLRUN_MAX_NDIM];
+    for (int d = 0; d < ndim; d++) factors[d] = dlrun_sharding_partitions(s, d);
+    char shape[256], list[256];
+    return dlrun_fail(DLRUN_ERR_INDIVISIBLE,
+                      "%s implies that array axis %d is partitioned %lld times, but the dimension "
+                      "size is %lld (full shape: %s, per-dimension tiling factors: %s should "
+                      "evenly divide the shape)",
+                      dlrun_sharding_describe(s, text, sizeof text), i, (long long)s->partitions[i],
+                      (long long)dims[i], dlrun_tuple_string(dims, ndim, shape, sizeof shape),
+                      dlrun_int_sequence(factors, ndim, false, list, sizeof list));
+  }
+  return DLRUN_OK;
+}
+
+void dlrun_sharding_shard_shape(const dlrun_sharding *s, int ndim, const int64_t *dims,
+                                int64_t *out) {
+  for (int d = 0; d < ndim; d++) out[d] = dims[d] / dlrun_sharding_partitions(s, d);
+}
+
+void dlrun_sharding_shard_index(const dlrun_sharding *s, size_t i, int ndim, const int64_t *dims,
+                                int64_t *lo, int64_t *hi) {
+  int64_t coords[DLRUN_MAX_MESH_AXES];
+  dlrun_mesh_coords(s->mesh, i, coords);
+  for (int d = 0; d < ndim; d++) {
+    if (d >= s->nentries || s->partitions[d] == 1) {
+      lo[d] = 0;
+      hi[d] = dims[d];
+      continue;
+    }
+    int64_t block = 0;
+    for (int k = 0; k < s->spec.entries[d].naxes; k++) {
+      int a = s->axes[d][k];
+      block = block * s->mesh->sizes[a] + coords[a];
+    }
+    int64_t size = dims[d] / s->partitions[d];
+    lo[d] = block * size;
+    hi[d] = lo[d] + size;
+  }
+}
+
+int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i) {
+  int64_t coords[DLRUN_MAX_MESH_AXES], id = 0;
+  dlrun_mesh_coords(s->mesh, i, coords);
+  for (int a = 0; a < s->mesh->naxes; a++)
+    if (!s->axis_used[a]) id = id * s->mesh->sizes[a] + coords[a];
+  return id;
+}
+
+/* Block number of device i along dimension d (0 when not split). */
+static int64_t block_of(const dlrun_sharding *s, const int64_t *coords, int d) {
+  int64_t block = 0;
+  if (d >= s->nentries) return 0;
+  for (int k = 0; k < s->spec.entries[d].naxes; k++) {
+    int a = s->axes[d][k];
+    block = block * s->mesh->sizes[a] + coords[a];
+  }
+  return block;
+}
+
+bool dlrun_sharding_is_equivalent(const dlrun_sharding *a, const dlrun_sharding *b, int ndim) {
+  if (a == b) return true;
+  if (a->kind != b->kind || a->mesh->ndevices != b->mesh->ndevices) return false;
+  for (int d = 0; d < ndim; d++)
+    if (dlrun_sharding_partitions(a, d) != dlrun_sharding_partitions(b, d)) return false;
+  int64_t ca[DLRUN_MAX_MESH_AXES], cb[DLRUN_MAX_MESH_AXES];
+  for (size_t i = 0; i < a->mesh->ndevices; i++) {
+    ptrdiff_t j = dlrun_mesh_position(b->mesh, a->mesh->devices[i]);
+    if (j < 0) return false;
+    dlrun_mesh_coords(a->mesh, i, ca);
+    dlrun_mesh_coords(b->mesh, (size_t)j, cb);
+    for (int d = 0; d < ndim; d++)
+      if (block_of(a, ca, d) != block_of(b, cb, d)) return false;
+  }
+  return true;
+}
+
+const char *dlrun_sharding_describe(const dlrun_sharding *s, char *buf, size_t n) {
+  char inner[512], spec[512];
+  if (!s->named) {
+    snprintf(buf, n, "SingleDeviceSharding(device=%s, memory_kind=%s)", s->mesh->devices[0]->name,
+             dlrun_memory_kind_name(s->kind));
+    return buf;
+  }
+  snprintf(buf, n, "NamedSharding(mesh=%s, spec=%s, memory_kind=%s)",
+           dlrun_mesh_describe(s->mesh, inner, sizeof inner),
+           dlrun_partition_spec_describe(&s->spec, spec, sizeof spec),
+           dlrun_memory_kind_name(s->kind));
+  return buf;
+}
