@@ -13,7 +13,7 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hi
 LDFLAGS_ALL := $(SAN) -pthread $(LDFLAGS)
 LIBS     := -lm
 
-CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/device/*.c src/array/*.c))
+CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/device/*.c src/shard/*.c src/array/*.c))
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard spec/c/test_*.c))
@@ -37,26 +37,32 @@ deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(LIB_A): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	@echo "  AR      $@"
+	@rm -f $@ && ar rcs $@ $^
 
 $(LIB_SO): $(CORE_OBJ)
-	$(CC) -shared $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	@echo "  LD      $@"
+	@$(CC) -shared $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
 # The Lua C module: `require "dlrun"` loads lua/dlrun/init.lua, which loads this.
 $(LUA_MOD): $(LUA_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS_ALL) -o $@ $(LUA_OBJ) $(LIB_A) $(LIBS)
+	@echo "  LD      $@"
+	@$(CC) -shared $(LDFLAGS_ALL) -o $@ $(LUA_OBJ) $(LIB_A) $(LIBS)
 
 $(EXE): $(CLI_OBJ) $(LUA_OBJ) $(LIB_A)
-	$(CC) $(LDFLAGS_ALL) -rdynamic -o $@ $(CLI_OBJ) $(LUA_OBJ) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS_ALL) -rdynamic -o $@ $(CLI_OBJ) $(LUA_OBJ) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
 
 $(BUILD)/tests/%: spec/c/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -Ispec/c -o $@ $< $(LIB_A) $(LIBS)
+	@echo "  CC      $@"
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -Ispec/c -o $@ $< $(LIB_A) $(LIBS)
 
 # The whole suite: C tests and busted specs; ends with "N passed, N failed".
 test: all

@@ -1,9 +1,11 @@
-/* Arrays: a global shape, a dtype and the buffer(s) holding the data.
+/* Arrays: a global shape, a dtype, a sharding, and one buffer per device of
+ * the sharding holding that device's shard.
  *
  * Ownership: every function that makes an array gives the caller one
  * reference (*out), released with dlrun_array_release. Functions taking an
- * array borrow it. Work is asynchronous: creation may return before the data
- * is written; readers wait for it. */
+ * array or a sharding borrow it (an array keeps its sharding alive). Work is
+ * asynchronous: creation and transfers may return before the data is
+ * written; readers wait for it. */
 #ifndef DLRUN_ARRAY_H
 #define DLRUN_ARRAY_H
 
@@ -15,6 +17,7 @@
 #include "dtype.h"
 #include "export.h"
 #include "shape.h"
+#include "sharding.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -23,23 +26,25 @@ extern "C" {
 
 typedef struct dlrun_array dlrun_array;
 
-/* A new array on `dev` holding a copy of `nbytes` bytes at `data` (row-major,
- * native byte order). `nbytes` must equal the shape's byte size. `data` is
- * only read during the call. */
-DLRUN_API dlrun_status dlrun_array_from_host(dlrun_device *dev, dlrun_dtype dtype, int ndim,
-                                             const int64_t *dims, const void *data,
+/* A new array laid out by `sharding` holding a copy of `nbytes` bytes at
+ * `data` (the whole array, row-major, native byte order): each shard is
+ * copied straight from `data`. `nbytes` must equal the shape's byte size.
+ * `data` is only read during the call. */
+DLRUN_API dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype,
+                                             int ndim, const int64_t *dims, const void *data,
                                              uint64_t nbytes, dlrun_array **out);
 
-/* A new array on `dev` with every element equal to `value` (converted by the
- * dtype rules; a value that does not fit is DLRUN_ERR_VALUE). */
-DLRUN_API dlrun_status dlrun_array_full(dlrun_device *dev, dlrun_dtype dtype, int ndim,
+/* A new array with every element equal to `value` (converted by the dtype
+ * rules; a value that does not fit is DLRUN_ERR_VALUE). Each shard is filled
+ * in place on its device. */
+DLRUN_API dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
                                         const int64_t *dims, const dlrun_scalar *value,
                                         dlrun_array **out);
 
-/* A new 1-d array of `n` elements start + i*step, i = 0..n-1. Integer
- * dtypes need integral start and step and every value in range; floats are
- * computed in double precision then converted. */
-DLRUN_API dlrun_status dlrun_array_arange(dlrun_device *dev, dlrun_dtype dtype,
+/* A new 1-d array of `n` elements start + i*step, i = 0..n-1, each shard
+ * computed in place. Integer dtypes need integral start and step and every
+ * value in range; floats are computed in double precision then converted. */
+DLRUN_API dlrun_status dlrun_array_arange(dlrun_sharding *sharding, dlrun_dtype dtype,
                                           const dlrun_scalar *start, const dlrun_scalar *step,
                                           int64_t n, dlrun_array **out);
 
@@ -49,33 +54,87 @@ DLRUN_API void dlrun_array_retain(dlrun_array *a);
 DLRUN_API void dlrun_array_release(dlrun_array *a);
 
 /* Metadata; valid even after dlrun_array_delete. `shape` is owned by the
- * array. */
+ * array; the sharding is borrowed from it. */
 DLRUN_API dlrun_dtype dlrun_array_dtype(const dlrun_array *a);
 DLRUN_API int dlrun_array_ndim(const dlrun_array *a);
 DLRUN_API const int64_t *dlrun_array_shape(const dlrun_array *a);
 DLRUN_API int64_t dlrun_array_size(const dlrun_array *a);
 DLRUN_API uint64_t dlrun_array_nbytes(const dlrun_array *a);
-/* The device holding the data (borrowed), even after deletion. */
+DLRUN_API dlrun_sharding *dlrun_array_sharding(const dlrun_array *a);
+/* The first device of the sharding (the only one for single-device arrays). */
 DLRUN_API dlrun_device *dlrun_array_device(const dlrun_array *a);
 
 /* DLRUN_OK while live; after deletion DLRUN_ERR_RUNTIME with JAX's message
  * "Array has been deleted with shape=float32[3]." */
 DLRUN_API dlrun_status dlrun_array_check_live(const dlrun_array *a);
 
-/* Wait until the data is written. DLRUN_ERR_RUNTIME when deleted. */
+/* Wait until every shard is written. DLRUN_ERR_RUNTIME when deleted. */
 DLRUN_API dlrun_status dlrun_array_block_until_ready(dlrun_array *a);
 
-/* Copy `nbytes` bytes starting at byte `offset` of the row-major data into
- * `dst` (caller's memory), after waiting for the data. The range must lie
- * inside the array. */
+/* Copy `nbytes` bytes starting at byte `offset` of the whole array in
+ * row-major order into `dst` (caller's memory), gathering from the shards,
+ * after waiting for them. The range must lie inside the array and start and
+ * end on element boundaries. */
 DLRUN_API dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes,
                                         void *dst);
 
 /* Drop the array's hold on its device memory now (idempotent). The memory
- * is freed at once unless something else (queued work, an export) still
- * references it. Metadata stays readable; everything else then fails. */
+ * is freed at once unless something else (a transfer in flight, an export)
+ * still references it. Metadata stays readable; everything else then fails. */
 DLRUN_API void dlrun_array_delete(dlrun_array *a);
 DLRUN_API bool dlrun_array_is_deleted(const dlrun_array *a);
+
+/* ---- shards ---- */
+
+/* One shard per device of the sharding, in its device order. */
+DLRUN_API size_t dlrun_array_shard_count(const dlrun_array *a);
+/* The i-th shard's device, index [lo, hi) per dimension (0-based, half-open;
+ * lo and hi hold ndim entries) and replica id. */
+DLRUN_API void dlrun_array_shard_index(const dlrun_array *a, size_t i, dlrun_device **device,
+                                       int64_t *lo, int64_t *hi, int64_t *replica_id);
+/* A single-device array sharing the i-th shard's buffer (no copy). */
+DLRUN_API dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out);
+
+/* An array of global shape `dims` laid out by `sharding` from one
+ * single-device array per device of the sharding, in any order, each holding
+ * that device's shard (dtype and shard shape must match); their buffers are
+ * shared, not copied. JAX's checks and messages. */
+DLRUN_API dlrun_status dlrun_array_from_single_device_arrays(dlrun_sharding *sharding, int ndim,
+                                                             const int64_t *dims,
+                                                             dlrun_array *const *arrays,
+                                                             size_t narrays, dlrun_array **out);
+
+/* ---- transfers ---- */
+
+typedef enum dlrun_alias_mode {
+  DLRUN_ALIAS_DEFAULT, /* share buffers (and return the input) when possible */
+  DLRUN_ALIAS_ALLOW,   /* the same */
+  DLRUN_ALIAS_NEVER    /* always copy */
+} dlrun_alias_mode;
+
+typedef struct dlrun_put_options {
+  dlrun_alias_mode may_alias;
+  bool donate; /* the input is deleted afterwards; its buffers may be reused */
+} dlrun_put_options;
+
+/* Lay `src` out by `sharding`: device to device, each needed byte moved
+ * once, shards that already sit on the right device and memory shared. When
+ * nothing needs to change (equivalent sharding, aliasing allowed, no
+ * donation), *out is `src` itself with a new reference. Asynchronous: the
+ * copies run on the destination devices' streams. On failure nothing is
+ * allocated and `src` is untouched. `options` may be NULL. */
+DLRUN_API dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *sharding,
+                                        const dlrun_put_options *options, dlrun_array **out);
+
+typedef struct dlrun_transfer_stats {
+  uint64_t bytes_moved; /* bytes copied between buffers by transfers */
+  uint64_t copies;      /* box copies made */
+  uint64_t shares;      /* shards reused without a copy */
+} dlrun_transfer_stats;
+
+/* Transfer statistics of a runtime since its start or the last reset. */
+DLRUN_API void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out);
+DLRUN_API void dlrun_transfer_stats_reset(dlrun_runtime *rt);
 
 #ifdef __cplusplus
 }

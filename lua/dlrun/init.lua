@@ -2,6 +2,7 @@
 -- The C module provides the core; this facade adds the error classes.
 local core = require "dlrun.core"
 local errors = require "dlrun.errors"
+local spec = require "dlrun.spec"
 
 local dl = {}
 for k, v in pairs(core) do dl[k] = v end
@@ -11,5 +12,10 @@ for _, name in ipairs {"Error", "BufferError", "ValueError", "IndivisibleError",
   dl[name] = errors[name]
 end
 dl.__version__ = core._version
+
+dl.P = spec.P
+dl.PartitionSpec = spec.P
+spec.PartitionSpec.__tostring = core._spec_string
+dl._spec_string = nil
 
 return dl

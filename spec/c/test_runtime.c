@@ -190,11 +190,13 @@ static void test_arrays(void) {
   dlrun_runtime *rt = make_runtime("sim:2", 1 << 20);
   if (!rt) return;
   dlrun_device *d0 = dlrun_device_get(rt, "sim", 0);
+  dlrun_sharding *s0;
+  if (dlrun_single_device_sharding_create(d0, DLRUN_MEM_DEVICE, &s0)) return;
   TEST("from_host copies, read returns the bytes") {
     float data[6] = {1, 2, 3, 4, 5, 6};
     int64_t dims[2] = {2, 3};
     dlrun_array *a = NULL;
-    CHECK(dlrun_array_from_host(d0, DLRUN_FLOAT32, 2, dims, data, sizeof data, &a) == DLRUN_OK,
+    CHECK(dlrun_array_from_host(s0, DLRUN_FLOAT32, 2, dims, data, sizeof data, &a) == DLRUN_OK,
           "%s", dlrun_last_error());
     data[0] = 99; /* the array keeps its own copy */
     float back[6] = {0};
@@ -219,7 +221,7 @@ static void test_arrays(void) {
     int64_t dims[1] = {4};
     dlrun_array *a = (dlrun_array *)1;
     char buf[12];
-    CHECK(dlrun_array_from_host(d0, DLRUN_FLOAT32, 1, dims, buf, 12, &a) == DLRUN_ERR_VALUE, "accepted");
+    CHECK(dlrun_array_from_host(s0, DLRUN_FLOAT32, 1, dims, buf, 12, &a) == DLRUN_ERR_VALUE, "accepted");
     CHECK(a == NULL, "out not cleared");
     CHECK_STR_CONTAINS(dlrun_last_error(), "got 12 bytes of data but the shape needs 16");
   }
@@ -227,9 +229,9 @@ static void test_arrays(void) {
     int64_t dims[1] = {1000};
     dlrun_scalar v = {.kind = DLRUN_SCALAR_FLOAT, .re = 2.5};
     dlrun_array *a, *r;
-    CHECK(dlrun_array_full(d0, DLRUN_FLOAT64, 1, dims, &v, &a) == DLRUN_OK, "full");
+    CHECK(dlrun_array_full(s0, DLRUN_FLOAT64, 1, dims, &v, &a) == DLRUN_OK, "full");
     dlrun_scalar start = {.kind = DLRUN_SCALAR_INT, .i = -5}, step = {.kind = DLRUN_SCALAR_INT, .i = 3};
-    CHECK(dlrun_array_arange(d0, DLRUN_INT16, &start, &step, 100, &r) == DLRUN_OK, "arange");
+    CHECK(dlrun_array_arange(s0, DLRUN_INT16, &start, &step, 100, &r) == DLRUN_OK, "arange");
     double dv[1000];
     int16_t iv[100];
     dlrun_array_read(a, 0, sizeof dv, dv);
@@ -244,20 +246,20 @@ static void test_arrays(void) {
   TEST("arange out of range for its dtype fails before allocating") {
     dlrun_scalar start = {.kind = DLRUN_SCALAR_INT, .i = 250}, step = {.kind = DLRUN_SCALAR_INT, .i = 1};
     dlrun_array *r;
-    CHECK(dlrun_array_arange(d0, DLRUN_UINT8, &start, &step, 10, &r) == DLRUN_ERR_VALUE, "accepted");
+    CHECK(dlrun_array_arange(s0, DLRUN_UINT8, &start, &step, 10, &r) == DLRUN_ERR_VALUE, "accepted");
     CHECK_STR_CONTAINS(dlrun_last_error(), "arange: value 259 does not fit in uint8");
     dlrun_scalar fstep = {.kind = DLRUN_SCALAR_FLOAT, .re = 0.5};
-    CHECK(dlrun_array_arange(d0, DLRUN_INT32, &start, &fstep, 10, &r) == DLRUN_ERR_VALUE, "accepted");
+    CHECK(dlrun_array_arange(s0, DLRUN_INT32, &start, &fstep, 10, &r) == DLRUN_ERR_VALUE, "accepted");
     CHECK_STR_CONTAINS(dlrun_last_error(), "needs integral start and step");
   }
   TEST("zero-size and 0-d arrays") {
     int64_t dims[2] = {0, 4};
     dlrun_scalar v = {.kind = DLRUN_SCALAR_INT, .i = 7};
     dlrun_array *a, *s;
-    CHECK(dlrun_array_full(d0, DLRUN_INT32, 2, dims, &v, &a) == DLRUN_OK, "zero-size");
+    CHECK(dlrun_array_full(s0, DLRUN_INT32, 2, dims, &v, &a) == DLRUN_OK, "zero-size");
     CHECK(dlrun_array_size(a) == 0 && dlrun_array_nbytes(a) == 0, "size");
     CHECK(dlrun_array_block_until_ready(a) == DLRUN_OK, "ready");
-    CHECK(dlrun_array_full(d0, DLRUN_INT32, 0, NULL, &v, &s) == DLRUN_OK, "0-d");
+    CHECK(dlrun_array_full(s0, DLRUN_INT32, 0, NULL, &v, &s) == DLRUN_OK, "0-d");
     int32_t x = 0;
     dlrun_array_read(s, 0, 4, &x);
     CHECK(x == 7 && dlrun_array_size(s) == 1, "0-d value %d", x);
@@ -268,10 +270,10 @@ static void test_arrays(void) {
     int64_t dims[2] = {(int64_t)1 << 62, 4};
     dlrun_scalar v = {.kind = DLRUN_SCALAR_INT, .i = 0};
     dlrun_array *a;
-    CHECK(dlrun_array_full(d0, DLRUN_FLOAT32, 2, dims, &v, &a) == DLRUN_ERR_VALUE, "accepted");
+    CHECK(dlrun_array_full(s0, DLRUN_FLOAT32, 2, dims, &v, &a) == DLRUN_ERR_VALUE, "accepted");
     CHECK_STR_CONTAINS(dlrun_last_error(), "overflows");
     int64_t neg[1] = {-1};
-    CHECK(dlrun_array_full(d0, DLRUN_FLOAT32, 1, neg, &v, &a) == DLRUN_ERR_VALUE, "negative");
+    CHECK(dlrun_array_full(s0, DLRUN_FLOAT32, 1, neg, &v, &a) == DLRUN_ERR_VALUE, "negative");
     CHECK_STR_CONTAINS(dlrun_last_error(), "negative dimension -1");
   }
   TEST("out of device memory is ResourceExhausted and leaves the pool as it was") {
@@ -280,7 +282,7 @@ static void test_arrays(void) {
     dlrun_array *a;
     dlrun_memory_stats before, after;
     dlrun_device_memory_stats(d0, DLRUN_MEM_DEVICE, &before);
-    CHECK(dlrun_array_full(d0, DLRUN_FLOAT32, 1, dims, &v, &a) == DLRUN_ERR_RESOURCE_EXHAUSTED, "accepted");
+    CHECK(dlrun_array_full(s0, DLRUN_FLOAT32, 1, dims, &v, &a) == DLRUN_ERR_RESOURCE_EXHAUSTED, "accepted");
     CHECK_STR_CONTAINS(dlrun_last_error(), "Out of memory on SimDevice(id=0) while allocating 4194304 bytes");
     dlrun_device_memory_stats(d0, DLRUN_MEM_DEVICE, &after);
     CHECK(after.bytes_in_use == before.bytes_in_use, "pool changed");
@@ -289,13 +291,17 @@ static void test_arrays(void) {
     int64_t dims[1] = {8};
     dlrun_scalar v = {.kind = DLRUN_SCALAR_INT, .i = 3};
     dlrun_runtime *rt2 = make_runtime("sim:1", 1 << 20);
+    dlrun_sharding *s2;
     dlrun_array *a;
-    CHECK(dlrun_array_full(dlrun_device_get(rt2, NULL, 0), DLRUN_INT8, 1, dims, &v, &a) == DLRUN_OK, "full");
+    CHECK(dlrun_single_device_sharding_create(dlrun_device_get(rt2, NULL, 0), DLRUN_MEM_DEVICE, &s2) == DLRUN_OK, "sharding");
+    CHECK(dlrun_array_full(s2, DLRUN_INT8, 1, dims, &v, &a) == DLRUN_OK, "full");
+    dlrun_sharding_release(s2);
     dlrun_runtime_release(rt2); /* the array still holds the runtime */
     int8_t back[8];
     CHECK(dlrun_array_read(a, 0, 8, back) == DLRUN_OK && back[7] == 3, "read");
     dlrun_array_release(a);
   }
+  dlrun_sharding_release(s0);
   dlrun_runtime_release(rt);
 }
 

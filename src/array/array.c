@@ -1,33 +1,80 @@
-/* Arrays on one device: metadata, reading, deletion. */
+/* Arrays: metadata, shards, reading, deletion. */
 #include <string.h>
 
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
 
+dlrun_status dlrun_array_layout(const dlrun_sharding *s, dlrun_dtype dtype, int ndim,
+                                const int64_t *dims, int64_t *shard_dims, uint64_t *nbytes,
+                                uint64_t *shard_nbytes) {
+  dlrun_status st = dlrun_shape_nbytes(ndim, dims, dtype, nbytes);
+  if (st) return st;
+  if ((st = dlrun_sharding_check_shape(s, ndim, dims))) return st;
+  dlrun_sharding_shard_shape(s, ndim, dims, shard_dims);
+  return dlrun_shape_nbytes(ndim, shard_dims, dtype, shard_nbytes);
+}
+
+void dlrun_buffers_release(dlrun_buffer **bufs, size_t n) {
+  if (!bufs) return;
+  for (size_t i = 0; i < n; i++) dlrun_buffer_release(bufs[i]);
+  dlrun_free(bufs);
+}
+
 dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
-                              dlrun_buffer *buf, dlrun_array **out) {
+                              dlrun_sharding *sharding, dlrun_buffer **bufs, dlrun_array **out) {
   *out = NULL;
+  size_t n = dlrun_sharding_device_count(sharding);
   dlrun_array *a = dlrun_calloc(1, sizeof *a);
-  if (!a) return dlrun_fail_oom_host(sizeof *a);
+  if (!a) {
+    dlrun_buffers_release(bufs, n);
+    return dlrun_fail_oom_host(sizeof *a);
+  }
   atomic_init(&a->refs, 1);
   a->dtype = dtype;
   a->ndim = ndim;
   if (ndim) memcpy(a->dims, dims, (size_t)ndim * sizeof *dims);
-  dlrun_shape_size(ndim, dims, &a->size); /* checked by the caller */
-  a->nbytes = buf->nbytes;
-  a->device = buf->dev;
-  a->buf = buf;
+  dlrun_shape_size(ndim, dims, &a->size); /* the caller checked the layout */
+  dlrun_array_layout(sharding, dtype, ndim, dims, a->shard_dims, &a->nbytes, &a->shard_nbytes);
+  a->sharding = sharding;
+  dlrun_sharding_retain(sharding);
+  a->nshards = n;
+  a->bufs = bufs;
   pthread_mutex_init(&a->mu, NULL);
   *out = a;
   return DLRUN_OK;
+}
+
+dlrun_status dlrun_array_alloc(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
+                               const int64_t *dims, dlrun_array **out) {
+  *out = NULL;
+  if (!sharding) return dlrun_fail(DLRUN_ERR_VALUE, "sharding is NULL");
+  if (!dlrun_dtype_get(dtype)) return dlrun_fail(DLRUN_ERR_VALUE, "invalid dtype %d", (int)dtype);
+  int64_t shard_dims[DLRUN_MAX_NDIM];
+  uint64_t nbytes, shard_nbytes;
+  dlrun_status st = dlrun_array_layout(sharding, dtype, ndim, dims, shard_dims, &nbytes,
+                                       &shard_nbytes);
+  if (st) return st;
+  size_t n = dlrun_sharding_device_count(sharding);
+  dlrun_buffer **bufs = dlrun_calloc(n, sizeof *bufs);
+  if (!bufs) return dlrun_fail_oom_host(n * sizeof *bufs);
+  for (size_t i = 0; i < n; i++) {
+    st = dlrun_buffer_create(dlrun_sharding_device(sharding, i),
+                             dlrun_sharding_memory_kind(sharding), shard_nbytes, &bufs[i]);
+    if (st) {
+      dlrun_buffers_release(bufs, i);
+      return st;
+    }
+  }
+  return dlrun_array_wrap(dtype, ndim, dims, sharding, bufs, out);
 }
 
 void dlrun_array_retain(dlrun_array *a) { atomic_fetch_add(&a->refs, 1); }
 
 void dlrun_array_release(dlrun_array *a) {
   if (!a || atomic_fetch_sub(&a->refs, 1) != 1) return;
-  dlrun_buffer_release(a->buf);
+  dlrun_buffers_release(a->bufs, a->nshards);
+  dlrun_sharding_release(a->sharding);
   pthread_mutex_destroy(&a->mu);
   dlrun_free(a);
 }
@@ -37,7 +84,9 @@ int dlrun_array_ndim(const dlrun_array *a) { return a->ndim; }
 const int64_t *dlrun_array_shape(const dlrun_array *a) { return a->dims; }
 int64_t dlrun_array_size(const dlrun_array *a) { return a->size; }
 uint64_t dlrun_array_nbytes(const dlrun_array *a) { return a->nbytes; }
-dlrun_device *dlrun_array_device(const dlrun_array *a) { return a->device; }
+dlrun_sharding *dlrun_array_sharding(const dlrun_array *a) { return a->sharding; }
+dlrun_device *dlrun_array_device(const dlrun_array *a) { return dlrun_sharding_device(a->sharding, 0); }
+size_t dlrun_array_shard_count(const dlrun_array *a) { return a->nshards; }
 
 static dlrun_status deleted_error(const dlrun_array *a) {
   char shape[256];
@@ -49,50 +98,87 @@ dlrun_status dlrun_array_check_live(const dlrun_array *a) {
   return __atomic_load_n(&a->deleted, __ATOMIC_ACQUIRE) ? deleted_error(a) : DLRUN_OK;
 }
 
-dlrun_status dlrun_array_acquire_buffer(dlrun_array *a, dlrun_buffer **out) {
+dlrun_status dlrun_array_acquire_buffers(dlrun_array *a, dlrun_buffer **out) {
   pthread_mutex_lock(&a->mu);
-  dlrun_buffer *b = a->buf;
-  if (b) dlrun_buffer_retain(b);
+  bool live = a->bufs != NULL;
+  if (live)
+    for (size_t i = 0; i < a->nshards; i++) {
+      out[i] = a->bufs[i];
+      dlrun_buffer_retain(out[i]);
+    }
   pthread_mutex_unlock(&a->mu);
-  if (!b) return deleted_error(a);
-  *out = b;
+  return live ? DLRUN_OK : deleted_error(a);
+}
+
+/* A host array of the buffers with a reference each (freed by
+ * dlrun_buffers_release). */
+static dlrun_status acquire_all(dlrun_array *a, dlrun_buffer ***out) {
+  dlrun_buffer **bufs = dlrun_malloc(a->nshards * sizeof *bufs);
+  if (!bufs) return dlrun_fail_oom_host(a->nshards * sizeof *bufs);
+  dlrun_status st = dlrun_array_acquire_buffers(a, bufs);
+  if (st) {
+    dlrun_free(bufs);
+    return st;
+  }
+  *out = bufs;
   return DLRUN_OK;
 }
 
 dlrun_status dlrun_array_block_until_ready(dlrun_array *a) {
-  dlrun_buffer *b;
-  dlrun_status st = dlrun_array_acquire_buffer(a, &b);
+  dlrun_buffer **bufs = NULL;
+  dlrun_status st = acquire_all(a, &bufs);
   if (st) return st;
-  dlrun_event_wait(b->ready);
-  dlrun_buffer_release(b);
+  for (size_t i = 0; i < a->nshards; i++) dlrun_event_wait(bufs[i]->ready);
+  dlrun_buffers_release(bufs, a->nshards);
   return DLRUN_OK;
 }
 
-dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes, void *dst) {
-  if (offset > a->nbytes || nbytes > a->nbytes - offset)
-    return dlrun_fail(DLRUN_ERR_VALUE,
-                      "read of %llu bytes at offset %llu is outside the array's %llu bytes",
-                      (unsigned long long)nbytes, (unsigned long long)offset,
-                      (unsigned long long)a->nbytes);
-  dlrun_buffer *b;
-  dlrun_status st = dlrun_array_acquire_buffer(a, &b);
+void dlrun_array_shard_index(const dlrun_array *a, size_t i, dlrun_device **device, int64_t *lo,
+                             int64_t *hi, int64_t *replica_id) {
+  if (device) *device = dlrun_sharding_device(a->sharding, i);
+  if (lo && hi) dlrun_sharding_shard_index(a->sharding, i, a->ndim, a->dims, lo, hi);
+  if (replica_id) *replica_id = dlrun_sharding_replica_id(a->sharding, i);
+}
+
+dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out) {
+  *out = NULL;
+  if (i >= a->nshards)
+    return dlrun_fail(DLRUN_ERR_VALUE, "shard %zu is out of range (the array has %zu)", i + 1,
+                      a->nshards);
+  dlrun_sharding *single;
+  dlrun_status st = dlrun_single_device_sharding_create(
+      dlrun_sharding_device(a->sharding, i), dlrun_sharding_memory_kind(a->sharding), &single);
   if (st) return st;
-  dlrun_event_wait(b->ready);
-  if (nbytes) b->dev->platform->copy(dst, (const char *)b->data + offset, nbytes);
-  dlrun_buffer_release(b);
-  return DLRUN_OK;
+  dlrun_buffer **bufs = dlrun_malloc(sizeof *bufs);
+  if (!bufs) st = dlrun_fail_oom_host(sizeof *bufs);
+  if (!st) {
+    pthread_mutex_lock(&a->mu);
+    if (a->bufs) {
+      bufs[0] = a->bufs[i];
+      dlrun_buffer_retain(bufs[0]);
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (!a->bufs) {
+      dlrun_free(bufs);
+      st = deleted_error(a);
+    }
+  }
+  if (!st) st = dlrun_array_wrap(a->dtype, a->ndim, a->shard_dims, single, bufs, out);
+  dlrun_sharding_release(single);
+  return st;
 }
 
 void dlrun_array_delete(dlrun_array *a) {
   pthread_mutex_lock(&a->mu);
-  dlrun_buffer *b = a->buf;
-  a->buf = NULL;
+  dlrun_buffer **bufs = a->bufs;
+  a->bufs = NULL;
   __atomic_store_n(&a->deleted, true, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&a->mu);
-  /* Let the work that writes the buffer finish, so that its memory returns
-   * to the pool now rather than whenever that work runs. */
-  if (b) dlrun_event_wait(b->ready);
-  dlrun_buffer_release(b);
+  if (!bufs) return;
+  /* Let the work that writes the buffers finish, so that their memory
+   * returns to the pools now rather than whenever that work runs. */
+  for (size_t i = 0; i < a->nshards; i++) dlrun_event_wait(bufs[i]->ready);
+  dlrun_buffers_release(bufs, a->nshards);
 }
 
 bool dlrun_array_is_deleted(const dlrun_array *a) {

@@ -5,17 +5,12 @@
 #include "status_impl.h"
 #include "text.h"
 
-/* "(8, 2)", "(10,)" (Python tuples) or "[8, 2]" (lists) of n values. */
-const char *dlrun_int_sequence(const int64_t *v, int n, bool tuple, char *buf, size_t size) {
-  size_t used = (size_t)snprintf(buf, size, tuple ? "(" : "[");
+const char *dlrun_tuple_string(const int64_t *v, int n, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "(");
   for (int i = 0; i < n && used < size; i++)
     used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (used < size) snprintf(buf + used, size - used, !tuple ? "]" : n == 1 ? ",)" : ")");
+  if (used < size) snprintf(buf + used, size - used, n == 1 ? ",)" : ")");
   return buf;
-}
-
-const char *dlrun_tuple_string(const int64_t *v, int n, char *buf, size_t size) {
-  return dlrun_int_sequence(v, n, true, buf, size);
 }
 
 dlrun_status dlrun_shape_size(int ndim, const int64_t *dims, int64_t *out) {

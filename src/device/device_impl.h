@@ -55,6 +55,8 @@ struct dlrun_runtime {
   const dlrun_device_group *default_group;
   dlrun_device *host;
   uint64_t accelerator_memory; /* capacity of each accelerator's memory; 0 if none */
+  /* Transfer statistics (dlrun_transfer_stats_get). */
+  atomic_uint_fast64_t bytes_moved, copies, shares;
 };
 
 /* Parsed device spec: counts per platform, in spec order. */

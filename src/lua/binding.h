@@ -10,6 +10,8 @@
 
 #define DLRUN_DEVICE_MT "dlrun.Device"
 #define DLRUN_ARRAY_MT "dlrun.Array"
+#define DLRUN_MESH_MT "dlrun.Mesh"
+#define DLRUN_SHARDING_MT "dlrun.Sharding"
 
 /* ---- errors (lerror.c) ---- */
 /* Raise the Lua error value for `status` with the thread's last message.
@@ -28,8 +30,8 @@ void dlrun_lua_errors_open(lua_State *L);
 dlrun_runtime *dlrun_lua_runtime(lua_State *L);
 void dlrun_lua_push_device(lua_State *L, dlrun_device *dev);
 dlrun_device *dlrun_lua_test_device(lua_State *L, int idx); /* NULL if not a Device */
-/* A device target at idx: a Device, or nil for the default device. */
-dlrun_device *dlrun_lua_opt_target(lua_State *L, int idx, const char *fn);
+/* "device" (also for nil) or "pinned_host" at idx; ValueError otherwise. */
+dlrun_memory_kind dlrun_lua_check_memory_kind(lua_State *L, int idx, const char *fn);
 void dlrun_lua_runtime_open(lua_State *L);
 void dlrun_lua_device_open(lua_State *L);
 
@@ -51,9 +53,30 @@ void dlrun_lua_push_nested(lua_State *L, dlrun_dtype dtype, int ndim, const int6
 void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtype *dtype,
                                int *ndim, int64_t *dims, uint64_t *nbytes);
 
-/* ---- arrays (larray.c) ---- */
-void dlrun_lua_push_array(lua_State *L, dlrun_array *a); /* takes the reference */
+/* ---- meshes and shardings (lsharding.c) ---- */
+void dlrun_lua_check_spec(lua_State *L, int idx, const char *fn, dlrun_partition_spec *spec);
+dlrun_sharding *dlrun_lua_test_sharding(lua_State *L, int idx); /* NULL if not one */
+/* Push a new Sharding userdata taking over one reference to s. */
+void dlrun_lua_push_sharding(lua_State *L, dlrun_sharding *s);
+/* Push the (cached) SingleDeviceSharding of dev; returns it, borrowed. */
+dlrun_sharding *dlrun_lua_push_device_sharding(lua_State *L, dlrun_device *dev);
+/* Push the Sharding userdata for a target at idx (a Device, a Sharding, or
+ * nil for the default device) and return it, borrowed from that userdata. */
+dlrun_sharding *dlrun_lua_push_target(lua_State *L, int idx, const char *fn);
+/* Push an index: a list of {first, last} pairs (1-based, inclusive). */
+void dlrun_lua_push_index(lua_State *L, int ndim, const int64_t *lo, const int64_t *hi);
+/* Push the sharding's devices as a list ordered by platform and id. */
+void dlrun_lua_push_device_set(lua_State *L, dlrun_sharding *s);
+void dlrun_lua_sharding_open(lua_State *L);
+
+/* ---- arrays (larray.c, ltransfer.c) ---- */
+/* Push a new Array userdata taking over one reference to a; its sharding
+ * userdata (for x.sharding) is the value at sharding_idx, or made anew when
+ * sharding_idx is 0. */
+void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
+dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
 void dlrun_lua_array_open(lua_State *L);
+void dlrun_lua_transfer_open(lua_State *L);
 
 #endif

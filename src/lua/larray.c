@@ -12,24 +12,35 @@ typedef struct array_ud {
   dlrun_array *a;
 } array_ud;
 
-static array_ud *new_array_ud(lua_State *L) {
-  array_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+/* Push an empty Array userdata whose sharding (uservalue 1) is the value at
+ * sharding_idx (absolute), or nil. */
+static array_ud *new_array_ud(lua_State *L, int sharding_idx) {
+  array_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
   u->a = NULL;
   luaL_setmetatable(L, DLRUN_ARRAY_MT);
+  if (sharding_idx) {
+    lua_pushvalue(L, sharding_idx);
+    lua_setiuservalue(L, -2, 1);
+  }
   return u;
 }
 
-void dlrun_lua_push_array(lua_State *L, dlrun_array *a) {
+void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx) {
   /* Take ownership only once the userdata exists. */
-  array_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  if (sharding_idx) sharding_idx = lua_absindex(L, sharding_idx);
+  array_ud *u = new_array_ud(L, sharding_idx);
   u->a = a;
-  luaL_setmetatable(L, DLRUN_ARRAY_MT);
+}
+
+dlrun_array *dlrun_lua_test_array(lua_State *L, int idx) {
+  array_ud *u = luaL_testudata(L, idx, DLRUN_ARRAY_MT);
+  return u ? u->a : NULL;
 }
 
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn) {
-  array_ud *u = luaL_testudata(L, idx, DLRUN_ARRAY_MT);
-  if (!u || !u->a) dlrun_lua_type_error(L, fn, idx, "array", "an Array");
-  return u->a;
+  dlrun_array *a = dlrun_lua_test_array(L, idx);
+  if (!a) dlrun_lua_type_error(L, fn, idx, "array", "an Array");
+  return a;
 }
 
 static dlrun_array *check_live(lua_State *L, int idx, const char *fn) {
@@ -48,15 +59,16 @@ static int l_array(lua_State *L) {
                                 "a number, a boolean, {re, im} or nested tables of them");
   dlrun_dtype dtype = lua_isnoneornil(L, 2) ? DLRUN_DTYPE_COUNT
                                             : dlrun_lua_check_dtype(L, 2, "array");
-  dlrun_device *dev = dlrun_lua_opt_target(L, 3, "array");
   if (nargs > 3)
     return dlrun_lua_raise(L, "TypeError", "array: expected at most 3 arguments, got %d", nargs);
+  dlrun_sharding *target = dlrun_lua_push_target(L, 3, "array");
+  int target_idx = lua_gettop(L);
   int ndim;
   int64_t dims[DLRUN_MAX_NDIM];
   uint64_t nbytes;
   void *data = dlrun_lua_nested_to_host(L, 1, "array", &dtype, &ndim, dims, &nbytes);
-  array_ud *u = new_array_ud(L);
-  dlrun_lua_check(L, dlrun_array_from_host(dev, dtype, ndim, dims, data, nbytes, &u->a));
+  array_ud *u = new_array_ud(L, target_idx);
+  dlrun_lua_check(L, dlrun_array_from_host(target, dtype, ndim, dims, data, nbytes, &u->a));
   return 1;
 }
 
@@ -66,10 +78,11 @@ static int l_frombytes(lua_State *L) {
   int64_t dims[DLRUN_MAX_NDIM];
   int ndim = dlrun_lua_check_shape(L, 2, "frombytes", dims);
   dlrun_dtype dtype = dlrun_lua_check_dtype(L, 3, "frombytes");
-  dlrun_device *dev = dlrun_lua_opt_target(L, 4, "frombytes");
   if (lua_gettop(L) > 4)
     return dlrun_lua_raise(L, "TypeError", "frombytes: expected at most 4 arguments, got %d",
                            lua_gettop(L));
+  dlrun_sharding *target = dlrun_lua_push_target(L, 4, "frombytes");
+  int target_idx = lua_gettop(L);
   size_t len;
   const char *s = lua_tolstring(L, 1, &len);
   uint64_t want;
@@ -80,8 +93,8 @@ static int l_frombytes(lua_State *L) {
                            len, dlrun_shape_string(dtype, ndim, dims, shape, sizeof shape),
                            (unsigned long long)want);
   }
-  array_ud *u = new_array_ud(L);
-  dlrun_lua_check(L, dlrun_array_from_host(dev, dtype, ndim, dims, s, len, &u->a));
+  array_ud *u = new_array_ud(L, target_idx);
+  dlrun_lua_check(L, dlrun_array_from_host(target, dtype, ndim, dims, s, len, &u->a));
   return 1;
 }
 
@@ -96,14 +109,16 @@ static int fill(lua_State *L, const char *fn, int shape_idx, int value_idx, int 
   /* No dtype: float32 for zeros/ones, JAX's default for the value in full. */
   dlrun_dtype dtype = lua_isnoneornil(L, dtype_idx) ? dlrun_lua_default_dtype(&value)
                                                     : dlrun_lua_check_dtype(L, dtype_idx, fn);
-  dlrun_device *dev = dlrun_lua_opt_target(L, dtype_idx + 1, fn);
   if (lua_gettop(L) > dtype_idx + 1)
     return dlrun_lua_raise(L, "TypeError", "%s: expected at most %d arguments, got %d", fn,
                            dtype_idx + 1, lua_gettop(L));
-  array_ud *u = new_array_ud(L);
-  dlrun_status st = dlrun_array_full(dev, dtype, ndim, dims, &value, &u->a);
-  if (st == DLRUN_ERR_VALUE) dlrun_lua_raise(L, "ValueError", "%s: %s", fn, dlrun_last_error());
-  dlrun_lua_check(L, st);
+  dlrun_sharding *target = dlrun_lua_push_target(L, dtype_idx + 1, fn);
+  unsigned char scratch[16];
+  uint64_t nbytes;
+  if (dlrun_dtype_store(dtype, scratch, &value) || dlrun_shape_nbytes(ndim, dims, dtype, &nbytes))
+    dlrun_lua_raise(L, "ValueError", "%s: %s", fn, dlrun_last_error());
+  array_ud *u = new_array_ud(L, lua_gettop(L));
+  dlrun_lua_check(L, dlrun_array_full(target, dtype, ndim, dims, &value, &u->a));
   return 1;
 }
 
@@ -171,15 +186,13 @@ static int l_arange(lua_State *L) {
       return dlrun_lua_type_error(L, "arange", i, "dtype", "a dtype name such as \"float32\"");
     dtype = dlrun_lua_check_dtype(L, i, "arange");
   }
-  dlrun_device *dev = dlrun_lua_opt_target(L, i + 1, "arange");
   if (lua_gettop(L) > i + 1)
     return dlrun_lua_raise(L, "TypeError", "arange: expected at most %d arguments, got %d", i + 1,
                            lua_gettop(L));
   int64_t n = arange_length(L, &start, &stop, &step);
-  array_ud *u = new_array_ud(L);
-  dlrun_status st = dlrun_array_arange(dev, dtype, &start, &step, n, &u->a);
-  if (st == DLRUN_ERR_VALUE) dlrun_lua_raise(L, "ValueError", "%s", dlrun_last_error());
-  dlrun_lua_check(L, st);
+  dlrun_sharding *target = dlrun_lua_push_target(L, i + 1, "arange");
+  array_ud *u = new_array_ud(L, lua_gettop(L));
+  dlrun_lua_check(L, dlrun_array_arange(target, dtype, &start, &step, n, &u->a));
   return 1;
 }
 
@@ -241,9 +254,65 @@ static int l_elements(lua_State *L) {
 
 static int l_devices(lua_State *L) {
   dlrun_array *a = check_live(L, 1, "devices");
-  lua_createtable(L, 1, 0);
-  dlrun_lua_push_device(L, dlrun_array_device(a));
-  lua_rawseti(L, -2, 1);
+  dlrun_lua_push_device_set(L, dlrun_array_sharding(a));
+  return 1;
+}
+
+/* The sharding userdata of the array at idx (made and kept on first use for
+ * arrays created without one). */
+static void push_array_sharding(lua_State *L, int idx, dlrun_array *a) {
+  if (lua_getiuservalue(L, idx, 1) != LUA_TNIL) return;
+  lua_pop(L, 1);
+  dlrun_sharding *s = dlrun_array_sharding(a);
+  dlrun_sharding_retain(s);
+  dlrun_lua_push_sharding(L, s);
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, idx, 1);
+}
+
+/* A Shard: {device=, index=, replica_id=, data=}. */
+static void push_shard(lua_State *L, dlrun_array *a, size_t i) {
+  int ndim = dlrun_array_ndim(a);
+  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM], replica;
+  dlrun_device *dev;
+  dlrun_array_shard_index(a, i, &dev, lo, hi, &replica);
+  lua_createtable(L, 0, 4);
+  dlrun_lua_push_device(L, dev);
+  lua_setfield(L, -2, "device");
+  dlrun_lua_push_index(L, ndim, lo, hi);
+  lua_setfield(L, -2, "index");
+  lua_pushinteger(L, replica);
+  lua_setfield(L, -2, "replica_id");
+  array_ud *u = new_array_ud(L, 0);
+  dlrun_lua_check(L, dlrun_array_shard_data(a, i, &u->a));
+  lua_setfield(L, -2, "data");
+}
+
+static int push_addressable_shards(lua_State *L, dlrun_array *a) {
+  size_t n = dlrun_array_shard_count(a);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    push_shard(L, a, i);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+/* addressable_data(i): the i-th shard's data (1-based); any i gives a full
+ * replica of a fully replicated array. */
+static int l_addressable_data(lua_State *L) {
+  dlrun_array *a = check_live(L, 1, "addressable_data");
+  lua_Integer i;
+  size_t n = dlrun_array_shard_count(a);
+  if (lua_type(L, 2) != LUA_TNUMBER || !lua_isinteger(L, 2))
+    return dlrun_lua_type_error(L, "addressable_data", 2, "i", "an integer");
+  i = lua_tointeger(L, 2);
+  if (dlrun_sharding_is_fully_replicated(dlrun_array_sharding(a))) i = 1;
+  if (i < 1 || (size_t)i > n)
+    return dlrun_lua_raise(L, "ValueError", "addressable_data: index %lld is out of range (1 to %zu)",
+                           (long long)i, n);
+  array_ud *u = new_array_ud(L, 0);
+  dlrun_lua_check(L, dlrun_array_shard_data(a, (size_t)i - 1, &u->a));
   return 1;
 }
 
@@ -302,7 +371,14 @@ static int array_index(lua_State *L) {
   else if (strcmp(key, "size") == 0) lua_pushinteger(L, dlrun_array_size(a));
   else if (strcmp(key, "itemsize") == 0) lua_pushinteger(L, (lua_Integer)info->size);
   else if (strcmp(key, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)dlrun_array_nbytes(a));
-  else return 0;
+  else if (strcmp(key, "sharding") == 0) push_array_sharding(L, 1, a);
+  else if (strcmp(key, "is_fully_addressable") == 0) lua_pushboolean(L, 1);
+  else if (strcmp(key, "is_fully_replicated") == 0)
+    lua_pushboolean(L, dlrun_sharding_is_fully_replicated(dlrun_array_sharding(a)));
+  else if (strcmp(key, "addressable_shards") == 0) {
+    dlrun_lua_check(L, dlrun_array_check_live(a));
+    push_addressable_shards(L, a);
+  } else return 0;
   return 1;
 }
 
@@ -352,6 +428,7 @@ void dlrun_lua_array_open(lua_State *L) {
       {"tolist", l_tolist},   {"tobytes", l_tobytes},       {"item", l_item},
       {"devices", l_devices}, {"delete", l_delete},         {"is_deleted", l_is_deleted},
       {"block_until_ready", l_block_until_ready},           {"_elements", l_elements},
+      {"addressable_data", l_addressable_data},
       {NULL, NULL},
   };
   luaL_newlib(L, methods);

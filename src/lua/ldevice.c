@@ -35,23 +35,13 @@ dlrun_device *dlrun_lua_test_device(lua_State *L, int idx) {
   return u ? u->dev : NULL;
 }
 
-dlrun_device *dlrun_lua_opt_target(lua_State *L, int idx, const char *fn) {
-  if (lua_isnoneornil(L, idx)) {
-    dlrun_runtime *rt = dlrun_lua_runtime(L);
-    return dlrun_device_get(rt, NULL, 0);
-  }
-  dlrun_device *dev = dlrun_lua_test_device(L, idx);
-  if (!dev) dlrun_lua_type_error(L, fn, idx, "target", "a Device");
-  return dev;
-}
-
 static dlrun_device *check_device(lua_State *L, int idx, const char *fn) {
   dlrun_device *dev = dlrun_lua_test_device(L, idx);
   if (!dev) dlrun_lua_type_error(L, fn, idx, "self", "a Device");
   return dev;
 }
 
-static dlrun_memory_kind check_memory_kind(lua_State *L, int idx, const char *fn) {
+dlrun_memory_kind dlrun_lua_check_memory_kind(lua_State *L, int idx, const char *fn) {
   if (lua_isnoneornil(L, idx)) return DLRUN_MEM_DEVICE;
   if (lua_type(L, idx) != LUA_TSTRING)
     dlrun_lua_type_error(L, fn, idx, "memory_kind", "\"device\" or \"pinned_host\"");
@@ -70,7 +60,7 @@ static void set_integer(lua_State *L, const char *key, uint64_t v) {
 
 static int l_memory_stats(lua_State *L) {
   dlrun_device *dev = check_device(L, 1, "memory_stats");
-  dlrun_memory_kind kind = check_memory_kind(L, 2, "memory_stats");
+  dlrun_memory_kind kind = dlrun_lua_check_memory_kind(L, 2, "memory_stats");
   dlrun_memory_stats s;
   dlrun_lua_check(L, dlrun_device_memory_stats(dev, kind, &s));
   lua_createtable(L, 0, 8);

@@ -9,7 +9,9 @@ int luaopen_dlrun_core(lua_State *L) {
   lua_newtable(L);
   dlrun_lua_runtime_open(L);
   dlrun_lua_device_open(L);
+  dlrun_lua_sharding_open(L);
   dlrun_lua_array_open(L);
+  dlrun_lua_transfer_open(L);
   lua_pushliteral(L, DLRUN_VERSION_STRING);
   lua_setfield(L, -2, "_version");
   return 1;

@@ -176,7 +176,7 @@ dlrun_status dlrun_sharding_check_shape(const dlrun_sharding *s, int ndim, const
                       "evenly divide the shape)",
                       dlrun_sharding_describe(s, text, sizeof text), i, (long long)s->partitions[i],
                       (long long)dims[i], dlrun_tuple_string(dims, ndim, shape, sizeof shape),
-                      dlrun_int_sequence(factors, ndim, false, list, sizeof list));
+                      dlrun_tuple_string(factors, ndim, list, sizeof list));
   }
   return DLRUN_OK;
 }

@@ -1,0 +1,114 @@
+/* Reading an array's data into host memory, gathering from its shards. A
+ * flat range of elements is split into at most 2*ndim+1 boxes whose
+ * row-major orders follow each other; each box is covered by pieces of the
+ * shards that hold it. */
+#include <string.h>
+
+#include "array_impl.h"
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "grid.h"
+
+typedef struct read_ctx {
+  const dlrun_array *a;
+  dlrun_buffer **bufs;
+  size_t esize;
+  char *dst;                  /* where the current box starts */
+  int64_t box_lo[DLRUN_MAX_NDIM], box_shape[DLRUN_MAX_NDIM];
+  int64_t shard_lo[DLRUN_MAX_NDIM], shard_hi[DLRUN_MAX_NDIM];
+} read_ctx;
+
+static int read_piece(void *p, const int64_t *lo, const int64_t *hi, const size_t *holders,
+                      size_t nholders) {
+  read_ctx *c = p;
+  (void)nholders;
+  size_t i = holders[0];
+  dlrun_buffer *b = c->bufs[i];
+  dlrun_event_wait(b->ready);
+  dlrun_sharding_shard_index(c->a->sharding, i, c->a->ndim, c->a->dims, c->shard_lo, c->shard_hi);
+  dlrun_copy_box(c->esize, c->a->ndim, lo, hi, c->dst, c->box_lo, c->box_shape, b->data,
+                 c->shard_lo, c->a->shard_dims, b->dev->platform->copy);
+  return 0;
+}
+
+/* Copy the box [lo, hi) to c->dst (row-major) and advance c->dst. */
+static void read_box(read_ctx *c, const dlrun_grid *g, const int64_t *lo, const int64_t *hi) {
+  int64_t count = 1;
+  for (int d = 0; d < c->a->ndim; d++) {
+    c->box_lo[d] = lo[d];
+    c->box_shape[d] = hi[d] - lo[d];
+    count *= c->box_shape[d];
+  }
+  dlrun_grid_cover(g, lo, hi, read_piece, c);
+  c->dst += count * (int64_t)c->esize;
+}
+
+/* Elements [s, e) of the sub-array below the fixed leading coordinates
+ * lo[0..depth) as boxes in order: a partial first row, whole rows, a
+ * partial last row, recursing into the partial rows. */
+static void read_range(read_ctx *c, const dlrun_grid *g, int depth, int64_t *lo, int64_t *hi,
+                       int64_t s, int64_t e) {
+  const int64_t *dims = c->a->dims;
+  int ndim = c->a->ndim;
+  if (s >= e) return;
+  if (depth == ndim) {
+    read_box(c, g, lo, hi);
+    return;
+  }
+  int64_t inner = 1;
+  for (int d = depth + 1; d < ndim; d++) inner *= dims[d];
+  int64_t r0 = s / inner, r1 = e / inner; /* rows [r0, r1) may be whole */
+  for (int d = depth + 1; d < ndim; d++) {
+    lo[d] = 0;
+    hi[d] = dims[d];
+  }
+  if (s % inner) { /* partial first row */
+    lo[depth] = r0;
+    hi[depth] = r0 + 1;
+    int64_t row_end = (r0 + 1) * inner < e ? (r0 + 1) * inner : e;
+    read_range(c, g, depth + 1, lo, hi, s - r0 * inner, row_end - r0 * inner);
+    if (row_end == e) return;
+    r0++;
+    for (int d = depth + 1; d < ndim; d++) {
+      lo[d] = 0;
+      hi[d] = dims[d];
+    }
+  }
+  if (r1 > r0) { /* whole rows */
+    lo[depth] = r0;
+    hi[depth] = r1;
+    read_box(c, g, lo, hi);
+  }
+  if (e % inner && r1 * inner >= s) { /* partial last row */
+    lo[depth] = r1;
+    hi[depth] = r1 + 1;
+    read_range(c, g, depth + 1, lo, hi, 0, e - r1 * inner);
+  }
+}
+
+dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes, void *dst) {
+  size_t esize = dlrun_dtype_get(a->dtype)->size;
+  if (offset > a->nbytes || nbytes > a->nbytes - offset || offset % esize || nbytes % esize)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "read of %llu bytes at offset %llu is outside the array's %llu bytes or "
+                      "not on element boundaries",
+                      (unsigned long long)nbytes, (unsigned long long)offset,
+                      (unsigned long long)a->nbytes);
+  dlrun_status st = dlrun_array_check_live(a);
+  if (st || nbytes == 0) return st;
+  read_ctx c = {.a = a, .esize = esize, .dst = dst};
+  c.bufs = dlrun_malloc(a->nshards * sizeof *c.bufs);
+  if (!c.bufs) return dlrun_fail_oom_host(a->nshards * sizeof *c.bufs);
+  if ((st = dlrun_array_acquire_buffers(a, c.bufs))) {
+    dlrun_free(c.bufs);
+    return st;
+  }
+  dlrun_grid g;
+  if (!(st = dlrun_grid_build(a, &g))) {
+    int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+    read_range(&c, &g, 0, lo, hi, (int64_t)(offset / esize), (int64_t)((offset + nbytes) / esize));
+    dlrun_grid_free(&g);
+  }
+  dlrun_buffers_release(c.bufs, a->nshards);
+  return st;
+}

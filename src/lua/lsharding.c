@@ -1,0 +1,531 @@
+/* Meshes and shardings as Lua values: dl.Mesh, dl.make_mesh,
+ * dl.NamedSharding, dl.SingleDeviceSharding, and the spec helpers. */
+#include <string.h>
+
+#include "binding.h"
+
+#define SINGLE_CACHE_KEY "dlrun.single_device_shardings"
+
+typedef struct mesh_ud {
+  dlrun_mesh *m;
+} mesh_ud;
+
+typedef struct sharding_ud {
+  dlrun_sharding *s;
+} sharding_ud;
+
+/* ---- specs ---- */
+
+/* Read a P table (entries 1..n, count in field n) into spec; axis names are
+ * borrowed from the table, which the caller keeps on the stack. */
+void dlrun_lua_check_spec(lua_State *L, int idx, const char *fn, dlrun_partition_spec *spec) {
+  idx = lua_absindex(L, idx);
+  if (!lua_istable(L, idx) || lua_getfield(L, idx, "n") != LUA_TNUMBER) {
+    lua_pop(L, lua_istable(L, idx) ? 1 : 0);
+    dlrun_lua_type_error(L, fn, idx, "spec", "a PartitionSpec made by dl.P(...)");
+  }
+  lua_Integer n = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  if (n < 0 || n > DLRUN_MAX_NDIM)
+    dlrun_lua_raise(L, "ValueError", "%s: a PartitionSpec has at most %d entries", fn, DLRUN_MAX_NDIM);
+  memset(spec, 0, sizeof *spec);
+  spec->nentries = (int)n;
+  for (lua_Integer i = 1; i <= n; i++) {
+    dlrun_spec_entry *e = &spec->entries[i - 1];
+    int t = lua_geti(L, idx, i);
+    if (t == LUA_TSTRING) {
+      e->naxes = 1;
+      e->axes[0] = lua_tostring(L, -1);
+    } else if (t == LUA_TTABLE) {
+      lua_Integer k = luaL_len(L, -1);
+      if (k > DLRUN_MAX_MESH_AXES)
+        dlrun_lua_raise(L, "ValueError", "%s: PartitionSpec entry %lld names more than %d axes",
+                        fn, (long long)i, DLRUN_MAX_MESH_AXES);
+      for (lua_Integer a = 1; a <= k; a++) {
+        lua_geti(L, -1, a);
+        e->axes[a - 1] = lua_tostring(L, -1); /* validated strings, anchored by the table */
+        lua_pop(L, 1);
+      }
+      e->naxes = (int)k;
+    }
+    lua_pop(L, 1);
+  }
+}
+
+static int l_spec_string(lua_State *L) {
+  dlrun_partition_spec spec;
+  dlrun_lua_check_spec(L, 1, "tostring", &spec);
+  char buf[1024];
+  lua_pushstring(L, dlrun_partition_spec_describe(&spec, buf, sizeof buf));
+  return 1;
+}
+
+/* ---- meshes ---- */
+
+static dlrun_mesh *check_mesh(lua_State *L, int idx, const char *fn) {
+  mesh_ud *u = luaL_testudata(L, idx, DLRUN_MESH_MT);
+  if (!u || !u->m) dlrun_lua_type_error(L, fn, idx, "mesh", "a Mesh");
+  return u->m;
+}
+
+/* Push a new Mesh userdata, valid (empty) before the mesh exists. */
+static mesh_ud *new_mesh_ud(lua_State *L) {
+  mesh_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->m = NULL;
+  luaL_setmetatable(L, DLRUN_MESH_MT);
+  return u;
+}
+
+/* Flatten the nested device table at idx (depth = naxes) into devs. */
+static void collect_devices(lua_State *L, int idx, int depth, int naxes, int64_t *sizes,
+                            dlrun_device **devs, size_t *count, size_t cap) {
+  if (depth == naxes) {
+    dlrun_device *d = dlrun_lua_test_device(L, idx);
+    if (!d) dlrun_lua_type_error(L, "Mesh", 1, "devices", "a nested table of Devices");
+    if (*count == cap) dlrun_lua_raise(L, "ValueError", "Mesh: too many devices");
+    devs[(*count)++] = d;
+    return;
+  }
+  if (!lua_istable(L, idx) || dlrun_lua_test_device(L, idx))
+    dlrun_lua_raise(L, "ValueError", "Mesh: the devices table is ragged (expected depth %d)", naxes);
+  lua_Integer n = luaL_len(L, idx);
+  if (n != sizes[depth])
+    dlrun_lua_raise(L, "ValueError",
+                    "Mesh: the devices table is ragged: a level has %lld entries, expected %lld",
+                    (long long)n, (long long)sizes[depth]);
+  luaL_checkstack(L, 2, "mesh too deep");
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, idx, i);
+    collect_devices(L, lua_gettop(L), depth + 1, naxes, sizes, devs, count, cap);
+    lua_pop(L, 1);
+  }
+}
+
+static int check_axis_names(lua_State *L, int idx, const char *fn, const char **names) {
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    names[0] = lua_tostring(L, idx);
+    return 1;
+  }
+  if (!lua_istable(L, idx))
+    dlrun_lua_type_error(L, fn, idx, "axis_names", "a list of axis names");
+  lua_Integer n = luaL_len(L, idx);
+  if (n > DLRUN_MAX_MESH_AXES)
+    dlrun_lua_raise(L, "ValueError", "%s: at most %d mesh axes, got %lld", fn, DLRUN_MAX_MESH_AXES,
+                    (long long)n);
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_geti(L, idx, i) != LUA_TSTRING)
+      dlrun_lua_raise(L, "TypeError", "%s: axis name %lld must be a string, got %s", fn,
+                      (long long)i, luaL_typename(L, -1));
+    names[i - 1] = lua_tostring(L, -1);
+    lua_pop(L, 1); /* anchored by the table */
+  }
+  return (int)n;
+}
+
+/* dl.Mesh(devices, axis_names) */
+static int l_mesh(lua_State *L) {
+  lua_settop(L, 2);
+  const char *names[DLRUN_MAX_MESH_AXES];
+  int naxes = check_axis_names(L, 2, "Mesh", names);
+  if (!lua_istable(L, 1) || dlrun_lua_test_device(L, 1))
+    return dlrun_lua_type_error(L, "Mesh", 1, "devices", "a nested table of Devices");
+  /* ndim of the devices table: follow first elements. */
+  int64_t sizes[DLRUN_MAX_MESH_AXES + 1];
+  int depth = 0;
+  lua_pushvalue(L, 1);
+  while (lua_istable(L, -1) && !dlrun_lua_test_device(L, -1) && depth <= DLRUN_MAX_MESH_AXES) {
+    sizes[depth++] = luaL_len(L, -1);
+    lua_geti(L, -1, 1);
+    lua_remove(L, -2);
+  }
+  lua_pop(L, 1);
+  if (depth != naxes)
+    return dlrun_lua_raise(L, "ValueError",
+                           "Mesh requires the ndim of its first argument (`devices`) to equal the "
+                           "length of its second argument (`axis_names`), but got devices.ndim == "
+                           "%d and len(axis_names) == %d.",
+                           depth, naxes);
+  size_t cap = 1;
+  for (int a = 0; a < naxes; a++) cap *= (size_t)(sizes[a] > 0 ? sizes[a] : 1);
+  dlrun_device **devs = lua_newuserdatauv(L, cap * sizeof *devs, 0);
+  size_t count = 0;
+  collect_devices(L, 1, 0, naxes, sizes, devs, &count, cap);
+  mesh_ud *u = new_mesh_ud(L);
+  dlrun_lua_check(L, dlrun_mesh_create(devs, count, naxes, names, sizes, &u->m));
+  return 1;
+}
+
+/* dl.make_mesh(axis_sizes, axis_names [, devices]) over the default devices. */
+static int l_make_mesh(lua_State *L) {
+  lua_settop(L, 3);
+  if (!lua_istable(L, 1))
+    return dlrun_lua_type_error(L, "make_mesh", 1, "axis_sizes", "a list of integers");
+  const char *names[DLRUN_MAX_MESH_AXES];
+  int naxes = check_axis_names(L, 2, "make_mesh", names);
+  int64_t sizes[DLRUN_MAX_NDIM];
+  int nsizes = dlrun_lua_check_shape(L, 1, "make_mesh", sizes);
+  if (nsizes != naxes)
+    return dlrun_lua_raise(L, "ValueError",
+                           "make_mesh: %d axis sizes but %d axis names were given", nsizes, naxes);
+  dlrun_runtime *rt = dlrun_lua_runtime(L);
+  size_t available = lua_isnoneornil(L, 3) ? dlrun_device_count(rt, NULL) : (size_t)luaL_len(L, 3);
+  int64_t product = 1;
+  for (int a = 0; a < naxes; a++) product *= sizes[a];
+  if ((uint64_t)product != available) {
+    char shape[256];
+    dlrun_shape_string(DLRUN_INT64, naxes, sizes, shape, sizeof shape);
+    return dlrun_lua_raise(L, "ValueError",
+                           "Number of devices %zu must equal the product of mesh_shape %s",
+                           available, strchr(shape, '['));
+  }
+  dlrun_device **devs = lua_newuserdatauv(L, available * sizeof *devs + 1, 0);
+  for (size_t i = 0; i < available; i++) {
+    if (lua_isnoneornil(L, 3)) {
+      devs[i] = dlrun_device_get(rt, NULL, i);
+    } else {
+      lua_geti(L, 3, (lua_Integer)i + 1);
+      devs[i] = dlrun_lua_test_device(L, -1);
+      lua_pop(L, 1);
+      if (!devs[i]) return dlrun_lua_type_error(L, "make_mesh", 3, "devices", "a list of Devices");
+    }
+  }
+  mesh_ud *u = new_mesh_ud(L);
+  dlrun_lua_check(L, dlrun_mesh_create(devs, available, naxes, names, sizes, &u->m));
+  return 1;
+}
+
+static void push_mesh_devices(lua_State *L, dlrun_mesh *m, int axis, size_t *next) {
+  if (axis == dlrun_mesh_naxes(m)) {
+    dlrun_lua_push_device(L, dlrun_mesh_device(m, (*next)++));
+    return;
+  }
+  int64_t n = dlrun_mesh_axis_size(m, axis);
+  lua_createtable(L, (int)n, 0);
+  for (int64_t i = 0; i < n; i++) {
+    push_mesh_devices(L, m, axis + 1, next);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
+static int mesh_index(lua_State *L) {
+  dlrun_mesh *m = check_mesh(L, 1, "Mesh.__index");
+  const char *key = lua_tostring(L, 2);
+  int naxes = dlrun_mesh_naxes(m);
+  if (!key) return 0;
+  if (strcmp(key, "axis_names") == 0 || strcmp(key, "axis_sizes") == 0) {
+    lua_createtable(L, naxes, 0);
+    for (int a = 0; a < naxes; a++) {
+      if (key[5] == 'n') lua_pushstring(L, dlrun_mesh_axis_name(m, a));
+      else lua_pushinteger(L, dlrun_mesh_axis_size(m, a));
+      lua_rawseti(L, -2, a + 1);
+    }
+  } else if (strcmp(key, "shape") == 0) {
+    lua_createtable(L, 0, naxes);
+    for (int a = 0; a < naxes; a++) {
+      lua_pushinteger(L, dlrun_mesh_axis_size(m, a));
+      lua_setfield(L, -2, dlrun_mesh_axis_name(m, a));
+    }
+  } else if (strcmp(key, "size") == 0) {
+    lua_pushinteger(L, (lua_Integer)dlrun_mesh_device_count(m));
+  } else if (strcmp(key, "devices") == 0) {
+    size_t next = 0;
+    if (naxes == 0) {
+      lua_createtable(L, 1, 0);
+      dlrun_lua_push_device(L, dlrun_mesh_device(m, 0));
+      lua_rawseti(L, -2, 1);
+    } else {
+      push_mesh_devices(L, m, 0, &next);
+    }
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+static int mesh_tostring(lua_State *L) {
+  char buf[1024];
+  lua_pushstring(L, dlrun_mesh_describe(check_mesh(L, 1, "tostring"), buf, sizeof buf));
+  return 1;
+}
+
+static int mesh_gc(lua_State *L) {
+  mesh_ud *u = lua_touserdata(L, 1);
+  dlrun_mesh_release(u->m);
+  u->m = NULL;
+  return 0;
+}
+
+/* ---- shardings ---- */
+
+/* Push a Sharding userdata owning `s` (one reference is taken over); its
+ * mesh and spec userdata/tables are given at uservalue slots 1 and 2 when
+ * known (nil otherwise). */
+static sharding_ud *new_sharding_ud(lua_State *L) {
+  sharding_ud *u = lua_newuserdatauv(L, sizeof *u, 2);
+  u->s = NULL;
+  luaL_setmetatable(L, DLRUN_SHARDING_MT);
+  return u;
+}
+
+dlrun_sharding *dlrun_lua_test_sharding(lua_State *L, int idx) {
+  sharding_ud *u = luaL_testudata(L, idx, DLRUN_SHARDING_MT);
+  return u ? u->s : NULL;
+}
+
+static dlrun_sharding *check_sharding(lua_State *L, int idx, const char *fn) {
+  dlrun_sharding *s = dlrun_lua_test_sharding(L, idx);
+  if (!s) dlrun_lua_type_error(L, fn, idx, "sharding", "a Sharding");
+  return s;
+}
+
+void dlrun_lua_push_sharding(lua_State *L, dlrun_sharding *s) {
+  sharding_ud *u = new_sharding_ud(L);
+  u->s = s;
+}
+
+static dlrun_memory_kind opt_memory_kind(lua_State *L, int idx, const char *fn) {
+  if (lua_istable(L, idx)) {
+    lua_getfield(L, idx, "memory_kind");
+    lua_replace(L, idx);
+  }
+  return dlrun_lua_check_memory_kind(L, idx, fn);
+}
+
+/* dl.NamedSharding(mesh, spec [, memory_kind | {memory_kind=}]) */
+static int l_named_sharding(lua_State *L) {
+  dlrun_mesh *m = check_mesh(L, 1, "NamedSharding");
+  dlrun_partition_spec spec;
+  dlrun_lua_check_spec(L, 2, "NamedSharding", &spec);
+  dlrun_memory_kind kind = opt_memory_kind(L, 3, "NamedSharding");
+  sharding_ud *u = new_sharding_ud(L);
+  dlrun_lua_check(L, dlrun_named_sharding_create(m, &spec, kind, &u->s));
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, -2, 2);
+  return 1;
+}
+
+/* dl.SingleDeviceSharding(device [, memory_kind | {memory_kind=}]) */
+static int l_single_device_sharding(lua_State *L) {
+  dlrun_device *dev = dlrun_lua_test_device(L, 1);
+  if (!dev) return dlrun_lua_type_error(L, "SingleDeviceSharding", 1, "device", "a Device");
+  dlrun_memory_kind kind = opt_memory_kind(L, 2, "SingleDeviceSharding");
+  sharding_ud *u = new_sharding_ud(L);
+  dlrun_lua_check(L, dlrun_single_device_sharding_create(dev, kind, &u->s));
+  return 1;
+}
+
+dlrun_sharding *dlrun_lua_push_device_sharding(lua_State *L, dlrun_device *dev) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, SINGLE_CACHE_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, SINGLE_CACHE_KEY);
+  }
+  if (lua_rawgetp(L, -1, dev) == LUA_TUSERDATA) {
+    lua_remove(L, -2);
+    return dlrun_lua_test_sharding(L, -1);
+  }
+  lua_pop(L, 1);
+  sharding_ud *u = new_sharding_ud(L);
+  dlrun_lua_check(L, dlrun_single_device_sharding_create(dev, DLRUN_MEM_DEVICE, &u->s));
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, -3, dev);
+  lua_remove(L, -2);
+  return u->s;
+}
+
+dlrun_sharding *dlrun_lua_push_target(lua_State *L, int idx, const char *fn) {
+  if (lua_isnoneornil(L, idx))
+    return dlrun_lua_push_device_sharding(L, dlrun_device_get(dlrun_lua_runtime(L), NULL, 0));
+  dlrun_device *dev = dlrun_lua_test_device(L, idx);
+  if (dev) return dlrun_lua_push_device_sharding(L, dev);
+  dlrun_sharding *s = dlrun_lua_test_sharding(L, idx);
+  if (!s) dlrun_lua_type_error(L, fn, idx, "target", "a Device or a Sharding");
+  lua_pushvalue(L, idx);
+  return s;
+}
+
+static void push_shape_arg(lua_State *L, int idx, const char *fn, int *ndim, int64_t *dims) {
+  *ndim = dlrun_lua_check_shape(L, idx, fn, dims);
+}
+
+static void push_index(lua_State *L, int ndim, const int64_t *lo, const int64_t *hi) {
+  lua_createtable(L, ndim, 0);
+  for (int d = 0; d < ndim; d++) {
+    lua_createtable(L, 2, 0);
+    lua_pushinteger(L, lo[d] + 1);
+    lua_rawseti(L, -2, 1);
+    lua_pushinteger(L, hi[d]);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, d + 1);
+  }
+}
+
+void dlrun_lua_push_index(lua_State *L, int ndim, const int64_t *lo, const int64_t *hi) {
+  push_index(L, ndim, lo, hi);
+}
+
+static int l_shard_shape(lua_State *L) {
+  dlrun_sharding *s = check_sharding(L, 1, "shard_shape");
+  int ndim;
+  int64_t dims[DLRUN_MAX_NDIM], out[DLRUN_MAX_NDIM];
+  push_shape_arg(L, 2, "shard_shape", &ndim, dims);
+  dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
+  dlrun_sharding_shard_shape(s, ndim, dims, out);
+  lua_createtable(L, ndim, 0);
+  for (int d = 0; d < ndim; d++) {
+    lua_pushinteger(L, out[d]);
+    lua_rawseti(L, -2, d + 1);
+  }
+  return 1;
+}
+
+static int l_devices_indices_map(lua_State *L) {
+  dlrun_sharding *s = check_sharding(L, 1, "devices_indices_map");
+  int ndim;
+  int64_t dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  push_shape_arg(L, 2, "devices_indices_map", &ndim, dims);
+  dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
+  size_t n = dlrun_sharding_device_count(s);
+  lua_createtable(L, 0, (int)n);
+  for (size_t i = 0; i < n; i++) {
+    dlrun_lua_push_device(L, dlrun_sharding_device(s, i));
+    dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
+    push_index(L, ndim, lo, hi);
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
+static int l_is_equivalent_to(lua_State *L) {
+  dlrun_sharding *a = check_sharding(L, 1, "is_equivalent_to");
+  dlrun_sharding *b = check_sharding(L, 2, "is_equivalent_to");
+  lua_Integer ndim;
+  if (lua_type(L, 3) != LUA_TNUMBER || !lua_isinteger(L, 3) || (ndim = lua_tointeger(L, 3)) < 0 ||
+      ndim > DLRUN_MAX_NDIM)
+    return dlrun_lua_type_error(L, "is_equivalent_to", 3, "ndim", "an integer from 0 to 32");
+  lua_pushboolean(L, dlrun_sharding_is_equivalent(a, b, (int)ndim));
+  return 1;
+}
+
+static int l_with_memory_kind(lua_State *L) {
+  dlrun_sharding *s = check_sharding(L, 1, "with_memory_kind");
+  dlrun_memory_kind kind = dlrun_lua_check_memory_kind(L, 2, "with_memory_kind");
+  sharding_ud *u = new_sharding_ud(L);
+  if (dlrun_sharding_is_named(s)) {
+    dlrun_lua_check(L, dlrun_named_sharding_create(dlrun_sharding_mesh(s), dlrun_sharding_spec(s),
+                                                   kind, &u->s));
+    for (int k = 1; k <= 2; k++) {
+      lua_getiuservalue(L, 1, k);
+      lua_setiuservalue(L, -2, k);
+    }
+  } else {
+    dlrun_lua_check(L, dlrun_single_device_sharding_create(dlrun_sharding_device(s, 0), kind, &u->s));
+  }
+  return 1;
+}
+
+/* device_set: the devices ordered by platform then id. */
+static int push_device_set(lua_State *L, dlrun_sharding *s) {
+  size_t n = dlrun_sharding_device_count(s);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    dlrun_lua_push_device(L, dlrun_sharding_device(s, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_remove(L, -2);
+  lua_pushvalue(L, -2);
+  lua_call(L, 1, 0);
+  return 1;
+}
+
+void dlrun_lua_push_device_set(lua_State *L, dlrun_sharding *s) { push_device_set(L, s); }
+
+static int sharding_index(lua_State *L) {
+  dlrun_sharding *s = check_sharding(L, 1, "Sharding.__index");
+  const char *key = lua_tostring(L, 2);
+  if (!key) return 0;
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  if (strcmp(key, "mesh") == 0) lua_getiuservalue(L, 1, 1);
+  else if (strcmp(key, "spec") == 0) lua_getiuservalue(L, 1, 2);
+  else if (strcmp(key, "memory_kind") == 0)
+    lua_pushstring(L, dlrun_memory_kind_name(dlrun_sharding_memory_kind(s)));
+  else if (strcmp(key, "device_set") == 0) push_device_set(L, s);
+  else if (strcmp(key, "num_devices") == 0)
+    lua_pushinteger(L, (lua_Integer)dlrun_sharding_device_count(s));
+  else if (strcmp(key, "is_fully_replicated") == 0)
+    lua_pushboolean(L, dlrun_sharding_is_fully_replicated(s));
+  else if (strcmp(key, "is_fully_addressable") == 0) lua_pushboolean(L, 1);
+  else if (strcmp(key, "kind") == 0)
+    lua_pushstring(L, dlrun_sharding_is_named(s) ? "NamedSharding" : "SingleDeviceSharding");
+  else return 0;
+  return 1;
+}
+
+static int sharding_tostring(lua_State *L) {
+  char buf[2048];
+  lua_pushstring(L, dlrun_sharding_describe(check_sharding(L, 1, "tostring"), buf, sizeof buf));
+  return 1;
+}
+
+static int sharding_gc(lua_State *L) {
+  sharding_ud *u = lua_touserdata(L, 1);
+  dlrun_sharding_release(u->s);
+  u->s = NULL;
+  return 0;
+}
+
+static int sharding_eq(lua_State *L) {
+  dlrun_sharding *a = dlrun_lua_test_sharding(L, 1), *b = dlrun_lua_test_sharding(L, 2);
+  lua_pushboolean(L, a && b && dlrun_sharding_is_equivalent(a, b, DLRUN_MAX_NDIM) &&
+                         dlrun_sharding_is_named(a) == dlrun_sharding_is_named(b));
+  return 1;
+}
+
+void dlrun_lua_sharding_open(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+      {"Mesh", l_mesh},
+      {"make_mesh", l_make_mesh},
+      {"NamedSharding", l_named_sharding},
+      {"SingleDeviceSharding", l_single_device_sharding},
+      {"_spec_string", l_spec_string},
+      {NULL, NULL},
+  };
+  luaL_setfuncs(L, funcs, 0);
+
+  luaL_newmetatable(L, DLRUN_MESH_MT);
+  lua_pushcfunction(L, mesh_index);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, mesh_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, mesh_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushliteral(L, "Mesh");
+  lua_setfield(L, -2, "__name");
+  lua_pop(L, 1);
+
+  luaL_newmetatable(L, DLRUN_SHARDING_MT);
+  static const luaL_Reg meta[] = {
+      {"__tostring", sharding_tostring}, {"__gc", sharding_gc}, {"__eq", sharding_eq},
+      {NULL, NULL},
+  };
+  luaL_setfuncs(L, meta, 0);
+  lua_pushliteral(L, "Sharding");
+  lua_setfield(L, -2, "__name");
+  static const luaL_Reg methods[] = {
+      {"shard_shape", l_shard_shape},
+      {"devices_indices_map", l_devices_indices_map},
+      {"is_equivalent_to", l_is_equivalent_to},
+      {"with_memory_kind", l_with_memory_kind},
+      {NULL, NULL},
+  };
+  luaL_newlib(L, methods);
+  lua_pushcclosure(L, sharding_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+}

@@ -1,0 +1,291 @@
+/* Transfers from Lua: dl.device_put, dl.device_get, assembling sharded
+ * arrays from pieces, and the transfer statistics. */
+#include <string.h>
+
+#include "binding.h"
+
+/* A plain table (not an Array, Device or Sharding userdata) that holds at
+ * least one Array at its top level: a tree to map over. */
+static int has_metatable(lua_State *L, int idx) {
+  if (!lua_getmetatable(L, idx)) return 0;
+  lua_pop(L, 1);
+  return 1;
+}
+
+static int is_array_tree(lua_State *L, int idx) {
+  if (!lua_istable(L, idx) || has_metatable(L, idx)) return 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int found = dlrun_lua_test_array(L, -1) != NULL || is_array_tree(L, lua_gettop(L));
+    lua_pop(L, 1);
+    if (found) {
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static dlrun_put_options check_put_options(lua_State *L, int idx) {
+  dlrun_put_options o = {.may_alias = DLRUN_ALIAS_DEFAULT};
+  if (lua_isnoneornil(L, idx)) return o;
+  if (!lua_istable(L, idx))
+    dlrun_lua_type_error(L, "device_put", idx, "options", "a table {donate=, may_alias=}");
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+    if (strcmp(k, "donate") != 0 && strcmp(k, "may_alias") != 0)
+      dlrun_lua_raise(L, "ValueError",
+                      "device_put: unknown option '%s' (expected donate, may_alias)", k);
+    if (!lua_isboolean(L, -1))
+      dlrun_lua_raise(L, "TypeError", "device_put: option %s must be a boolean, got %s", k,
+                      luaL_typename(L, -1));
+    if (k[0] == 'd') o.donate = lua_toboolean(L, -1);
+    else o.may_alias = lua_toboolean(L, -1) ? DLRUN_ALIAS_ALLOW : DLRUN_ALIAS_NEVER;
+    lua_pop(L, 1);
+  }
+  return o;
+}
+
+/* Put the value at idx onto the target userdata at target_idx; pushes the
+ * result. Arrays transfer, trees map, other values become arrays. */
+static void put_value(lua_State *L, int idx, int target_idx, const dlrun_put_options *o) {
+  idx = lua_absindex(L, idx);
+  dlrun_sharding *target = dlrun_lua_test_sharding(L, target_idx);
+  dlrun_array *x = dlrun_lua_test_array(L, idx);
+  if (x) {
+    dlrun_array *out;
+    dlrun_lua_check(L, dlrun_device_put(x, target, o, &out));
+    if (out == x) {
+      dlrun_array_release(out);
+      lua_pushvalue(L, idx);
+    } else {
+      dlrun_lua_push_array(L, out, target_idx);
+    }
+    return;
+  }
+  if (is_array_tree(L, idx)) {
+    luaL_checkstack(L, 4, "tree too deep");
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      put_value(L, -1, target_idx, o);
+      lua_remove(L, -2);
+      lua_rawset(L, -4);
+    }
+    return;
+  }
+  /* Lua data: dl.array(data, nil, target). */
+  lua_getfield(L, lua_upvalueindex(1), "array");
+  lua_pushvalue(L, idx);
+  lua_pushnil(L);
+  lua_pushvalue(L, target_idx);
+  lua_call(L, 3, 1);
+}
+
+/* dl.device_put(x [, target] [, {donate=, may_alias=}]) */
+static int l_device_put(lua_State *L) {
+  if (lua_gettop(L) < 1) return dlrun_lua_type_error(L, "device_put", 1, "x", "an Array or data");
+  int opts_idx = 3;
+  /* device_put(x, {options}): a plain table in place of the target. */
+  if (lua_istable(L, 2) && !has_metatable(L, 2) && lua_isnoneornil(L, 3)) opts_idx = 2;
+  dlrun_put_options o = check_put_options(L, opts_idx);
+  if (o.donate && o.may_alias == DLRUN_ALIAS_ALLOW)
+    return dlrun_lua_raise(L, "ValueError", "may_alias and donate cannot be True at the same time.");
+  if (opts_idx == 2 || lua_isnoneornil(L, 2)) {
+    /* No target: arrays stay where they are (JAX); data goes to the default device. */
+    if (dlrun_lua_test_array(L, 1) && !o.donate && o.may_alias != DLRUN_ALIAS_NEVER) {
+      dlrun_lua_check(L, dlrun_array_check_live(dlrun_lua_test_array(L, 1)));
+      lua_settop(L, 1);
+      return 1;
+    }
+    if (dlrun_lua_test_array(L, 1)) {
+      lua_getfield(L, 1, "sharding");
+    } else {
+      dlrun_lua_push_target(L, 0, "device_put");
+    }
+  } else {
+    dlrun_lua_push_target(L, 2, "device_put");
+  }
+  put_value(L, 1, lua_gettop(L), &o);
+  return 1;
+}
+
+/* dl.device_get(x): arrays materialised on the host cpu device; tables of
+ * arrays map element-wise; anything else passes through. */
+static void get_value(lua_State *L, int idx, int host_idx) {
+  idx = lua_absindex(L, idx);
+  dlrun_array *x = dlrun_lua_test_array(L, idx);
+  if (x) {
+    dlrun_array *out;
+    dlrun_lua_check(L, dlrun_device_put(x, dlrun_lua_test_sharding(L, host_idx), NULL, &out));
+    dlrun_status st = dlrun_array_block_until_ready(out);
+    if (out == x) {
+      dlrun_array_release(out);
+      lua_pushvalue(L, idx);
+    } else {
+      dlrun_lua_push_array(L, out, host_idx);
+    }
+    dlrun_lua_check(L, st);
+    return;
+  }
+  if (!is_array_tree(L, idx)) {
+    lua_pushvalue(L, idx);
+    return;
+  }
+  luaL_checkstack(L, 4, "tree too deep");
+  lua_newtable(L);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    get_value(L, -1, host_idx);
+    lua_remove(L, -2);
+    lua_rawset(L, -4);
+  }
+}
+
+static int l_device_get(lua_State *L) {
+  lua_settop(L, 1);
+  dlrun_lua_push_device_sharding(L, dlrun_host_device(dlrun_lua_runtime(L)));
+  get_value(L, 1, 2);
+  return 1;
+}
+
+/* dl.make_array_from_single_device_arrays(shape, sharding, arrays) */
+static int l_from_single_device_arrays(lua_State *L) {
+  const char *fn = "make_array_from_single_device_arrays";
+  int64_t dims[DLRUN_MAX_NDIM];
+  int ndim = dlrun_lua_check_shape(L, 1, fn, dims);
+  dlrun_sharding *s = dlrun_lua_test_sharding(L, 2);
+  if (!s) return dlrun_lua_type_error(L, fn, 2, "sharding", "a Sharding");
+  if (!lua_istable(L, 3) || has_metatable(L, 3))
+    return dlrun_lua_type_error(L, fn, 3, "arrays", "a list of Arrays");
+  size_t n = (size_t)luaL_len(L, 3);
+  dlrun_array **arrays = lua_newuserdatauv(L, n * sizeof *arrays + 1, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_geti(L, 3, (lua_Integer)i + 1);
+    arrays[i] = dlrun_lua_test_array(L, -1);
+    lua_pop(L, 1); /* anchored by the list */
+    if (!arrays[i])
+      return dlrun_lua_raise(L, "TypeError", "%s: element %zu of arrays is not an Array", fn, i + 1);
+  }
+  dlrun_array *out;
+  dlrun_lua_check(L, dlrun_array_from_single_device_arrays(s, ndim, dims, arrays, n, &out));
+  dlrun_lua_push_array(L, out, 2);
+  return 1;
+}
+
+/* dl.make_array_from_callback(shape, sharding, fn [, dtype]): fn(index)
+ * gives each device's data (Lua data or an Array); as JAX, fn is called once
+ * per device, or once in all for a fully replicated sharding. */
+static int l_from_callback(lua_State *L) {
+  const char *fn = "make_array_from_callback";
+  int64_t dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  int ndim = dlrun_lua_check_shape(L, 1, fn, dims);
+  dlrun_sharding *s = dlrun_lua_test_sharding(L, 2);
+  if (!s) return dlrun_lua_type_error(L, fn, 2, "sharding", "a Sharding");
+  if (!lua_isfunction(L, 3) && !luaL_getmetafield(L, 3, "__call"))
+    return dlrun_lua_type_error(L, fn, 3, "data_callback", "a function");
+  lua_settop(L, 4);
+  dlrun_dtype dtype = lua_isnil(L, 4) ? DLRUN_DTYPE_COUNT : dlrun_lua_check_dtype(L, 4, fn);
+  dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
+  size_t n = dlrun_sharding_device_count(s);
+  bool replicated = dlrun_sharding_is_fully_replicated(s);
+  lua_createtable(L, (int)n, 0); /* 5: the per-device arrays */
+  lua_pushnil(L);                /* 6: the one result of a replicated sharding */
+  for (size_t i = 0; i < n; i++) {
+    dlrun_device *dev = dlrun_sharding_device(s, i);
+    int top = lua_gettop(L);
+    if (!replicated || i == 0) {
+      lua_pushvalue(L, 3);
+      dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
+      dlrun_lua_push_index(L, ndim, lo, hi);
+      lua_call(L, 1, 1);
+      lua_copy(L, -1, 6);
+    } else {
+      lua_pushvalue(L, 6);
+    }
+    /* put the result on dev, in the sharding's memory kind */
+    dlrun_sharding *single;
+    dlrun_lua_check(L, dlrun_single_device_sharding_create(dev, dlrun_sharding_memory_kind(s), &single));
+    dlrun_lua_push_sharding(L, single);
+    int target = lua_gettop(L);
+    if (dlrun_lua_test_array(L, target - 1)) {
+      dlrun_array *out;
+      dlrun_lua_check(L, dlrun_device_put(dlrun_lua_test_array(L, target - 1), single, NULL, &out));
+      dlrun_lua_push_array(L, out, target);
+    } else {
+      int shard_ndim;
+      int64_t shard_dims[DLRUN_MAX_NDIM];
+      uint64_t nbytes;
+      dlrun_dtype dt = dtype;
+      void *data = dlrun_lua_nested_to_host(L, target - 1, fn, &dt, &shard_ndim, shard_dims, &nbytes);
+      if (dtype == DLRUN_DTYPE_COUNT) dtype = dt;
+      dlrun_array *out;
+      dlrun_lua_check(L, dlrun_array_from_host(single, dt, shard_ndim, shard_dims, data, nbytes, &out));
+      dlrun_lua_push_array(L, out, target);
+    }
+    lua_rawseti(L, 5, (lua_Integer)i + 1);
+    lua_settop(L, top);
+  }
+  dlrun_array **arrays = lua_newuserdatauv(L, n * sizeof *arrays + 1, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_geti(L, 5, (lua_Integer)i + 1);
+    arrays[i] = dlrun_lua_test_array(L, -1);
+    lua_pop(L, 1);
+  }
+  dlrun_array *out;
+  dlrun_status st = dlrun_array_from_single_device_arrays(s, ndim, dims, arrays, n, &out);
+  dlrun_lua_check(L, st);
+  dlrun_lua_push_array(L, out, 2);
+  return 1;
+}
+
+static void push_stats(lua_State *L, const dlrun_transfer_stats *s) {
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, (lua_Integer)s->bytes_moved);
+  lua_setfield(L, -2, "bytes_moved");
+  lua_pushinteger(L, (lua_Integer)s->copies);
+  lua_setfield(L, -2, "copies");
+  lua_pushinteger(L, (lua_Integer)s->shares);
+  lua_setfield(L, -2, "shares");
+}
+
+/* dl.transfer_stats([{reset = true}]): counts since start or the last reset. */
+static int l_transfer_stats(lua_State *L) {
+  dlrun_runtime *rt = dlrun_lua_runtime(L);
+  bool reset = false;
+  if (!lua_isnoneornil(L, 1)) {
+    if (!lua_istable(L, 1)) return dlrun_lua_type_error(L, "transfer_stats", 1, "options", "a table {reset=}");
+    lua_getfield(L, 1, "reset");
+    reset = lua_toboolean(L, -1);
+  }
+  dlrun_transfer_stats s;
+  dlrun_transfer_stats_get(rt, &s);
+  if (reset) dlrun_transfer_stats_reset(rt);
+  push_stats(L, &s);
+  return 1;
+}
+
+static int l_reset_transfer_stats(lua_State *L) {
+  dlrun_transfer_stats_reset(dlrun_lua_runtime(L));
+  return 0;
+}
+
+void dlrun_lua_transfer_open(lua_State *L) {
+  lua_pushvalue(L, -1); /* the module table, for device_put's dl.array */
+  lua_pushcclosure(L, l_device_put, 1);
+  lua_setfield(L, -2, "device_put");
+  static const luaL_Reg funcs[] = {
+      {"device_get", l_device_get},
+      {"make_array_from_single_device_arrays", l_from_single_device_arrays},
+      {"make_array_from_callback", l_from_callback},
+      {"transfer_stats", l_transfer_stats},
+      {"reset_transfer_stats", l_reset_transfer_stats},
+      {NULL, NULL},
+  };
+  luaL_setfuncs(L, funcs, 0);
+}
