@@ -127,7 +127,8 @@ DLRUN_API dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *shardi
                                         const dlrun_put_options *options, dlrun_array **out);
 
 typedef struct dlrun_transfer_stats {
-  uint64_t bytes_moved; /* bytes copied between buffers by transfers */
+  uint64_t bytes_moved; /* bytes copied from one device (or memory kind) to another */
+  uint64_t local_bytes; /* bytes copied within one device memory (relayout) */
   uint64_t copies;      /* box copies made */
   uint64_t shares;      /* shards reused without a copy */
 } dlrun_transfer_stats;

@@ -75,7 +75,7 @@ void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi
                     const int64_t *src_origin, const int64_t *src_shape,
                     void (*copy)(void *, const void *, size_t));
 
-/* Transfer statistics of a runtime (all arrays): counted when planned. */
-void dlrun_count_transfer(dlrun_runtime *rt, uint64_t bytes, uint64_t copies, uint64_t shares);
+/* Add to a runtime's transfer statistics (counted when planned). */
+void dlrun_count_transfer(dlrun_runtime *rt, const dlrun_transfer_stats *s);
 
 #endif

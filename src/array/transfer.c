@@ -53,7 +53,7 @@ typedef struct planner {
   size_t spread; /* rotates the choice among replicas */
   copy_task *task;
   dlrun_status st;
-  uint64_t bytes;
+  uint64_t bytes, local_bytes;
 } planner;
 
 /* Choose the replica for one piece and append it to the task. */
@@ -91,7 +91,8 @@ static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const siz
     pc->hi[d] = hi[d];
     bytes *= (uint64_t)(hi[d] - lo[d]);
   }
-  p->bytes += bytes;
+  bool local = pc->src->dev == p->dst_dev && pc->src->kind == t->dst->kind;
+  *(local ? &p->local_bytes : &p->bytes) += bytes;
   return 0;
 }
 
@@ -116,7 +117,7 @@ typedef struct put_plan {
   size_t n;
   dlrun_buffer **dst_bufs; /* shared (retained) or fresh */
   copy_task **tasks;       /* NULL where shared or empty */
-  uint64_t bytes, copies, shares;
+  dlrun_transfer_stats stats;
 } put_plan;
 
 static void plan_free(put_plan *pl) {
@@ -152,7 +153,7 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
     if (j >= 0) {
       pl->dst_bufs[i] = src_bufs[j];
       dlrun_buffer_retain(src_bufs[j]);
-      pl->shares++;
+      pl->stats.shares++;
       continue;
     }
     dlrun_device *dev = dlrun_sharding_device(dst, i);
@@ -174,8 +175,9 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
     planner p = {.src = src, .src_bufs = src_bufs, .dst_dev = dev, .spread = i, .task = t};
     dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
     st = p.st;
-    pl->bytes += p.bytes;
-    pl->copies += t->npieces;
+    pl->stats.bytes_moved += p.bytes;
+    pl->stats.local_bytes += p.local_bytes;
+    pl->stats.copies += t->npieces;
   }
   dlrun_grid_free(&grid);
   if (st) plan_free(pl);
@@ -257,26 +259,29 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
     *out = NULL;
     return st;
   }
-  dlrun_count_transfer(dlrun_sharding_device(dst, 0)->rt, pl.bytes, pl.copies, pl.shares);
+  dlrun_count_transfer(dlrun_sharding_device(dst, 0)->rt, &pl.stats);
   plan_free(&pl);
   if (o.donate) dlrun_array_delete(src);
   return DLRUN_OK;
 }
 
-void dlrun_count_transfer(dlrun_runtime *rt, uint64_t bytes, uint64_t copies, uint64_t shares) {
-  atomic_fetch_add(&rt->bytes_moved, bytes);
-  atomic_fetch_add(&rt->copies, copies);
-  atomic_fetch_add(&rt->shares, shares);
+void dlrun_count_transfer(dlrun_runtime *rt, const dlrun_transfer_stats *s) {
+  atomic_fetch_add(&rt->bytes_moved, s->bytes_moved);
+  atomic_fetch_add(&rt->local_bytes, s->local_bytes);
+  atomic_fetch_add(&rt->copies, s->copies);
+  atomic_fetch_add(&rt->shares, s->shares);
 }
 
 void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out) {
   out->bytes_moved = atomic_load(&rt->bytes_moved);
+  out->local_bytes = atomic_load(&rt->local_bytes);
   out->copies = atomic_load(&rt->copies);
   out->shares = atomic_load(&rt->shares);
 }
 
 void dlrun_transfer_stats_reset(dlrun_runtime *rt) {
   atomic_store(&rt->bytes_moved, 0);
+  atomic_store(&rt->local_bytes, 0);
   atomic_store(&rt->copies, 0);
   atomic_store(&rt->shares, 0);
 }

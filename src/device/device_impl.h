@@ -56,7 +56,7 @@ struct dlrun_runtime {
   dlrun_device *host;
   uint64_t accelerator_memory; /* capacity of each accelerator's memory; 0 if none */
   /* Transfer statistics (dlrun_transfer_stats_get). */
-  atomic_uint_fast64_t bytes_moved, copies, shares;
+  atomic_uint_fast64_t bytes_moved, local_bytes, copies, shares;
 };
 
 /* Parsed device spec: counts per platform, in spec order. */

@@ -245,9 +245,11 @@ static int l_from_callback(lua_State *L) {
 }
 
 static void push_stats(lua_State *L, const dlrun_transfer_stats *s) {
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   lua_pushinteger(L, (lua_Integer)s->bytes_moved);
   lua_setfield(L, -2, "bytes_moved");
+  lua_pushinteger(L, (lua_Integer)s->local_bytes);
+  lua_setfield(L, -2, "local_bytes");
   lua_pushinteger(L, (lua_Integer)s->copies);
   lua_setfield(L, -2, "copies");
   lua_pushinteger(L, (lua_Integer)s->shares);
