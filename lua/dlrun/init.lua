@@ -13,9 +13,13 @@ for _, name in ipairs {"Error", "BufferError", "ValueError", "IndivisibleError",
 end
 dl.__version__ = core._version
 
+local visualize = require "dlrun.visualize"
+visualize.stdout_is_terminal = core._stdout_is_terminal
+dl.visualize_sharding = visualize.visualize_sharding
 dl.P = spec.P
 dl.PartitionSpec = spec.P
 spec.PartitionSpec.__tostring = core._spec_string
 dl._spec_string = nil
+dl._stdout_is_terminal = nil
 
 return dl

@@ -14,7 +14,9 @@ The picture is returned without a trailing newline and, unless
 opts.print == false or opts.quiet == true, also written with io.write
 followed by "\n". With opts.color == true every cell gets its own
 background colour (256-colour ANSI escapes, cycling through a fixed
-palette); otherwise (the default) the picture is plain text.
+palette); with opts.color == nil, colour is used when the picture is printed
+to a terminal (M.stdout_is_terminal, set by the dlrun module); otherwise the
+picture is plain text.
 
 Layout
   * One cell per distinct block (index). All devices holding the block are
@@ -270,11 +272,17 @@ function M.visualize_sharding(x, opts)
       "`visualize_sharding` only works for shapes with 1 and 2 dimensions."), 2)
   end
   local map = sharding:devices_indices_map(shape)
-  local picture = render(shape, map, opts.color == true)
-  if opts.print ~= false and opts.quiet ~= true then
+  local printing = opts.print ~= false and opts.quiet ~= true
+  local color = opts.color
+  if color == nil then color = printing and M.stdout_is_terminal() end
+  local picture = render(shape, map, color == true)
+  if printing then
     io.write(picture, "\n")
   end
   return picture
 end
+
+-- Replaced by the dlrun module with a real check of standard output.
+function M.stdout_is_terminal() return false end
 
 return M

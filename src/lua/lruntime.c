@@ -2,6 +2,7 @@
  * default_backend. Each Lua state holds one reference to the process-wide
  * default runtime, dropped when the state closes. */
 #include <string.h>
+#include <unistd.h>
 
 #include "binding.h"
 
@@ -133,6 +134,12 @@ static int l_host_device(lua_State *L) {
   return 1;
 }
 
+/* Whether standard output is a terminal (for colour in pictures). */
+static int l_stdout_is_terminal(lua_State *L) {
+  lua_pushboolean(L, isatty(STDOUT_FILENO));
+  return 1;
+}
+
 static int l_device_spec(lua_State *L) {
   lua_pushstring(L, dlrun_runtime_spec(dlrun_lua_runtime(L)));
   return 1;
@@ -143,6 +150,7 @@ void dlrun_lua_runtime_open(lua_State *L) {
       {"configure", l_configure},       {"devices", l_devices},
       {"device_count", l_device_count}, {"default_backend", l_default_backend},
       {"host_device", l_host_device},   {"device_spec", l_device_spec},
+      {"_stdout_is_terminal", l_stdout_is_terminal},
       {NULL, NULL},
   };
   luaL_setfuncs(L, funcs, 0);
