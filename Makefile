@@ -17,11 +17,13 @@ CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/device/*.c src/shard/
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard spec/c/test_*.c))
+HOST_SRC := $(sort $(wildcard examples/host/*.c))
 
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 LUA_OBJ  := $(LUA_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TESTS    := $(TEST_SRC:spec/c/%.c=$(BUILD)/tests/%)
+HOSTS    := $(HOST_SRC:examples/host/%.c=$(BUILD)/examples/%)
 
 LIB_A    := $(BUILD)/libdlrun.a
 LIB_SO   := $(BUILD)/libdlrun.so
@@ -29,7 +31,7 @@ LUA_MOD  := $(BUILD)/lua/dlrun/core.so
 EXE      := $(BUILD)/dlrun
 
 .PHONY: all deps test demo clean c-tests
-all: deps $(LIB_A) $(LIB_SO) $(LUA_MOD) $(EXE) $(TESTS)
+all: deps $(LIB_A) $(LIB_SO) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:
@@ -63,6 +65,12 @@ $(BUILD)/tests/%: spec/c/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -Ispec/c -o $@ $< $(LIB_A) $(LIBS)
+
+# Host applications are built as a user would: public headers only.
+$(BUILD)/examples/%: examples/host/%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) -std=c11 $(OPT) $(SAN) $(WARN) -Iinclude $(LDFLAGS_ALL) -o $@ $< $(LIB_A) $(LIBS)
 
 # The whole suite: C tests and busted specs; ends with "N passed, N failed".
 test: all
