@@ -180,7 +180,10 @@ static void test_box_copy(void) {
       if (svol > 4096 || dvol > 4096) continue;
       memset(a, 0, sizeof a);
       memset(b, 0, sizeof b);
-      dlrun_copy_box(esize, ndim, lo, hi, a, dlo, dshape, src, slo, sshape, host_copy);
+      int64_t dstr[4], sstr[4];
+      dlrun_row_major_strides(ndim, dshape, dstr);
+      dlrun_row_major_strides(ndim, sshape, sstr);
+      dlrun_copy_box(esize, ndim, lo, hi, a, dlo, dstr, src, slo, sstr, host_copy);
       naive_box(esize, ndim, lo, hi, b, dlo, dshape, src, slo, sshape);
       ok = memcmp(a, b, (size_t)dvol) == 0;
       if (!ok) printf("  trial %d ndim %d differs\n", trial, ndim);

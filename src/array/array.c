@@ -36,6 +36,7 @@ dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
   if (ndim) memcpy(a->dims, dims, (size_t)ndim * sizeof *dims);
   dlrun_shape_size(ndim, dims, &a->size); /* the caller checked the layout */
   dlrun_array_layout(sharding, dtype, ndim, dims, a->shard_dims, &a->nbytes, &a->shard_nbytes);
+  dlrun_row_major_strides(ndim, a->shard_dims, a->strides);
   a->sharding = sharding;
   dlrun_sharding_retain(sharding);
   a->nshards = n;

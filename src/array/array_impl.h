@@ -38,6 +38,7 @@ struct dlrun_array {
   uint64_t nbytes;
   dlrun_sharding *sharding;
   int64_t shard_dims[DLRUN_MAX_NDIM];
+  int64_t strides[DLRUN_MAX_NDIM]; /* element strides inside each shard buffer */
   uint64_t shard_nbytes;
   size_t nshards;     /* one per device of the sharding, in its order */
   pthread_mutex_t mu; /* guards bufs against delete racing with readers */
@@ -66,13 +67,16 @@ dlrun_status dlrun_array_alloc(dlrun_sharding *sharding, dlrun_dtype dtype, int 
 dlrun_status dlrun_array_acquire_buffers(dlrun_array *a, dlrun_buffer **out);
 void dlrun_buffers_release(dlrun_buffer **bufs, size_t n);
 
-/* Copy the N-d region [lo, hi) (global coordinates) from a row-major block
- * `src` whose element [0...] sits at src_origin with shape src_shape, into
- * the block `dst` likewise placed. Runs of whole rows (or more) are copied
- * with one call of `copy`. */
+/* Row-major element strides of a shape. */
+void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides);
+
+/* Copy the N-d region [lo, hi) (global coordinates) from a block `src` whose
+ * element [0...] sits at src_origin, laid out with element strides
+ * src_strides (positive), into the block `dst` likewise placed. Runs that are
+ * contiguous in both (whole rows or more) go in one call of `copy`. */
 void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
-                    const int64_t *dst_origin, const int64_t *dst_shape, const void *src,
-                    const int64_t *src_origin, const int64_t *src_shape,
+                    const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
+                    const int64_t *src_origin, const int64_t *src_strides,
                     void (*copy)(void *, const void *, size_t));
 
 /* Add to a runtime's transfer statistics (counted when planned). */

@@ -24,11 +24,12 @@ dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, 
   dlrun_array *a;
   if ((st = dlrun_array_alloc(sharding, dtype, ndim, dims, &a))) return st;
   size_t esize = dlrun_dtype_get(dtype)->size;
-  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM], host_strides[DLRUN_MAX_NDIM];
+  dlrun_row_major_strides(ndim, dims, host_strides);
   for (size_t i = 0; i < a->nshards && a->shard_nbytes; i++) {
     dlrun_buffer *b = a->bufs[i];
     dlrun_sharding_shard_index(sharding, i, ndim, dims, lo, hi);
-    dlrun_copy_box(esize, ndim, lo, hi, b->data, lo, a->shard_dims, data, zero_origin, dims,
+    dlrun_copy_box(esize, ndim, lo, hi, b->data, lo, a->strides, data, zero_origin, host_strides,
                    b->dev->platform->copy);
   }
   *out = a;

@@ -14,7 +14,7 @@ typedef struct read_ctx {
   dlrun_buffer **bufs;
   size_t esize;
   char *dst;                  /* where the current box starts */
-  int64_t box_lo[DLRUN_MAX_NDIM], box_shape[DLRUN_MAX_NDIM];
+  int64_t box_lo[DLRUN_MAX_NDIM], box_strides[DLRUN_MAX_NDIM];
   int64_t shard_lo[DLRUN_MAX_NDIM], shard_hi[DLRUN_MAX_NDIM];
 } read_ctx;
 
@@ -26,19 +26,20 @@ static int read_piece(void *p, const int64_t *lo, const int64_t *hi, const size_
   dlrun_buffer *b = c->bufs[i];
   dlrun_event_wait(b->ready);
   dlrun_sharding_shard_index(c->a->sharding, i, c->a->ndim, c->a->dims, c->shard_lo, c->shard_hi);
-  dlrun_copy_box(c->esize, c->a->ndim, lo, hi, c->dst, c->box_lo, c->box_shape, b->data,
-                 c->shard_lo, c->a->shard_dims, b->dev->platform->copy);
+  dlrun_copy_box(c->esize, c->a->ndim, lo, hi, c->dst, c->box_lo, c->box_strides, b->data,
+                 c->shard_lo, c->a->strides, b->dev->platform->copy);
   return 0;
 }
 
 /* Copy the box [lo, hi) to c->dst (row-major) and advance c->dst. */
 static void read_box(read_ctx *c, const dlrun_grid *g, const int64_t *lo, const int64_t *hi) {
-  int64_t count = 1;
+  int64_t count = 1, shape[DLRUN_MAX_NDIM];
   for (int d = 0; d < c->a->ndim; d++) {
     c->box_lo[d] = lo[d];
-    c->box_shape[d] = hi[d] - lo[d];
-    count *= c->box_shape[d];
+    shape[d] = hi[d] - lo[d];
+    count *= shape[d];
   }
+  dlrun_row_major_strides(c->a->ndim, shape, c->box_strides);
   dlrun_grid_cover(g, lo, hi, read_piece, c);
   c->dst += count * (int64_t)c->esize;
 }

@@ -24,7 +24,7 @@ typedef struct copy_task {
   dlrun_buffer *dst;
   int ndim;
   size_t esize;
-  int64_t dst_lo[DLRUN_MAX_NDIM], dst_shape[DLRUN_MAX_NDIM], src_shape[DLRUN_MAX_NDIM];
+  int64_t dst_lo[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM], src_strides[DLRUN_MAX_NDIM];
   size_t npieces, cap;
   piece *pieces;
 } copy_task;
@@ -40,8 +40,8 @@ static void run_copy(void *ctx) {
   copy_task *t = ctx;
   for (size_t i = 0; i < t->npieces; i++) {
     piece *p = &t->pieces[i];
-    dlrun_copy_box(t->esize, t->ndim, p->lo, p->hi, t->dst->data, t->dst_lo, t->dst_shape,
-                   p->src->data, p->src_lo, t->src_shape, t->dst->dev->platform->copy);
+    dlrun_copy_box(t->esize, t->ndim, p->lo, p->hi, t->dst->data, t->dst_lo, t->dst_strides,
+                   p->src->data, p->src_lo, t->src_strides, t->dst->dev->platform->copy);
   }
   copy_task_free(t);
 }
@@ -170,8 +170,8 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
     *t = (copy_task){.dst = pl->dst_bufs[i], .ndim = src->ndim, .esize = esize};
     dlrun_buffer_retain(t->dst);
     memcpy(t->dst_lo, lo, sizeof lo);
-    memcpy(t->dst_shape, shard_dims, sizeof shard_dims);
-    memcpy(t->src_shape, src->shard_dims, sizeof src->shard_dims);
+    dlrun_row_major_strides(src->ndim, shard_dims, t->dst_strides);
+    memcpy(t->src_strides, src->strides, sizeof src->strides);
     planner p = {.src = src, .src_bufs = src_bufs, .dst_dev = dev, .spread = i, .task = t};
     dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
     st = p.st;
