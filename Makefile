@@ -13,7 +13,7 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hi
 LDFLAGS_ALL := $(SAN) -pthread $(LDFLAGS)
 LIBS     := -lm
 
-CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/device/*.c src/shard/*.c src/array/*.c))
+CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/device/*.c src/shard/*.c src/array/*.c src/dlpack/*.c))
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard spec/c/test_*.c))
@@ -27,11 +27,12 @@ HOSTS    := $(HOST_SRC:examples/host/%.c=$(BUILD)/examples/%)
 
 LIB_A    := $(BUILD)/libdlrun.a
 LIB_SO   := $(BUILD)/libdlrun.so
+LUA_LIB_A := $(BUILD)/libdlrun_lua.a
 LUA_MOD  := $(BUILD)/lua/dlrun/core.so
 EXE      := $(BUILD)/dlrun
 
 .PHONY: all deps test demo clean c-tests
-all: deps $(LIB_A) $(LIB_SO) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS)
+all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:
@@ -51,6 +52,11 @@ $(LIB_SO): $(CORE_OBJ)
 	@echo "  LD      $@"
 	@$(CC) -shared $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
+# The Lua binding alone, for host applications embedding Lua (include/dlrun/lua.h).
+$(LUA_LIB_A): $(LUA_OBJ)
+	@echo "  AR      $@"
+	@rm -f $@ && ar rcs $@ $^
+
 # The Lua C module: `require "dlrun"` loads lua/dlrun/init.lua, which loads this.
 $(LUA_MOD): $(LUA_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -67,10 +73,11 @@ $(BUILD)/tests/%: spec/c/%.c $(LIB_A)
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -Ispec/c -o $@ $< $(LIB_A) $(LIBS)
 
 # Host applications are built as a user would: public headers only.
-$(BUILD)/examples/%: examples/host/%.c $(LIB_A)
+$(BUILD)/examples/%: examples/host/%.c $(LIB_A) $(LUA_LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
-	@$(CC) -std=c11 $(OPT) $(SAN) $(WARN) -Iinclude $(LDFLAGS_ALL) -o $@ $< $(LIB_A) $(LIBS)
+	@$(CC) -std=c11 $(OPT) $(SAN) $(WARN) -Iinclude -I$(LUA_INC) $(LDFLAGS_ALL) -o $@ $< \
+	  $(LUA_LIB_A) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
 
 # The whole suite: C tests and busted specs; ends with "N passed, N failed".
 test: all

@@ -16,16 +16,27 @@ typedef struct dlrun_buffer {
   atomic_int refs;
   dlrun_device *dev;
   dlrun_memory_kind kind;
-  dlrun_block *block; /* NULL for zero bytes */
+  dlrun_block *block; /* NULL for zero bytes and for outside memory */
   void *data;         /* NULL for zero bytes */
   uint64_t nbytes;
   dlrun_event ready;  /* the data is written once this is done */
+  /* Outside memory (an imported tensor): not from a pool; release, when
+   * set, is called once when the buffer goes. */
+  bool external;
+  void (*release)(void *ctx);
+  void *release_ctx;
 } dlrun_buffer;
 
 /* Allocate nbytes on dev's `kind` memory. *out holds one reference. The
  * ready event starts done. */
 dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint64_t nbytes,
                                  dlrun_buffer **out);
+/* A buffer over memory dlrun does not own (e.g. an imported tensor) on
+ * dev's `kind` memory; release(ctx), when set, runs once when the last
+ * reference goes. On failure release is not called. */
+dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                               uint64_t nbytes, void (*release)(void *ctx), void *ctx,
+                               dlrun_buffer **out);
 void dlrun_buffer_retain(dlrun_buffer *b);
 void dlrun_buffer_release(dlrun_buffer *b);
 

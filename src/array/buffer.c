@@ -30,12 +30,32 @@ dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint
   return DLRUN_OK;
 }
 
+dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                               uint64_t nbytes, void (*release)(void *ctx), void *ctx,
+                               dlrun_buffer **out) {
+  *out = NULL;
+  dlrun_buffer *b = dlrun_calloc(1, sizeof *b);
+  if (!b) return dlrun_fail_oom_host(sizeof *b);
+  atomic_init(&b->refs, 1);
+  b->dev = dev;
+  b->kind = kind;
+  b->data = data;
+  b->external = true;
+  b->nbytes = nbytes;
+  b->release = release;
+  b->release_ctx = ctx;
+  dlrun_runtime_retain(dev->rt);
+  *out = b;
+  return DLRUN_OK;
+}
+
 void dlrun_buffer_retain(dlrun_buffer *b) { atomic_fetch_add(&b->refs, 1); }
 
 void dlrun_buffer_release(dlrun_buffer *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
   dlrun_runtime *rt = b->dev->rt;
-  dlrun_pool_free(b->dev->pools[b->kind], b->block);
+  if (b->release) b->release(b->release_ctx);
+  if (!b->external) dlrun_pool_free(b->dev->pools[b->kind], b->block);
   dlrun_free(b);
   dlrun_runtime_release(rt);
 }

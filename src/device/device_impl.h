@@ -57,6 +57,7 @@ struct dlrun_runtime {
   uint64_t accelerator_memory; /* capacity of each accelerator's memory; 0 if none */
   /* Transfer statistics (dlrun_transfer_stats_get). */
   atomic_uint_fast64_t bytes_moved, local_bytes, copies, shares;
+  atomic_int_fast64_t live_exports; /* DLPack exports whose deleter has not run */
 };
 
 /* Parsed device spec: counts per platform, in spec order. */

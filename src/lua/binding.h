@@ -7,11 +7,13 @@
 #include <lua.h>
 
 #include "dlrun/dlrun.h"
+#include "dlrun/lua.h"
 
 #define DLRUN_DEVICE_MT "dlrun.Device"
 #define DLRUN_ARRAY_MT "dlrun.Array"
 #define DLRUN_MESH_MT "dlrun.Mesh"
 #define DLRUN_SHARDING_MT "dlrun.Sharding"
+#define DLRUN_CAPSULE_MT "dlrun.Capsule"
 
 /* ---- errors (lerror.c) ---- */
 /* Raise the Lua error value for `status` with the thread's last message.
@@ -78,5 +80,6 @@ dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
 void dlrun_lua_array_open(lua_State *L);
 void dlrun_lua_transfer_open(lua_State *L);
+void dlrun_lua_dlpack_open(lua_State *L);
 
 #endif

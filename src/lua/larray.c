@@ -32,6 +32,14 @@ void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx) {
   u->a = a;
 }
 
+void dlrun_lua_pusharray(lua_State *L, dlrun_array *a) {
+  array_ud *u = new_array_ud(L, 0);
+  dlrun_array_retain(a);
+  u->a = a;
+}
+
+dlrun_array *dlrun_lua_toarray(lua_State *L, int idx) { return dlrun_lua_test_array(L, idx); }
+
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx) {
   array_ud *u = luaL_testudata(L, idx, DLRUN_ARRAY_MT);
   return u ? u->a : NULL;

@@ -7,6 +7,7 @@
 #include "binding.h"
 
 #define RUNTIME_KEY "dlrun.runtime"
+#define HOST_KEY "dlrun.host_runtime"
 
 typedef struct runtime_ref {
   dlrun_runtime *rt;
@@ -19,6 +20,25 @@ static int runtime_gc(lua_State *L) {
   return 0;
 }
 
+/* Push an empty holder whose __gc releases the runtime it is given; made
+ * before the runtime is acquired, so a Lua memory error leaks nothing. */
+static runtime_ref *new_holder(lua_State *L) {
+  runtime_ref *r = lua_newuserdatauv(L, sizeof *r, 0);
+  r->rt = NULL;
+  lua_newtable(L);
+  lua_pushcfunction(L, runtime_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  return r;
+}
+
+/* Store the holder on top of the stack as L's runtime. */
+static void bind_holder(lua_State *L, bool host) {
+  lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+  lua_pushboolean(L, host);
+  lua_setfield(L, LUA_REGISTRYINDEX, HOST_KEY);
+}
+
 dlrun_runtime *dlrun_lua_runtime(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY) == LUA_TUSERDATA) {
     runtime_ref *r = lua_touserdata(L, -1);
@@ -27,18 +47,26 @@ dlrun_runtime *dlrun_lua_runtime(lua_State *L) {
   } else {
     lua_pop(L, 1);
   }
-  /* Made valid (empty) before acquiring, so a Lua memory error leaks nothing. */
-  runtime_ref *r = lua_newuserdatauv(L, sizeof *r, 0);
-  r->rt = NULL;
-  lua_newtable(L);
-  lua_pushcfunction(L, runtime_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  dlrun_runtime *rt;
-  dlrun_lua_check(L, dlrun_default_runtime(&rt));
-  r->rt = rt;
-  lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+  runtime_ref *r = new_holder(L);
+  dlrun_lua_check(L, dlrun_default_runtime(&r->rt));
+  dlrun_runtime *rt = r->rt;
+  bind_holder(L, false);
   return rt;
+}
+
+int dlrun_lua_open(lua_State *L, dlrun_runtime *rt) {
+  runtime_ref *r = new_holder(L);
+  dlrun_runtime_retain(rt);
+  r->rt = rt;
+  bind_holder(L, true);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_dlrun_core);
+  lua_setfield(L, -2, "dlrun.core");
+  lua_pop(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "dlrun");
+  lua_call(L, 1, 1);
+  return 1;
 }
 
 static int l_configure(lua_State *L) {
@@ -87,6 +115,12 @@ static int l_configure(lua_State *L) {
                            "size string such as \"2GiB\", got %s",
                            luaL_typename(L, -1));
   }
+  lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY);
+  if (lua_toboolean(L, -1))
+    return dlrun_lua_raise(L, "RuntimeError",
+                           "configure: this Lua state uses its host application's runtime (%s); "
+                           "the host configures it",
+                           dlrun_runtime_spec(dlrun_lua_runtime(L)));
   dlrun_lua_check(L, dlrun_default_configure(devices, memory));
   return 0;
 }

@@ -2,8 +2,6 @@
  * order: errors first (every other area raises through them). */
 #include "binding.h"
 
-DLRUN_API int luaopen_dlrun_core(lua_State *L);
-
 int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_errors_open(L);
   lua_newtable(L);
@@ -12,6 +10,7 @@ int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_sharding_open(L);
   dlrun_lua_array_open(L);
   dlrun_lua_transfer_open(L);
+  dlrun_lua_dlpack_open(L);
   lua_pushliteral(L, DLRUN_VERSION_STRING);
   lua_setfield(L, -2, "_version");
   return 1;

@@ -1,0 +1,230 @@
+/* DLPack export: a single-device array handed to another library.
+ *
+ * One allocation holds the managed tensor, its context and the shape and
+ * strides (8-byte aligned, after the struct). The context keeps the shard's
+ * buffer (and so its memory) alive until the consumer calls the deleter,
+ * which may happen on any thread, after the array is gone, exactly once. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "array/array_impl.h"
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "dlrun/dlpack.h"
+
+_Static_assert(sizeof(DLDevice) == 8, "DLDevice layout");
+_Static_assert(sizeof(DLDataType) == 4, "DLDataType layout");
+_Static_assert(sizeof(DLTensor) == 48, "DLTensor layout");
+_Static_assert(offsetof(DLTensor, shape) == 24 && offsetof(DLTensor, byte_offset) == 40,
+               "DLTensor offsets");
+_Static_assert(sizeof(DLManagedTensor) == 64 && offsetof(DLManagedTensor, deleter) == 56,
+               "DLManagedTensor layout");
+_Static_assert(sizeof(DLManagedTensorVersioned) == 80 &&
+                   offsetof(DLManagedTensorVersioned, flags) == 24 &&
+                   offsetof(DLManagedTensorVersioned, dl_tensor) == 32,
+               "DLManagedTensorVersioned layout");
+
+typedef struct export_ctx {
+  atomic_int deleted;
+  dlrun_buffer *buf;
+  dlrun_runtime *rt;
+  void *block; /* the single allocation to free */
+} export_ctx;
+
+static void release_export(export_ctx *ctx) {
+  if (atomic_exchange(&ctx->deleted, 1)) return; /* a second call does nothing */
+  atomic_fetch_sub(&ctx->rt->live_exports, 1);
+  dlrun_buffer_release(ctx->buf); /* may free the runtime: read nothing after */
+  dlrun_free(ctx->block);
+}
+
+static void delete_legacy(DLManagedTensor *self) {
+  if (self) release_export(self->manager_ctx);
+}
+
+static void delete_versioned(DLManagedTensorVersioned *self) {
+  if (self) release_export(self->manager_ctx);
+}
+
+/* Where an array lives, in DLPack terms: host-visible memory (cpu devices,
+ * pinned host memory) is (kDLCPU, 0); sim device memory (kDLExtDev, id). */
+static DLDevice dl_device_of(const dlrun_buffer *b) {
+  if (b->kind == DLRUN_MEM_PINNED_HOST || b->dev->platform->dl_device_type == kDLCPU)
+    return (DLDevice){.device_type = kDLCPU, .device_id = 0};
+  return (DLDevice){.device_type = b->dev->platform->dl_device_type, .device_id = b->dev->id};
+}
+
+dlrun_status dlrun_export_device(dlrun_array *a, int32_t *device_type, int32_t *device_id) {
+  dlrun_status st = dlrun_array_check_live(a);
+  if (st) return st;
+  if (a->nshards > 1)
+    return dlrun_fail(DLRUN_ERR_BUFFER, "__dlpack__ only supported for unsharded arrays.");
+  dlrun_buffer *b;
+  if ((st = dlrun_array_acquire_buffers(a, &b))) return st;
+  DLDevice d = dl_device_of(b);
+  dlrun_buffer_release(b);
+  *device_type = (int32_t)d.device_type;
+  *device_id = d.device_id;
+  return DLRUN_OK;
+}
+
+/* The device a dl_device request names: the host cpu device for (kDLCPU, 0),
+ * a sim device for (kDLExtDev, id); JAX's BufferError otherwise. */
+static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t id,
+                                      dlrun_device **out) {
+  *out = NULL;
+  if (type == kDLCPU && id == 0) *out = dlrun_host_device(rt);
+  else if (type == kDLExtDev && id >= 0) *out = dlrun_device_get(rt, "sim", (size_t)id);
+  if (*out) return DLRUN_OK;
+  if (type == kDLCPU || type == kDLExtDev)
+    return dlrun_fail(DLRUN_ERR_BUFFER,
+                      "The device specification passed to to_dlpack names device id %d, which "
+                      "does not exist for DLDeviceType %d",
+                      id, type);
+  return dlrun_fail(DLRUN_ERR_BUFFER,
+                    "The device specification passed to to_dlpack contains an unsupported device "
+                    "type (DLDeviceType: %d)",
+                    type);
+}
+
+static dlrun_status check_options(const dlrun_array *a, const dlrun_export_options *o,
+                                  const dlrun_buffer *b) {
+  if (a->nshards > 1)
+    return dlrun_fail(DLRUN_ERR_BUFFER,
+                      "to_dlpack can only pack a dlpack tensor from an array on a singular "
+                      "device, but an array with a Sharding over %zu devices was provided.",
+                      a->nshards);
+  if (o->has_max_version && o->max_major == 0 && o->max_minor < 5)
+    return dlrun_fail(DLRUN_ERR_BUFFER,
+                      "dlrun does not support any version below (0, 5) but version (%u, %u) was "
+                      "requested.",
+                      o->max_major, o->max_minor);
+  if (o->has_stream) {
+    bool host = b->dev->platform->dl_device_type == kDLCPU;
+    if (host)
+      return dlrun_fail(DLRUN_ERR_BUFFER,
+                        "stream must be nil for arrays on %s, got %lld", b->dev->name,
+                        (long long)o->stream);
+    if (o->stream != -1)
+      return dlrun_fail(DLRUN_ERR_BUFFER,
+                        "stream must be nil (wait for the array) or -1 (do not wait) for arrays "
+                        "on %s, got %lld",
+                        b->dev->name, (long long)o->stream);
+  }
+  if (o->copy < -1 || o->copy > 1)
+    return dlrun_fail(DLRUN_ERR_VALUE, "copy must be -1 (if needed), 0 or 1, got %d", o->copy);
+  return DLRUN_OK;
+}
+
+/* A fresh copy of the array on `dev` (device memory). */
+static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_buffer **out) {
+  dlrun_sharding *s;
+  dlrun_status st = dlrun_single_device_sharding_create(dev, DLRUN_MEM_DEVICE, &s);
+  if (st) return st;
+  dlrun_array *copy;
+  dlrun_put_options never = {.may_alias = DLRUN_ALIAS_NEVER};
+  st = dlrun_device_put(a, s, &never, &copy);
+  dlrun_sharding_release(s);
+  if (st) return st;
+  st = dlrun_array_acquire_buffers(copy, out);
+  dlrun_array_release(copy);
+  return st;
+}
+
+/* Fill the DLTensor and managed struct around buffer b (reference taken). */
+static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *layout,
+                          bool versioned, bool copied, dlrun_exported *out) {
+  size_t head = versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor);
+  size_t ctx_at = (head + 7) & ~(size_t)7;
+  size_t dims_at = (ctx_at + sizeof(export_ctx) + 7) & ~(size_t)7;
+  size_t total = dims_at + 2 * (size_t)a->ndim * sizeof(int64_t);
+  char *block = dlrun_calloc(1, total);
+  if (!block) return dlrun_fail_oom_host(total);
+  export_ctx *ctx = (export_ctx *)(block + ctx_at);
+  int64_t *shape = (int64_t *)(block + dims_at), *strides = shape + a->ndim;
+  memcpy(shape, a->dims, (size_t)a->ndim * sizeof *shape);
+  memcpy(strides, layout, (size_t)a->ndim * sizeof *strides);
+  atomic_init(&ctx->deleted, 0);
+  ctx->buf = b;
+  ctx->rt = b->dev->rt;
+  ctx->block = block;
+  const dlrun_dtype_info *info = dlrun_dtype_get(a->dtype);
+  DLTensor t = {
+      .data = b->nbytes ? b->data : NULL,
+      .device = dl_device_of(b),
+      .ndim = a->ndim,
+      .dtype = {.code = info->dl_code, .bits = info->dl_bits, .lanes = info->dl_lanes},
+      .shape = a->ndim ? shape : NULL,
+      .strides = a->ndim ? strides : NULL,
+      .byte_offset = 0,
+  };
+  *out = (dlrun_exported){0};
+  if (versioned) {
+    DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)block;
+    m->version = (DLPackVersion){.major = DLRUN_DLPACK_MAJOR, .minor = DLRUN_DLPACK_MINOR};
+    m->manager_ctx = ctx;
+    m->deleter = delete_versioned;
+    /* A copy is the consumer's alone; shared memory must not be written. */
+    m->flags = copied ? DLPACK_FLAG_BITMASK_IS_COPIED : DLPACK_FLAG_BITMASK_READ_ONLY;
+    m->dl_tensor = t;
+    out->versioned = m;
+  } else {
+    DLManagedTensor *m = (DLManagedTensor *)block;
+    m->manager_ctx = ctx;
+    m->deleter = delete_legacy;
+    m->dl_tensor = t;
+    out->legacy = m;
+  }
+  atomic_fetch_add(&ctx->rt->live_exports, 1);
+  return DLRUN_OK;
+}
+
+static bool same_place(const dlrun_buffer *b, const dlrun_device *target) {
+  DLDevice have = dl_device_of(b);
+  if (target->platform->dl_device_type == kDLCPU) return have.device_type == kDLCPU;
+  return b->dev == target && b->kind == DLRUN_MEM_DEVICE;
+}
+
+dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
+                          dlrun_exported *out) {
+  *out = (dlrun_exported){0};
+  dlrun_export_options o = options ? *options : (dlrun_export_options){.copy = -1};
+  dlrun_status st = dlrun_array_check_live(a);
+  if (st) return st;
+  if (a->nshards > 1) return check_options(a, &o, NULL);
+  dlrun_buffer *b;
+  if ((st = dlrun_array_acquire_buffers(a, &b))) return st;
+  if ((st = check_options(a, &o, b))) goto fail;
+  dlrun_device *target = b->dev;
+  if (o.has_dl_device &&
+      (st = resolve_dl_device(b->dev->rt, o.device_type, o.device_id, &target)))
+    goto fail;
+  bool move = o.has_dl_device && !same_place(b, target);
+  if (move && o.copy == 0) {
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "Specified device=%s which requires a copy since the source device is %s, "
+                    "however copy=False. Set copy=True or copy=None to perform the requested "
+                    "operation.",
+                    target->name, b->dev->name);
+    goto fail;
+  }
+  bool copied = move || o.copy == 1;
+  if (copied) {
+    dlrun_buffer *fresh;
+    if ((st = copy_to(a, target, &fresh))) goto fail;
+    dlrun_buffer_release(b);
+    b = fresh;
+  }
+  if (!(o.has_stream && o.stream == -1)) dlrun_event_wait(b->ready);
+  bool versioned = o.has_max_version && o.max_major >= 1;
+  int64_t row_major[DLRUN_MAX_NDIM];
+  dlrun_row_major_strides(a->ndim, a->dims, row_major);
+  if ((st = build(a, b, copied ? row_major : a->strides, versioned, copied, out))) goto fail;
+  return DLRUN_OK;
+fail:
+  dlrun_buffer_release(b);
+  return st;
+}
+
+int64_t dlrun_live_exports(dlrun_runtime *rt) { return atomic_load(&rt->live_exports); }

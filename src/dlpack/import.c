@@ -1,0 +1,254 @@
+/* DLPack import: a producer's tensor becomes a dlrun array.
+ *
+ * Everything is validated before ownership is taken (dlpack.md checklist
+ * items 8-15). Compact host data, row-major or any permutation of it,
+ * aligned to its element size, is wrapped without a copy: the array's buffer
+ * calls the producer's deleter when released. Anything else (strided slices,
+ * negative or zero strides, another target device, copy = 1) is copied, and
+ * the producer's deleter is called right after the copy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/array_impl.h"
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "core/text.h"
+#include "dlrun/dlpack.h"
+
+typedef struct producer {
+  DLManagedTensor *legacy;
+  DLManagedTensorVersioned *versioned;
+} producer;
+
+static void call_deleter(producer p) {
+  if (p.legacy && p.legacy->deleter) p.legacy->deleter(p.legacy);
+  if (p.versioned && p.versioned->deleter) p.versioned->deleter(p.versioned);
+}
+
+static void release_producer(void *ctx) {
+  producer *p = ctx;
+  call_deleter(*p);
+  dlrun_free(p);
+}
+
+/* The tensor's layout, checked. */
+typedef struct layout {
+  dlrun_dtype dtype;
+  size_t esize;
+  int ndim;
+  int64_t dims[DLRUN_MAX_NDIM], strides[DLRUN_MAX_NDIM];
+  int64_t size;
+  uint64_t nbytes;
+  const char *data; /* with byte_offset applied */
+  bool compact;     /* a permutation of row-major, no gaps */
+  bool row_major;
+  dlrun_device *source; /* where the memory is */
+} layout;
+
+static dlrun_status check_device(dlrun_runtime *rt, DLDevice d, layout *l) {
+  /* Host memory (and pinned host memory) is read on the host cpu device. */
+  if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost || d.device_type == kDLROCMHost) {
+    l->source = dlrun_host_device(rt);
+    return DLRUN_OK;
+  }
+  if (d.device_type == kDLExtDev && d.device_id >= 0)
+    l->source = dlrun_device_get(rt, "sim", (size_t)d.device_id);
+  if (l->source) return DLRUN_OK;
+  return dlrun_fail(DLRUN_ERR_BUFFER,
+                    "from_dlpack: unsupported DLPack device (device_type=%d, device_id=%d); dlrun "
+                    "reads host memory (kDLCPU, kDLCUDAHost) and its own sim devices (kDLExtDev)",
+                    (int)d.device_type, d.device_id);
+}
+
+/* Positive strides that are some permutation of a row-major layout. */
+static bool is_compact(const layout *l) {
+  int order[DLRUN_MAX_NDIM], n = 0;
+  for (int d = 0; d < l->ndim; d++)
+    if (l->dims[d] != 1) {
+      if (l->strides[d] <= 0) return false;
+      order[n++] = d;
+    }
+  /* Sort the dimensions by stride, largest first (n is small). */
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && l->strides[order[j]] > l->strides[order[j - 1]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  int64_t expect = 1;
+  for (int i = n - 1; i >= 0; i--) {
+    if (l->strides[order[i]] != expect) return false;
+    expect *= l->dims[order[i]];
+  }
+  return true;
+}
+
+static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l) {
+  memset(l, 0, sizeof *l);
+  if (t->ndim < 0 || t->ndim > DLRUN_MAX_NDIM)
+    return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: ndim %d is out of range (0 to %d)", t->ndim,
+                      DLRUN_MAX_NDIM);
+  if (t->ndim > 0 && !t->shape)
+    return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: shape is NULL but ndim is %d", t->ndim);
+  l->ndim = t->ndim;
+  for (int d = 0; d < l->ndim; d++) {
+    if (t->shape[d] < 0)
+      return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: dimension %d is negative (%lld)", d,
+                        (long long)t->shape[d]);
+    l->dims[d] = t->shape[d];
+  }
+  dlrun_status st = dlrun_dtype_from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &l->dtype);
+  if (st) return dlrun_fail_prefix(st, "from_dlpack: ");
+  l->esize = dlrun_dtype_get(l->dtype)->size;
+  if ((st = dlrun_shape_nbytes(l->ndim, l->dims, l->dtype, &l->nbytes)))
+    return dlrun_fail_prefix(DLRUN_ERR_BUFFER, "from_dlpack: ");
+  dlrun_shape_size(l->ndim, l->dims, &l->size);
+  if ((st = check_device(rt, t->device, l))) return st;
+  if (t->strides) memcpy(l->strides, t->strides, (size_t)l->ndim * sizeof(int64_t));
+  else dlrun_row_major_strides(l->ndim, l->dims, l->strides);
+  /* Size-1 dimensions may carry any stride: normalise them. */
+  int64_t row_major[DLRUN_MAX_NDIM];
+  dlrun_row_major_strides(l->ndim, l->dims, row_major);
+  for (int d = 0; d < l->ndim; d++)
+    if (l->dims[d] == 1) l->strides[d] = row_major[d];
+  if (l->size == 0) {
+    l->compact = l->row_major = true;
+    memcpy(l->strides, row_major, sizeof row_major);
+    return DLRUN_OK;
+  }
+  if (!t->data)
+    return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: data is NULL but the tensor has %lld elements",
+                      (long long)l->size);
+  uintptr_t at;
+  if (__builtin_add_overflow((uintptr_t)t->data, (uintptr_t)t->byte_offset, &at) ||
+      t->byte_offset > (uint64_t)INTPTR_MAX)
+    return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: byte_offset %llu overflows the address",
+                      (unsigned long long)t->byte_offset);
+  l->data = (const char *)at;
+  /* The farthest element must be addressable: sum of |stride| * (dim - 1). */
+  int64_t reach = 0, term;
+  for (int d = 0; d < l->ndim; d++) {
+    int64_t s = l->strides[d] < 0 ? -l->strides[d] : l->strides[d];
+    if (l->strides[d] == INT64_MIN || __builtin_mul_overflow(s, l->dims[d] - 1, &term) ||
+        __builtin_add_overflow(reach, term, &reach) ||
+        __builtin_mul_overflow(reach, (int64_t)l->esize, &term))
+      return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: strides overflow the address range");
+  }
+  l->compact = is_compact(l);
+  l->row_major = memcmp(l->strides, row_major, (size_t)l->ndim * sizeof(int64_t)) == 0;
+  return DLRUN_OK;
+}
+
+static const char *strides_text(const layout *l, char *buf, size_t n) {
+  return dlrun_tuple_string(l->strides, l->ndim, buf, n);
+}
+
+/* A copy of the tensor into fresh row-major memory on `dev`. */
+static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array **out) {
+  dlrun_array *a;
+  dlrun_status st = dlrun_array_alloc(target, l->dtype, l->ndim, l->dims, &a);
+  if (st) return st;
+  static const int64_t origin[DLRUN_MAX_NDIM];
+  int64_t hi[DLRUN_MAX_NDIM];
+  memcpy(hi, l->dims, sizeof hi);
+  if (l->size)
+    dlrun_copy_box(l->esize, l->ndim, origin, hi, a->bufs[0]->data, origin, a->strides, l->data,
+                   origin, l->strides, a->bufs[0]->dev->platform->copy);
+  *out = a;
+  return DLRUN_OK;
+}
+
+/* Wrap the producer's memory on the target: the array owns the tensor from
+ * now on. The release hook is set only once nothing can fail, so that a
+ * failure leaves the tensor with its producer. */
+static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dlrun_array **out) {
+  producer *owned = dlrun_malloc(sizeof *owned);
+  dlrun_buffer **bufs = dlrun_malloc(sizeof *bufs);
+  if (!owned || !bufs) {
+    dlrun_free(owned);
+    dlrun_free(bufs);
+    return dlrun_fail_oom_host(sizeof *owned + sizeof *bufs);
+  }
+  *owned = p;
+  dlrun_status st = dlrun_buffer_wrap(dlrun_sharding_device(target, 0),
+                                      dlrun_sharding_memory_kind(target), (void *)l->data,
+                                      l->nbytes, NULL, NULL, &bufs[0]);
+  if (st) {
+    dlrun_free(owned);
+    dlrun_free(bufs);
+    return st;
+  }
+  dlrun_buffer *b = bufs[0];
+  if ((st = dlrun_array_wrap(l->dtype, l->ndim, l->dims, target, bufs, out))) {
+    dlrun_free(owned);
+    return st;
+  }
+  b->release = release_producer;
+  b->release_ctx = owned;
+  memcpy((*out)->strides, l->strides, sizeof l->strides);
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
+                          DLManagedTensorVersioned *versioned, const dlrun_import_options *options,
+                          dlrun_array **out) {
+  *out = NULL;
+  if (!rt || (!legacy) == (!versioned))
+    return dlrun_fail(DLRUN_ERR_VALUE, "from_dlpack needs a runtime and exactly one tensor");
+  producer p = {.legacy = legacy, .versioned = versioned};
+  if (versioned && versioned->version.major != DLRUN_DLPACK_MAJOR) {
+    unsigned major = versioned->version.major, minor = versioned->version.minor;
+    call_deleter(p); /* the protocol: a consumer that cannot read it releases it */
+    return dlrun_fail(DLRUN_ERR_BUFFER,
+                      "from_dlpack: unsupported DLPack version (%u, %u); dlrun reads major "
+                      "version %d",
+                      major, minor, DLRUN_DLPACK_MAJOR);
+  }
+  dlrun_import_options o = options ? *options : (dlrun_import_options){.copy = -1};
+  layout l;
+  dlrun_status st = check_tensor(rt, legacy ? &legacy->dl_tensor : &versioned->dl_tensor, &l);
+  if (st) return st;
+
+  dlrun_sharding *target = o.target;
+  if (target && dlrun_sharding_device_count(target) != 1)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "from_dlpack can only unpack a dlpack tensor onto a singular device, but a "
+                      "Sharding with %zu devices was provided.",
+                      dlrun_sharding_device_count(target));
+  if (target && dlrun_sharding_device(target, 0)->rt != rt)
+    return dlrun_fail(DLRUN_ERR_VALUE, "from_dlpack: the target device belongs to another runtime");
+  bool owned_target = !target;
+  if (!target && (st = dlrun_single_device_sharding_create(l.source, DLRUN_MEM_DEVICE, &target)))
+    return st;
+  dlrun_device *dest = dlrun_sharding_device(target, 0);
+  bool host_source = l.source->platform->dl_device_type == kDLCPU;
+  bool same_place = dest == l.source ||
+                    (host_source && (dest->platform->dl_device_type == kDLCPU ||
+                                     dlrun_sharding_memory_kind(target) == DLRUN_MEM_PINNED_HOST));
+  bool aligned = ((uintptr_t)l.data % l.esize) == 0;
+  char text[256];
+  if (o.copy == 0 && !same_place)
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "Specified device=%s which requires a copy since the source device is %s, "
+                    "however copy=False. Set copy=True or copy=None to perform the requested "
+                    "operation.",
+                    dest->name, l.source->name);
+  else if (o.copy == 0 && !l.compact)
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "from_dlpack: the tensor's strides %s are not compact, so importing it needs "
+                    "a copy, but copy=False",
+                    strides_text(&l, text, sizeof text));
+  else if (o.copy == 0 && !aligned)
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "from_dlpack: the tensor's data is not aligned to its %zu-byte elements, so "
+                    "importing it needs a copy, but copy=False",
+                    l.esize);
+  else if (o.copy == 1 || !same_place || !l.compact || !aligned) {
+    if (!(st = copy_in(&l, target, out))) call_deleter(p);
+  } else {
+    st = wrap(&l, target, p, out);
+  }
+  if (owned_target) dlrun_sharding_release(target);
+  return st;
+}

@@ -1,0 +1,340 @@
+/* DLPack from Lua: x:__dlpack__{...}, x:__dlpack_device__(), dl.to_dlpack,
+ * dl.from_dlpack, and Capsules.
+ *
+ * A Capsule holds one exported tensor. Collecting an unconsumed capsule runs
+ * the tensor's deleter; importing it consumes it (its name becomes
+ * "used_dltensor" or "used_dltensor_versioned") and its collection then does
+ * nothing. */
+#include <string.h>
+
+#include "binding.h"
+#include "dlrun/lua.h"
+
+typedef struct capsule_ud {
+  DLManagedTensor *legacy;
+  DLManagedTensorVersioned *versioned;
+  bool used;
+} capsule_ud;
+
+static capsule_ud *test_capsule(lua_State *L, int idx) {
+  return luaL_testudata(L, idx, DLRUN_CAPSULE_MT);
+}
+
+static DLTensor *capsule_tensor(capsule_ud *c) {
+  return c->legacy ? &c->legacy->dl_tensor : &c->versioned->dl_tensor;
+}
+
+/* Push a Capsule taking over the tensor (valid, empty, before it holds it). */
+void dlrun_lua_pushcapsule(lua_State *L, DLManagedTensor *legacy,
+                           DLManagedTensorVersioned *versioned) {
+  capsule_ud *c = lua_newuserdatauv(L, sizeof *c, 0);
+  *c = (capsule_ud){0};
+  luaL_setmetatable(L, DLRUN_CAPSULE_MT);
+  c->legacy = legacy;
+  c->versioned = versioned;
+}
+
+/* Take the tensor out of an unconsumed Capsule, marking it used. */
+int dlrun_lua_takecapsule(lua_State *L, int idx, DLManagedTensor **legacy,
+                          DLManagedTensorVersioned **versioned) {
+  capsule_ud *c = test_capsule(L, idx);
+  if (!c || c->used || (!c->legacy && !c->versioned)) return 0;
+  *legacy = c->legacy;
+  *versioned = c->versioned;
+  c->used = true;
+  return 1;
+}
+
+static int capsule_gc(lua_State *L) {
+  capsule_ud *c = lua_touserdata(L, 1);
+  if (!c->used) {
+    c->used = true;
+    if (c->legacy && c->legacy->deleter) c->legacy->deleter(c->legacy);
+    if (c->versioned && c->versioned->deleter) c->versioned->deleter(c->versioned);
+  }
+  return 0;
+}
+
+static const char *capsule_name(const capsule_ud *c) {
+  if (c->legacy) return c->used ? "used_dltensor" : "dltensor";
+  return c->used ? "used_dltensor_versioned" : "dltensor_versioned";
+}
+
+static void push_int_pair(lua_State *L, lua_Integer a, lua_Integer b) {
+  lua_createtable(L, 2, 0);
+  lua_pushinteger(L, a);
+  lua_rawseti(L, -2, 1);
+  lua_pushinteger(L, b);
+  lua_rawseti(L, -2, 2);
+}
+
+static int capsule_index(lua_State *L) {
+  capsule_ud *c = test_capsule(L, 1);
+  const char *key = lua_tostring(L, 2);
+  if (!c || !key) return 0;
+  if (strcmp(key, "name") == 0) {
+    lua_pushstring(L, capsule_name(c));
+    return 1;
+  }
+  if (c->used) /* the tensor now belongs to its consumer: only the name remains */
+    return dlrun_lua_raise(L, "BufferError", "the capsule has been consumed (%s): %s is gone",
+                           capsule_name(c), key);
+  DLTensor *t = capsule_tensor(c);
+  uint64_t flags = c->versioned ? c->versioned->flags : 0;
+  if (strcmp(key, "version") == 0) {
+    if (!c->versioned) return 0;
+    push_int_pair(L, c->versioned->version.major, c->versioned->version.minor);
+  } else if (strcmp(key, "flags") == 0) {
+    lua_pushinteger(L, (lua_Integer)flags);
+  } else if (strcmp(key, "read_only") == 0) {
+    lua_pushboolean(L, (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0);
+  } else if (strcmp(key, "is_copied") == 0) {
+    lua_pushboolean(L, (flags & DLPACK_FLAG_BITMASK_IS_COPIED) != 0);
+  } else if (strcmp(key, "device") == 0) {
+    push_int_pair(L, t->device.device_type, t->device.device_id);
+  } else if (strcmp(key, "shape") == 0 || strcmp(key, "strides") == 0) {
+    bool shape = key[1] == 'h';
+    lua_createtable(L, t->ndim, 0);
+    for (int d = 0; d < t->ndim; d++) {
+      lua_pushinteger(L, shape ? t->shape[d] : t->strides ? t->strides[d] : 0);
+      lua_rawseti(L, -2, d + 1);
+    }
+  } else if (strcmp(key, "dtype") == 0) {
+    dlrun_dtype dt;
+    if (dlrun_dtype_from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &dt)) return 0;
+    lua_pushstring(L, dlrun_dtype_get(dt)->name);
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+static int capsule_tostring(lua_State *L) {
+  capsule_ud *c = test_capsule(L, 1);
+  lua_pushfstring(L, "Capsule(%s)", capsule_name(c));
+  return 1;
+}
+
+/* ---- export ---- */
+
+static int opt_int_pair(lua_State *L, int idx, const char *field, const char *fn, int64_t *a,
+                        int64_t *b) {
+  int t = lua_getfield(L, idx, field);
+  if (t == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  int ok = t == LUA_TTABLE;
+  if (ok) {
+    lua_geti(L, -1, 1);
+    lua_geti(L, -2, 2);
+    ok = lua_isinteger(L, -2) && lua_isinteger(L, -1);
+    if (ok) {
+      *a = lua_tointeger(L, -2);
+      *b = lua_tointeger(L, -1);
+    }
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  if (!ok) dlrun_lua_raise(L, "TypeError", "%s: %s must be a pair of integers {a, b}", fn, field);
+  return 1;
+}
+
+static dlrun_export_options check_export_options(lua_State *L, int idx, const char *fn) {
+  dlrun_export_options o = {.copy = -1};
+  if (lua_isnoneornil(L, idx)) return o;
+  if (!lua_istable(L, idx))
+    dlrun_lua_type_error(L, fn, idx, "options", "a table {stream=, max_version=, dl_device=, copy=}");
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+    if (strcmp(k, "stream") && strcmp(k, "max_version") && strcmp(k, "dl_device") && strcmp(k, "copy"))
+      dlrun_lua_raise(L, "TypeError",
+                      "%s: unexpected option '%s' (expected stream, max_version, dl_device, copy)",
+                      fn, k);
+    lua_pop(L, 1);
+  }
+  int64_t a, b;
+  if (opt_int_pair(L, idx, "max_version", fn, &a, &b)) {
+    if (a < 0 || b < 0 || a > UINT32_MAX || b > UINT32_MAX)
+      dlrun_lua_raise(L, "BufferError", "%s: max_version (%lld, %lld) is not a version", fn,
+                      (long long)a, (long long)b);
+    o.has_max_version = true;
+    o.max_major = (uint32_t)a;
+    o.max_minor = (uint32_t)b;
+  }
+  if (opt_int_pair(L, idx, "dl_device", fn, &a, &b)) {
+    o.has_dl_device = true;
+    o.device_type = (int32_t)a;
+    o.device_id = (int32_t)b;
+  }
+  int t = lua_getfield(L, idx, "copy");
+  if (t == LUA_TBOOLEAN) o.copy = lua_toboolean(L, -1);
+  else if (t != LUA_TNIL)
+    dlrun_lua_raise(L, "TypeError", "%s: copy must be a boolean or nil, got %s", fn, luaL_typename(L, -1));
+  t = lua_getfield(L, idx, "stream");
+  if (t == LUA_TNUMBER && lua_isinteger(L, -1)) {
+    o.has_stream = true;
+    o.stream = lua_tointeger(L, -1);
+  } else if (t != LUA_TNIL) {
+    dlrun_lua_raise(L, "BufferError", "%s: stream must be nil or an integer, got %s", fn,
+                    luaL_typename(L, -1));
+  }
+  lua_pop(L, 2);
+  return o;
+}
+
+static int export_to_capsule(lua_State *L, const char *fn) {
+  dlrun_array *a = dlrun_lua_check_array(L, 1, fn);
+  dlrun_export_options o = check_export_options(L, 2, fn);
+  /* The capsule exists (empty) before the export, so nothing can leak. */
+  dlrun_lua_pushcapsule(L, NULL, NULL);
+  capsule_ud *c = lua_touserdata(L, -1);
+  dlrun_exported e;
+  dlrun_lua_check(L, dlrun_export(a, &o, &e));
+  c->legacy = e.legacy;
+  c->versioned = e.versioned;
+  return 1;
+}
+
+static int l_dlpack(lua_State *L) { return export_to_capsule(L, "__dlpack__"); }
+static int l_to_dlpack(lua_State *L) { return export_to_capsule(L, "to_dlpack"); }
+
+static int l_dlpack_device(lua_State *L) {
+  dlrun_array *a = dlrun_lua_check_array(L, 1, "__dlpack_device__");
+  int32_t type, id;
+  dlrun_lua_check(L, dlrun_export_device(a, &type, &id));
+  lua_pushinteger(L, type);
+  lua_pushinteger(L, id);
+  return 2;
+}
+
+/* ---- import ---- */
+
+static dlrun_import_options check_import_options(lua_State *L, int idx) {
+  dlrun_import_options o = {.copy = -1};
+  if (lua_isnoneornil(L, idx)) return o;
+  if (!lua_istable(L, idx))
+    dlrun_lua_type_error(L, "from_dlpack", idx, "options", "a table {device=, copy=}");
+  int t = lua_getfield(L, idx, "copy");
+  if (t == LUA_TBOOLEAN) o.copy = lua_toboolean(L, -1);
+  else if (t != LUA_TNIL)
+    dlrun_lua_raise(L, "TypeError", "from_dlpack: copy must be a boolean or nil, got %s",
+                    luaL_typename(L, -1));
+  lua_pop(L, 1);
+  if (lua_getfield(L, idx, "device") != LUA_TNIL) {
+    /* anchored in the options table */
+    o.target = dlrun_lua_test_sharding(L, -1);
+    if (!o.target) {
+      dlrun_device *dev = dlrun_lua_test_device(L, -1);
+      if (!dev)
+        dlrun_lua_raise(L, "TypeError", "from_dlpack: device must be a Device or a Sharding, got %s",
+                        luaL_typename(L, -1));
+      o.target = dlrun_lua_push_device_sharding(L, dev);
+      lua_pop(L, 1); /* the cache keeps it */
+    }
+  }
+  lua_pop(L, 1);
+  return o;
+}
+
+/* Import the capsule at idx (consuming it) onto the options' target. */
+static int import_capsule(lua_State *L, int idx, const dlrun_import_options *o) {
+  capsule_ud *c = test_capsule(L, idx);
+  if (c->used || (!c->legacy && !c->versioned))
+    return dlrun_lua_raise(L, "BufferError",
+                           "from_dlpack: the capsule has already been consumed (its name is %s)",
+                           capsule_name(c));
+  dlrun_runtime *rt = dlrun_lua_runtime(L);
+  lua_pushnil(L); /* room for the result */
+  dlrun_array *out;
+  dlrun_status st = dlrun_import(rt, c->legacy, c->versioned, o, &out);
+  /* An unknown major version was released by the import: the capsule is spent. */
+  if (st == DLRUN_OK || (c->versioned && c->versioned->version.major != DLRUN_DLPACK_MAJOR))
+    c->used = true;
+  dlrun_lua_check(L, st);
+  dlrun_lua_push_array(L, out, 0);
+  return 1;
+}
+
+/* Call obj:__dlpack__(opts) protected; true with the result on the stack. */
+static int call_dlpack(lua_State *L, int obj, int with_version) {
+  lua_getfield(L, obj, "__dlpack__");
+  lua_pushvalue(L, obj);
+  lua_createtable(L, 0, 1);
+  if (with_version) {
+    push_int_pair(L, DLRUN_DLPACK_MAJOR, DLRUN_DLPACK_MINOR);
+    lua_setfield(L, -2, "max_version");
+  }
+  return lua_pcall(L, 2, 1, 0) == LUA_OK;
+}
+
+static int is_type_error(lua_State *L, int idx) {
+  int is = 0;
+  if (lua_istable(L, idx) && lua_getfield(L, idx, "name") == LUA_TSTRING)
+    is = strcmp(lua_tostring(L, -1), "TypeError") == 0;
+  if (lua_istable(L, idx)) lua_pop(L, 1);
+  return is;
+}
+
+/* dl.from_dlpack(obj [, {device=, copy=}]) */
+static int l_from_dlpack(lua_State *L) {
+  lua_settop(L, 2);
+  dlrun_import_options o = check_import_options(L, 2);
+  if (test_capsule(L, 1)) return import_capsule(L, 1, &o);
+  int has_methods = 0;
+  if (!lua_isnil(L, 1) && (lua_istable(L, 1) || lua_isuserdata(L, 1))) {
+    int a = lua_getfield(L, 1, "__dlpack__"), b = lua_getfield(L, 1, "__dlpack_device__");
+    has_methods = a != LUA_TNIL && b != LUA_TNIL;
+    lua_pop(L, 2);
+  }
+  if (!has_methods)
+    return dlrun_lua_raise(L, "TypeError",
+                           "The array passed to from_dlpack must have __dlpack__ and "
+                           "__dlpack_device__ methods.");
+  /* The array-API way: ask for a versioned tensor first, and retry without
+   * max_version when the producer refuses the argument (a TypeError). */
+  if (!call_dlpack(L, 1, 1)) {
+    if (!is_type_error(L, -1)) return lua_error(L);
+    lua_pop(L, 1);
+    if (!call_dlpack(L, 1, 0)) return lua_error(L);
+  }
+  if (!test_capsule(L, -1))
+    return dlrun_lua_raise(L, "TypeError", "from_dlpack: __dlpack__ returned a %s, not a Capsule",
+                           luaL_typename(L, -1));
+  return import_capsule(L, lua_gettop(L), &o);
+}
+
+static int l_live_exports(lua_State *L) {
+  lua_pushinteger(L, dlrun_live_exports(dlrun_lua_runtime(L)));
+  return 1;
+}
+
+void dlrun_lua_dlpack_open(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+      {"to_dlpack", l_to_dlpack},
+      {"from_dlpack", l_from_dlpack},
+      {"live_exports", l_live_exports},
+      {NULL, NULL},
+  };
+  luaL_setfuncs(L, funcs, 0);
+  luaL_newmetatable(L, DLRUN_CAPSULE_MT);
+  lua_pushcfunction(L, capsule_index);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, capsule_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, capsule_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushliteral(L, "Capsule");
+  lua_setfield(L, -2, "__name");
+  lua_pop(L, 1);
+  /* Arrays gain the DLPack methods. */
+  luaL_getmetatable(L, DLRUN_ARRAY_MT);
+  lua_getfield(L, -1, "__index");
+  lua_getupvalue(L, -1, 1); /* the methods table */
+  lua_pushcfunction(L, l_dlpack);
+  lua_setfield(L, -2, "__dlpack__");
+  lua_pushcfunction(L, l_dlpack_device);
+  lua_setfield(L, -2, "__dlpack_device__");
+  lua_pop(L, 3);
+}
