@@ -97,9 +97,10 @@ DLRUN_API void dlrun_sharding_shard_shape(const dlrun_sharding *s, int ndim, con
  * half-open) for a checked shape. */
 DLRUN_API void dlrun_sharding_shard_index(const dlrun_sharding *s, size_t i, int ndim,
                                           const int64_t *dims, int64_t *lo, int64_t *hi);
-/* Replica id of the i-th device: how many devices earlier in assignment
- * order hold the same index. */
-DLRUN_API int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i);
+/* Replica id of the i-th device for a checked shape: how many devices
+ * earlier in assignment order hold the same index. */
+DLRUN_API int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i, int ndim,
+                                            const int64_t *dims);
 /* Same devices holding the same indices for any shape of rank ndim, and the
  * same memory kind. */
 DLRUN_API bool dlrun_sharding_is_equivalent(const dlrun_sharding *a, const dlrun_sharding *b,

@@ -43,14 +43,14 @@ static void test_worked_example(void) {
     CHECK(lo[0] == 0 && hi[0] == 2 && lo[1] == 1 && hi[1] == 2, "dev1");
     dlrun_sharding_shard_shape(xy, 2, dims, ss);
     CHECK(ss[0] == 2 && ss[1] == 1, "shard shape");
-    for (size_t i = 0; i < 8; i++) CHECK(dlrun_sharding_replica_id(xy, i) == 0, "replica %zu", i);
+    for (size_t i = 0; i < 8; i++) CHECK(dlrun_sharding_replica_id(xy, i, 2, dims) == 0, "replica %zu", i);
     dlrun_sharding_shard_index(y, 0, 2, dims, lo, hi);
     CHECK(lo[0] == 0 && hi[0] == 4 && lo[1] == 0 && hi[1] == 2, "P(y) dev0");
     dlrun_sharding_shard_index(y, 1, 2, dims, lo, hi);
     CHECK(lo[0] == 4 && hi[0] == 8, "P(y) dev1");
     const int64_t replicas[8] = {0, 0, 1, 1, 2, 2, 3, 3};
     for (size_t i = 0; i < 8; i++)
-      CHECK(dlrun_sharding_replica_id(y, i) == replicas[i], "P(y) replica %zu", i);
+      CHECK(dlrun_sharding_replica_id(y, i, 2, dims) == replicas[i], "P(y) replica %zu", i);
     CHECK(!dlrun_sharding_is_fully_replicated(y), "replicated");
     dlrun_sharding_release(xy);
     dlrun_sharding_release(y);
@@ -216,7 +216,7 @@ static void test_index_speed(void) {
     for (int rep = 0; rep < 10; rep++)
       for (size_t i = 0; i < 4096; i++) {
         dlrun_sharding_shard_index(s, i, 2, dims, lo, hi);
-        sum += lo[0] + lo[1] + dlrun_sharding_replica_id(s, i);
+        sum += lo[0] + lo[1] + dlrun_sharding_replica_id(s, i, 2, dims);
         sum += dlrun_sharding_device_position(s, devs[i]);
       }
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -138,7 +138,7 @@ void dlrun_array_shard_index(const dlrun_array *a, size_t i, dlrun_device **devi
                              int64_t *hi, int64_t *replica_id) {
   if (device) *device = dlrun_sharding_device(a->sharding, i);
   if (lo && hi) dlrun_sharding_shard_index(a->sharding, i, a->ndim, a->dims, lo, hi);
-  if (replica_id) *replica_id = dlrun_sharding_replica_id(a->sharding, i);
+  if (replica_id) *replica_id = dlrun_sharding_replica_id(a->sharding, i, a->ndim, a->dims);
 }
 
 dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out) {

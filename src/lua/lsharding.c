@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "core/text.h"
 
 #define SINGLE_CACHE_KEY "dlrun.single_device_shardings"
 
@@ -168,15 +169,16 @@ static int l_make_mesh(lua_State *L) {
     return dlrun_lua_raise(L, "ValueError",
                            "make_mesh: %d axis sizes but %d axis names were given", nsizes, naxes);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
+  if (!lua_isnoneornil(L, 3) && (!lua_istable(L, 3) || dlrun_lua_test_device(L, 3)))
+    return dlrun_lua_type_error(L, "make_mesh", 3, "devices", "a list of Devices");
   size_t available = lua_isnoneornil(L, 3) ? dlrun_device_count(rt, NULL) : (size_t)luaL_len(L, 3);
   int64_t product = 1;
   for (int a = 0; a < naxes; a++) product *= sizes[a];
   if ((uint64_t)product != available) {
     char shape[256];
-    dlrun_shape_string(DLRUN_INT64, naxes, sizes, shape, sizeof shape);
     return dlrun_lua_raise(L, "ValueError",
                            "Number of devices %zu must equal the product of mesh_shape %s",
-                           available, strchr(shape, '['));
+                           available, dlrun_tuple_string(sizes, naxes, shape, sizeof shape));
   }
   dlrun_device **devs = lua_newuserdatauv(L, available * sizeof *devs + 1, 0);
   for (size_t i = 0; i < available; i++) {

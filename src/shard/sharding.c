@@ -207,11 +207,19 @@ void dlrun_sharding_shard_index(const dlrun_sharding *s, size_t i, int ndim, con
   }
 }
 
-int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i) {
+/* Devices differing only in the coordinates of axes that split no data hold
+ * the same index; the replica id is the row-major rank over those axes. An
+ * axis splitting a zero-size dimension splits no data either. */
+int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i, int ndim,
+                                  const int64_t *dims) {
+  bool splits[DLRUN_MAX_MESH_AXES] = {false};
+  for (int d = 0; d < s->nentries && d < ndim; d++)
+    if (dims[d] > 0)
+      for (int k = 0; k < s->spec.entries[d].naxes; k++) splits[s->axes[d][k]] = true;
   int64_t coords[DLRUN_MAX_MESH_AXES], id = 0;
   dlrun_mesh_coords(s->mesh, i, coords);
   for (int a = 0; a < s->mesh->naxes; a++)
-    if (!s->axis_used[a]) id = id * s->mesh->sizes[a] + coords[a];
+    if (!splits[a]) id = id * s->mesh->sizes[a] + coords[a];
   return id;
 }
 
