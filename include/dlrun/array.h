@@ -119,8 +119,9 @@ typedef struct dlrun_put_options {
 
 /* Lay `src` out by `sharding`: device to device, each needed byte moved
  * once, shards that already sit on the right device and memory shared. When
- * nothing needs to change (equivalent sharding, aliasing allowed, no
- * donation), *out is `src` itself with a new reference. Asynchronous: the
+ * nothing needs to change (an equal sharding, aliasing allowed, no
+ * donation), *out is `src` itself with a new reference; an equivalent one
+ * gives a new array sharing every shard. Asynchronous: the
  * copies run on the destination devices' streams. On failure nothing is
  * allocated and `src` is untouched. `options` may be NULL. */
 DLRUN_API dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *sharding,

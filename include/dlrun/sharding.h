@@ -105,6 +105,9 @@ DLRUN_API int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i, i
  * same memory kind. */
 DLRUN_API bool dlrun_sharding_is_equivalent(const dlrun_sharding *a, const dlrun_sharding *b,
                                             int ndim);
+/* Equal as JAX's == : the same kind, memory kind, device assignment (mesh
+ * devices, axis names and sizes) and spec. Equal implies equivalent. */
+DLRUN_API bool dlrun_sharding_equal(const dlrun_sharding *a, const dlrun_sharding *b);
 /* JAX-style text: "NamedSharding(mesh=Mesh('x': 8), spec=PartitionSpec('x',),
  * memory_kind=device)" or "SingleDeviceSharding(device=SimDevice(id=0),
  * memory_kind=device)". Returns buf. */

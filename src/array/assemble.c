@@ -2,6 +2,7 @@
  * single-device array per device, sharing their buffers. Checks and messages
  * follow JAX's, in JAX's order. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "array_impl.h"
@@ -9,9 +10,16 @@
 #include "core/status_impl.h"
 #include "core/text.h"
 
-/* Append "{0, 3}"-style device id sets or "[0, 0]" lists to buf. */
+static int compare_ids(const void *a, const void *b) {
+  int x = (*(dlrun_device *const *)a)->id, y = (*(dlrun_device *const *)b)->id;
+  return (x > y) - (x < y);
+}
+
+/* Append "[0, 0]" lists (in the given order) or "{0, 3}" sets (sorted, as
+ * Python prints small sets) of device ids to buf. */
 static size_t append_ids(char *buf, size_t used, size_t n, const char *open, const char *close,
-                         dlrun_device *const *devs, size_t count) {
+                         dlrun_device **devs, size_t count) {
+  if (open[0] == '{') qsort(devs, count, sizeof *devs, compare_ids);
   used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s", open);
   for (size_t i = 0; i < count && used < n; i++)
     used += (size_t)snprintf(buf + used, n - used, "%s%d", i ? ", " : "", devs[i]->id);
@@ -90,12 +98,14 @@ static dlrun_status place(dlrun_sharding *s, dlrun_array *const *arrays, size_t 
   return st;
 }
 
+/* JAX's per-array checks, in input order: dtype (against the first array),
+ * then shard shape; then dlrun's memory-kind check. */
 static dlrun_status check_shards(dlrun_sharding *s, int ndim, const int64_t *dims,
-                                 dlrun_array **by_pos, size_t n, const int64_t *shard_dims) {
-  dlrun_dtype dtype = by_pos[0]->dtype;
+                                 dlrun_array *const *arrays, size_t n, const int64_t *shard_dims) {
+  dlrun_dtype dtype = arrays[0]->dtype;
   char want[256], got[256], shape[256], text[768];
   for (size_t i = 0; i < n; i++) {
-    dlrun_array *x = by_pos[i];
+    dlrun_array *x = arrays[i];
     if (x->dtype != dtype)
       return dlrun_fail(DLRUN_ERR_VALUE,
                         "Input buffers to `Array` must have matching dtypes. Got %s, expected %s "
@@ -139,7 +149,7 @@ dlrun_status dlrun_array_from_single_device_arrays(dlrun_sharding *s, int ndim,
   dlrun_buffer **bufs = dlrun_calloc(n, sizeof *bufs);
   if (!by_pos || !bufs) st = dlrun_fail_oom_host(2 * n * sizeof(void *));
   if (!st) st = place(s, arrays, n, by_pos);
-  if (!st) st = check_shards(s, ndim, dims, by_pos, n, shard_dims);
+  if (!st) st = check_shards(s, ndim, dims, arrays, n, shard_dims);
   size_t got = 0;
   for (; !st && got < n; got++) {
     dlrun_buffer *b[1];

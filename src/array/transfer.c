@@ -231,7 +231,7 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
   dlrun_status st = validate_put(src, dst, &o);
   if (st) return st;
   bool may_share = o.may_alias != DLRUN_ALIAS_NEVER;
-  if (may_share && !o.donate && dlrun_sharding_is_equivalent(src->sharding, dst, src->ndim)) {
+  if (may_share && !o.donate && dlrun_sharding_equal(src->sharding, dst)) {
     dlrun_array_retain(src);
     *out = src;
     return DLRUN_OK;

@@ -484,8 +484,7 @@ static int sharding_gc(lua_State *L) {
 
 static int sharding_eq(lua_State *L) {
   dlrun_sharding *a = dlrun_lua_test_sharding(L, 1), *b = dlrun_lua_test_sharding(L, 2);
-  lua_pushboolean(L, a && b && dlrun_sharding_is_equivalent(a, b, DLRUN_MAX_NDIM) &&
-                         dlrun_sharding_is_named(a) == dlrun_sharding_is_named(b));
+  lua_pushboolean(L, a && b && dlrun_sharding_equal(a, b));
   return 1;
 }
 

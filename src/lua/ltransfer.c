@@ -47,21 +47,33 @@ static dlrun_put_options check_put_options(lua_State *L, int idx) {
   return o;
 }
 
-/* Put the value at idx onto the target userdata at target_idx; pushes the
- * result. Arrays transfer, trees map, other values become arrays. */
+/* Put the value at idx onto the target Sharding userdata at target_idx
+ * (0: no target: arrays stay where they are, data goes to the default
+ * device); pushes the result. Arrays transfer, trees map, other values become
+ * arrays. */
 static void put_value(lua_State *L, int idx, int target_idx, const dlrun_put_options *o) {
   idx = lua_absindex(L, idx);
-  dlrun_sharding *target = dlrun_lua_test_sharding(L, target_idx);
   dlrun_array *x = dlrun_lua_test_array(L, idx);
   if (x) {
+    int top = lua_gettop(L);
+    if (!target_idx) {
+      if (!o->donate && o->may_alias != DLRUN_ALIAS_NEVER) {
+        dlrun_lua_check(L, dlrun_array_check_live(x));
+        lua_pushvalue(L, idx);
+        return;
+      }
+      lua_getfield(L, idx, "sharding"); /* stays where it is, as a copy */
+      target_idx = lua_gettop(L);
+    }
     dlrun_array *out;
-    dlrun_lua_check(L, dlrun_device_put(x, target, o, &out));
+    dlrun_lua_check(L, dlrun_device_put(x, dlrun_lua_test_sharding(L, target_idx), o, &out));
     if (out == x) {
       dlrun_array_release(out);
       lua_pushvalue(L, idx);
     } else {
       dlrun_lua_push_array(L, out, target_idx);
     }
+    if (lua_gettop(L) > top + 1) lua_remove(L, top + 1);
     return;
   }
   if (is_array_tree(L, idx)) {
@@ -81,7 +93,8 @@ static void put_value(lua_State *L, int idx, int target_idx, const dlrun_put_opt
   lua_getfield(L, lua_upvalueindex(1), "array");
   lua_pushvalue(L, idx);
   lua_pushnil(L);
-  lua_pushvalue(L, target_idx);
+  if (target_idx) lua_pushvalue(L, target_idx);
+  else lua_pushnil(L);
   lua_call(L, 3, 1);
 }
 
@@ -94,22 +107,13 @@ static int l_device_put(lua_State *L) {
   dlrun_put_options o = check_put_options(L, opts_idx);
   if (o.donate && o.may_alias == DLRUN_ALIAS_ALLOW)
     return dlrun_lua_raise(L, "ValueError", "may_alias and donate cannot be True at the same time.");
-  if (opts_idx == 2 || lua_isnoneornil(L, 2)) {
-    /* No target: arrays stay where they are (JAX); data goes to the default device. */
-    if (dlrun_lua_test_array(L, 1) && !o.donate && o.may_alias != DLRUN_ALIAS_NEVER) {
-      dlrun_lua_check(L, dlrun_array_check_live(dlrun_lua_test_array(L, 1)));
-      lua_settop(L, 1);
-      return 1;
-    }
-    if (dlrun_lua_test_array(L, 1)) {
-      lua_getfield(L, 1, "sharding");
-    } else {
-      dlrun_lua_push_target(L, 0, "device_put");
-    }
-  } else {
+  lua_settop(L, opts_idx);
+  int target_idx = 0;
+  if (opts_idx == 3 && !lua_isnil(L, 2)) {
     dlrun_lua_push_target(L, 2, "device_put");
+    target_idx = lua_gettop(L);
   }
-  put_value(L, 1, lua_gettop(L), &o);
+  put_value(L, 1, target_idx, &o);
   return 1;
 }
 
@@ -214,6 +218,13 @@ static int l_from_callback(lua_State *L) {
     dlrun_lua_push_sharding(L, single);
     int target = lua_gettop(L);
     if (dlrun_lua_test_array(L, target - 1)) {
+      dlrun_dtype got = dlrun_array_dtype(dlrun_lua_test_array(L, target - 1));
+      if (dtype != DLRUN_DTYPE_COUNT && got != dtype)
+        return dlrun_lua_raise(L, "ValueError",
+                               "If `dtype` is provided to `jax.make_array_from_callback`, it must "
+                               "match the dtype of the addressable shards. Got dtype=%s and shard "
+                               "dtype=%s`.",
+                               dlrun_dtype_get(dtype)->name, dlrun_dtype_get(got)->name);
       dlrun_array *out;
       dlrun_lua_check(L, dlrun_device_put(dlrun_lua_test_array(L, target - 1), single, NULL, &out));
       dlrun_lua_push_array(L, out, target);

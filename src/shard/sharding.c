@@ -251,6 +251,27 @@ bool dlrun_sharding_is_equivalent(const dlrun_sharding *a, const dlrun_sharding 
   return true;
 }
 
+static bool mesh_equal(const dlrun_mesh *a, const dlrun_mesh *b) {
+  if (a == b) return true;
+  if (a->naxes != b->naxes || a->ndevices != b->ndevices) return false;
+  for (int x = 0; x < a->naxes; x++)
+    if (a->sizes[x] != b->sizes[x] || strcmp(a->names[x], b->names[x]) != 0) return false;
+  return memcmp(a->devices, b->devices, a->ndevices * sizeof *a->devices) == 0;
+}
+
+bool dlrun_sharding_equal(const dlrun_sharding *a, const dlrun_sharding *b) {
+  if (a == b) return true;
+  if (a->named != b->named || a->kind != b->kind || !mesh_equal(a->mesh, b->mesh) ||
+      a->nentries != b->nentries)
+    return false;
+  for (int d = 0; d < a->nentries; d++) {
+    if (a->spec.entries[d].naxes != b->spec.entries[d].naxes) return false;
+    for (int k = 0; k < a->spec.entries[d].naxes; k++)
+      if (a->axes[d][k] != b->axes[d][k]) return false;
+  }
+  return true;
+}
+
 const char *dlrun_sharding_describe(const dlrun_sharding *s, char *buf, size_t n) {
   char inner[512], spec[512];
   if (!s->named) {
