@@ -20,7 +20,8 @@ DLRUN_API int luaopen_dlrun_core(lua_State *L);
 
 /* Open dlrun in L bound to the host's runtime `rt` (L keeps its own
  * reference until it closes) and push the module table, as
- * `require "dlrun"` would. Returns 1 (values pushed); raises a Lua error on
+ * `require "dlrun"` would. L must have the standard libraries open (at
+ * least `package`, e.g. by luaL_openlibs). Returns 1 (values pushed); raises a Lua error on
  * failure, so call it protected. dl.configure then refuses to reconfigure. */
 DLRUN_API int dlrun_lua_open(lua_State *L, dlrun_runtime *rt);
 

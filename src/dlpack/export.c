@@ -117,10 +117,11 @@ static dlrun_status check_options(const dlrun_array *a, const dlrun_export_optio
   return DLRUN_OK;
 }
 
-/* A fresh copy of the array on `dev` (device memory). */
-static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_buffer **out) {
+/* A fresh copy of the array in `dev`'s `kind` memory. */
+static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind kind,
+                            dlrun_buffer **out) {
   dlrun_sharding *s;
-  dlrun_status st = dlrun_single_device_sharding_create(dev, DLRUN_MEM_DEVICE, &s);
+  dlrun_status st = dlrun_single_device_sharding_create(dev, kind, &s);
   if (st) return st;
   dlrun_array *copy;
   dlrun_put_options never = {.may_alias = DLRUN_ALIAS_NEVER};
@@ -212,7 +213,8 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   bool copied = move || o.copy == 1;
   if (copied) {
     dlrun_buffer *fresh;
-    if ((st = copy_to(a, target, &fresh))) goto fail;
+    /* A move lands in the target's device memory; a plain copy stays put. */
+    if ((st = copy_to(a, target, move ? DLRUN_MEM_DEVICE : b->kind, &fresh))) goto fail;
     dlrun_buffer_release(b);
     b = fresh;
   }

@@ -222,10 +222,13 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
   if (!target && (st = dlrun_single_device_sharding_create(l.source, DLRUN_MEM_DEVICE, &target)))
     return st;
   dlrun_device *dest = dlrun_sharding_device(target, 0);
+  dlrun_memory_kind dest_kind = dlrun_sharding_memory_kind(target);
+  /* Host memory can back the host device or any device's pinned host
+   * memory; sim memory only its own device's device memory. */
   bool host_source = l.source->platform->dl_device_type == kDLCPU;
-  bool same_place = dest == l.source ||
-                    (host_source && (dest->platform->dl_device_type == kDLCPU ||
-                                     dlrun_sharding_memory_kind(target) == DLRUN_MEM_PINNED_HOST));
+  bool same_place = host_source ? dest->platform->dl_device_type == kDLCPU ||
+                                      dest_kind == DLRUN_MEM_PINNED_HOST
+                                : dest == l.source && dest_kind == DLRUN_MEM_DEVICE;
   bool aligned = ((uintptr_t)l.data % l.esize) == 0;
   char text[256];
   if (o.copy == 0 && !same_place)

@@ -270,10 +270,10 @@ static int call_dlpack(lua_State *L, int obj, int with_version) {
 }
 
 static int is_type_error(lua_State *L, int idx) {
-  int is = 0;
-  if (lua_istable(L, idx) && lua_getfield(L, idx, "name") == LUA_TSTRING)
-    is = strcmp(lua_tostring(L, -1), "TypeError") == 0;
-  if (lua_istable(L, idx)) lua_pop(L, 1);
+  if (!lua_istable(L, idx)) return 0;
+  lua_getfield(L, idx, "name");
+  int is = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "TypeError") == 0;
+  lua_pop(L, 1);
   return is;
 }
 
