@@ -7,11 +7,13 @@
 #define DLRUN_DLRUN_H
 
 #include "array.h"
+#include "dlpack.h"
 #include "device.h"
 #include "dtype.h"
 #include "runtime.h"
 #include "shape.h"
 #include "status.h"
+#include "trace.h"
 
 #define DLRUN_VERSION_STRING "0.1.0"
 

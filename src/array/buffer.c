@@ -1,12 +1,14 @@
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 
 dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint64_t nbytes,
                                  dlrun_buffer **out) {
   *out = NULL;
   dlrun_buffer *b = dlrun_calloc(1, sizeof *b);
   if (!b) return dlrun_fail_oom_host(sizeof *b);
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   if (nbytes > 0) {
     dlrun_status st = dlrun_pool_alloc(dev->pools[kind], nbytes, &b->block);
     if (st == DLRUN_ERR_RESOURCE_EXHAUSTED) {
@@ -26,6 +28,10 @@ dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint
   b->kind = kind;
   b->nbytes = nbytes;
   dlrun_runtime_retain(dev->rt); /* the pool must outlive the buffer */
+  if (nbytes)
+    dlrun_trace_event(NULL, "memory", "alloc", start,
+                      "\"device\": \"%s\", \"memory\": \"%s\", \"bytes\": %llu", dev->name,
+                      dlrun_memory_kind_name(kind), (unsigned long long)nbytes);
   *out = b;
   return DLRUN_OK;
 }
@@ -54,8 +60,13 @@ void dlrun_buffer_retain(dlrun_buffer *b) { atomic_fetch_add(&b->refs, 1); }
 void dlrun_buffer_release(dlrun_buffer *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
   dlrun_runtime *rt = b->dev->rt;
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   if (b->release) b->release(b->release_ctx);
   if (!b->external) dlrun_pool_free(b->dev->pools[b->kind], b->block);
+  if (b->nbytes)
+    dlrun_trace_event(NULL, "memory", b->external ? "release" : "free", start,
+                      "\"device\": \"%s\", \"bytes\": %llu", b->dev->name,
+                      (unsigned long long)b->nbytes);
   dlrun_free(b);
   dlrun_runtime_release(rt);
 }

@@ -7,6 +7,7 @@
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 
 static const int64_t zero_origin[DLRUN_MAX_NDIM];
 
@@ -60,6 +61,7 @@ typedef struct fill_task {
 /* Write the pattern once, then double the filled prefix with memcpy. */
 static void run_fill(void *ctx) {
   fill_task *t = ctx;
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   unsigned char *p = t->buf->data;
   uint64_t n = t->buf->nbytes;
   bool zero = true;
@@ -75,6 +77,8 @@ static void run_fill(void *ctx) {
       done += chunk;
     }
   }
+  dlrun_trace_event(t->buf->dev->name, "compute", "fill", start, "\"bytes\": %llu",
+                    (unsigned long long)n);
   dlrun_buffer_release(t->buf);
   dlrun_free(t);
 }
@@ -128,11 +132,14 @@ static dlrun_scalar arange_value(const arange_params *p, int64_t i) {
 
 static void run_arange(void *ctx) {
   arange_task *t = ctx;
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   unsigned char *out = t->buf->data;
   for (int64_t i = 0; i < t->n; i++) {
     dlrun_scalar v = arange_value(&t->p, t->first + i);
     dlrun_dtype_store(t->p.dtype, out + (size_t)i * t->p.esize, &v); /* validated up front */
   }
+  dlrun_trace_event(t->buf->dev->name, "compute", "arange", start, "\"elements\": %lld",
+                    (long long)t->n);
   dlrun_buffer_release(t->buf);
   dlrun_free(t);
 }

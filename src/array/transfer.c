@@ -12,6 +12,7 @@
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 #include "grid.h"
 
 typedef struct piece {
@@ -36,12 +37,25 @@ static void copy_task_free(copy_task *t) {
   dlrun_free(t);
 }
 
+static uint64_t piece_bytes(const copy_task *t, const piece *p) {
+  uint64_t bytes = t->esize;
+  for (int d = 0; d < t->ndim; d++) bytes *= (uint64_t)(p->hi[d] - p->lo[d]);
+  return bytes;
+}
+
 static void run_copy(void *ctx) {
   copy_task *t = ctx;
+  dlrun_device *dst = t->dst->dev;
   for (size_t i = 0; i < t->npieces; i++) {
     piece *p = &t->pieces[i];
+    uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
     dlrun_copy_box(t->esize, t->ndim, p->lo, p->hi, t->dst->data, t->dst_lo, t->dst_strides,
-                   p->src->data, p->src_lo, t->src_strides, t->dst->dev->platform->copy);
+                   p->src->data, p->src_lo, t->src_strides, dst->platform->copy);
+    uint64_t bytes = piece_bytes(t, p);
+    atomic_fetch_add(&dst->rt->bytes_done, bytes);
+    dlrun_trace_event(dst->name, "transfer", "copy", start,
+                      "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
+                      (unsigned long long)bytes, p->src->dev->name, dst->name);
   }
   copy_task_free(t);
 }
@@ -85,12 +99,11 @@ static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const siz
   int64_t hi_unused[DLRUN_MAX_NDIM];
   dlrun_sharding_shard_index(p->src->sharding, pick, p->src->ndim, p->src->dims, pc->src_lo,
                              hi_unused);
-  uint64_t bytes = t->esize;
   for (int d = 0; d < t->ndim; d++) {
     pc->lo[d] = lo[d];
     pc->hi[d] = hi[d];
-    bytes *= (uint64_t)(hi[d] - lo[d]);
   }
+  uint64_t bytes = piece_bytes(t, pc);
   bool local = pc->src->dev == p->dst_dev && pc->src->kind == t->dst->kind;
   *(local ? &p->local_bytes : &p->bytes) += bytes;
   return 0;
@@ -200,8 +213,18 @@ static dlrun_status queue_plan(put_plan *pl) {
     size_t ndeps = 0;
     for (size_t k = 0; k < t->npieces; k++)
       if (!dlrun_event_done(t->pieces[k].src->ready)) deps[ndeps++] = t->pieces[k].src->ready;
-    st = dlrun_stream_enqueue_after(&t->dst->dev->stream, deps, ndeps, run_copy, t,
-                                    &t->dst->ready);
+    dlrun_device *dst = t->dst->dev;
+    uint64_t task_bytes = 0;
+    for (size_t k = 0; k < t->npieces; k++) {
+      uint64_t bytes = piece_bytes(t, &t->pieces[k]);
+      task_bytes += bytes;
+      if (t->pieces[k].src->dev != dst) {
+        atomic_fetch_add(&t->pieces[k].src->dev->bytes_out, bytes);
+        atomic_fetch_add(&dst->bytes_in, bytes);
+      }
+    }
+    atomic_fetch_add(&dst->rt->bytes_queued, task_bytes);
+    st = dlrun_stream_enqueue_after(&dst->stream, deps, ndeps, run_copy, t, &t->dst->ready);
     if (deps != stack_deps) dlrun_free(deps);
     if (st) break;
     pl->tasks[i] = NULL; /* the queue owns it now */

@@ -22,6 +22,8 @@
 
 #include "dlrun/runtime.h"
 #include "dlrun/status.h"
+#include "dlrun/trace.h"
+#include "report.h"
 
 #ifndef DLRUN_VERSION
 #define DLRUN_VERSION "0.1.0"
@@ -54,6 +56,8 @@ typedef struct cli_options {
   int has_code;           /* any -e or -l */
   const char *devices;    /* --devices; NULL when not given */
   uint64_t device_memory; /* --device-memory; 0 when not given */
+  const char *trace;      /* --trace FILE; NULL when not given */
+  int stats;              /* --stats */
 } cli_options;
 
 /* ---- messages ---------------------------------------------------------- */
@@ -73,6 +77,10 @@ static void print_usage(FILE *out) {
         "  -v                    print the version, then go on\n"
         "  --devices SPEC        devices of the default runtime, e.g. sim:8,cpu:2\n"
         "  --device-memory SIZE  memory of each simulated device, e.g. 2GiB\n"
+        "  --trace FILE          write a Chrome trace (Perfetto, chrome://tracing) of\n"
+        "                        allocations, copies, exports, imports and deleters\n"
+        "  --stats               at exit, print a per-device table of memory, bytes\n"
+        "                        moved and DLPack exports still alive\n"
         "  --version             print the version and exit\n"
         "  -h, --help            print this help and exit\n"
         "  --                    stop handling options\n"
@@ -153,6 +161,15 @@ static int parse_long(cli_options *o, int *i) {
     dlrun_status st = dlrun_check_device_spec(spec);
     if (st != DLRUN_OK) return status_error(st);
     o->devices = spec;
+    return PARSE_CONTINUE;
+  }
+  if (match_long(arg, "--trace", &value)) {
+    o->trace = option_value(o, i, value);
+    if (o->trace == NULL) return usage_error("option '%s' needs a value", "--trace");
+    return PARSE_CONTINUE;
+  }
+  if (strcmp(arg, "--stats") == 0) {
+    o->stats = 1;
     return PARSE_CONTINUE;
   }
   if (match_long(arg, "--device-memory", &value)) {
@@ -268,9 +285,21 @@ static const char *push_error_text(lua_State *L, int idx, int use_meta) {
                          luaL_typename(L, idx));
 }
 
-/* Message handler of every protected call: the error text plus a traceback. */
+/* The folder of dlrun's own Lua files, to tell script frames from dlrun's. */
+static char lua_dir[PATH_MAX];
+
+/* Message handler of every protected call: the error text plus a traceback.
+ * A dlrun error value (raised by the binding, so without a position) is
+ * prefixed with the script line that raised it. */
 static int message_handler(lua_State *L) {
   const char *text = push_error_text(L, 1, 1);
+  if (lua_type(L, 1) == LUA_TTABLE && cli_push_script_position(L, lua_dir)) {
+    lua_insert(L, -2);
+    lua_pushliteral(L, " ");
+    lua_insert(L, -2);
+    lua_concat(L, 3);
+    text = lua_tostring(L, -1);
+  }
   luaL_traceback(L, L, text, 1);
   return 1;
 }
@@ -404,6 +433,7 @@ static int push_lua_dir(lua_State *L) {
 static void prepend_lua_dir(lua_State *L) {
   if (!push_lua_dir(L)) return;
   const char *dir = lua_tostring(L, -1);
+  snprintf(lua_dir, sizeof lua_dir, "%s/", dir);
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
   const char *old = lua_tostring(L, -1);
@@ -473,12 +503,20 @@ int main(int argc, char **argv) {
     free(o.actions);
     return EXIT_FAILURE;
   }
+  if (o.trace) dlrun_trace_start();
+  cli_progress_start();
   lua_pushcfunction(L, protected_main);
   lua_pushlightuserdata(L, &o);
   int status = lua_pcall(L, 1, 1, 0);
   int ok = status == LUA_OK && lua_toboolean(L, -1);
   report(L, status, 0); /* outside protected mode: no metamethods */
   lua_close(L);         /* runs the pending __gc and __close */
+  cli_progress_stop();
+  if (o.trace && dlrun_trace_stop(o.trace) != DLRUN_OK) {
+    status_error(DLRUN_ERR_RUNTIME);
+    ok = 0;
+  }
+  if (o.stats) cli_print_stats(stderr);
   free(o.actions);
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -3,6 +3,7 @@
 
 #include "core/status_impl.h"
 #include "device_impl.h"
+#include "dlrun/trace.h"
 
 static const dlrun_device_group *find_group(dlrun_runtime *rt, const char *platform) {
   if (!platform) return rt->default_group;
@@ -56,6 +57,17 @@ dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind
 
 void dlrun_device_synchronize(dlrun_device *dev) {
   dlrun_event_wait(dlrun_stream_record(&dev->stream));
+}
+
+void dlrun_device_stats_get(dlrun_device *dev, dlrun_device_stats *out) {
+  out->bytes_in = atomic_load(&dev->bytes_in);
+  out->bytes_out = atomic_load(&dev->bytes_out);
+  out->live_exports = atomic_load(&dev->live_exports);
+}
+
+void dlrun_transfer_progress(dlrun_runtime *rt, uint64_t *queued, uint64_t *done) {
+  *queued = atomic_load(&rt->bytes_queued);
+  *done = atomic_load(&rt->bytes_done);
 }
 
 void dlrun_runtime_synchronize(dlrun_runtime *rt) {

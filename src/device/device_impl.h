@@ -33,6 +33,8 @@ struct dlrun_device {
   char name[40];
   dlrun_pool *pools[DLRUN_MEM_KIND_COUNT];
   dlrun_stream stream;
+  atomic_uint_fast64_t bytes_in, bytes_out; /* copied from / to other devices */
+  atomic_int_fast64_t live_exports;
 };
 
 /* A run of devices of one platform inside runtime->devices. */
@@ -58,6 +60,7 @@ struct dlrun_runtime {
   /* Transfer statistics (dlrun_transfer_stats_get). */
   atomic_uint_fast64_t bytes_moved, local_bytes, copies, shares;
   atomic_int_fast64_t live_exports; /* DLPack exports whose deleter has not run */
+  atomic_uint_fast64_t bytes_queued, bytes_done; /* transfer progress */
 };
 
 /* Parsed device spec: counts per platform, in spec order. */

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device_impl.h"
+#include "dlrun/trace.h"
 
 #define MAX_WORKERS 64
 
@@ -203,6 +204,14 @@ static void release_default(void) {
   default_devices = NULL;
   pthread_mutex_unlock(&default_mu);
   dlrun_runtime_release(rt);
+}
+
+dlrun_runtime *dlrun_default_runtime_if_started(void) {
+  pthread_mutex_lock(&default_mu);
+  dlrun_runtime *rt = default_rt;
+  if (rt) dlrun_runtime_retain(rt);
+  pthread_mutex_unlock(&default_mu);
+  return rt;
 }
 
 dlrun_status dlrun_default_runtime(dlrun_runtime **out) {

@@ -11,6 +11,7 @@
 #include "array/array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 #include "dlrun/dlpack.h"
 
 _Static_assert(sizeof(DLDevice) == 8, "DLDevice layout");
@@ -34,7 +35,13 @@ typedef struct export_ctx {
 
 static void release_export(export_ctx *ctx) {
   if (atomic_exchange(&ctx->deleted, 1)) return; /* a second call does nothing */
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
+  dlrun_device *dev = ctx->buf->dev;
+  uint64_t bytes = ctx->buf->nbytes;
   atomic_fetch_sub(&ctx->rt->live_exports, 1);
+  atomic_fetch_sub(&dev->live_exports, 1);
+  dlrun_trace_event(NULL, "dlpack", "deleter", start, "\"device\": \"%s\", \"bytes\": %llu",
+                    dev->name, (unsigned long long)bytes);
   dlrun_buffer_release(ctx->buf); /* may free the runtime: read nothing after */
   dlrun_free(ctx->block);
 }
@@ -178,6 +185,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
     out->legacy = m;
   }
   atomic_fetch_add(&ctx->rt->live_exports, 1);
+  atomic_fetch_add(&b->dev->live_exports, 1);
   return DLRUN_OK;
 }
 
@@ -190,6 +198,7 @@ static bool same_place(const dlrun_buffer *b, const dlrun_device *target) {
 dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
                           dlrun_exported *out) {
   *out = (dlrun_exported){0};
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   dlrun_export_options o = options ? *options : (dlrun_export_options){.copy = -1};
   dlrun_status st = dlrun_array_check_live(a);
   if (st) return st;
@@ -223,6 +232,10 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   int64_t row_major[DLRUN_MAX_NDIM];
   dlrun_row_major_strides(a->ndim, a->dims, row_major);
   if ((st = build(a, b, copied ? row_major : a->strides, versioned, copied, out))) goto fail;
+  dlrun_trace_event(NULL, "dlpack", "export", start,
+                    "\"device\": \"%s\", \"bytes\": %llu, \"versioned\": %s, \"copied\": %s",
+                    b->dev->name, (unsigned long long)b->nbytes, versioned ? "true" : "false",
+                    copied ? "true" : "false");
   return DLRUN_OK;
 fail:
   dlrun_buffer_release(b);

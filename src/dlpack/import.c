@@ -13,6 +13,7 @@
 #include "array/array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 #include "core/text.h"
 #include "dlrun/dlpack.h"
 
@@ -206,6 +207,7 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
                       major, minor, DLRUN_DLPACK_MAJOR);
   }
   dlrun_import_options o = options ? *options : (dlrun_import_options){.copy = -1};
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   layout l;
   dlrun_status st = check_tensor(rt, legacy ? &legacy->dl_tensor : &versioned->dl_tensor, &l);
   if (st) return st;
@@ -252,6 +254,10 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
   } else {
     st = wrap(&l, target, p, out);
   }
+  if (!st)
+    dlrun_trace_event(NULL, "dlpack", "import", start,
+                      "\"device\": \"%s\", \"bytes\": %llu, \"copied\": %s", dest->name,
+                      (unsigned long long)l.nbytes, (*out)->bufs[0]->external ? "false" : "true");
   if (owned_target) dlrun_sharding_release(target);
   return st;
 }

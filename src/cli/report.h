@@ -1,0 +1,25 @@
+/* The dlrun command's reports: --stats at exit, transfer progress on a
+ * terminal, and where a script raised. */
+#ifndef DLRUN_CLI_REPORT_H
+#define DLRUN_CLI_REPORT_H
+
+#include <stdio.h>
+
+#include <lua.h>
+
+/* A per-device table of memory in use, peak, bytes moved in and out, and
+ * DLPack exports still alive, for the default runtime (if it started). */
+void cli_print_stats(FILE *out);
+
+/* While running, report transfers that take longer than a second on stderr,
+ * only when stderr is a terminal. */
+void cli_progress_start(void);
+void cli_progress_stop(void);
+
+/* Push "<chunk>:<line>:" of the innermost frame of L's call stack that runs
+ * a script rather than dlrun itself (C functions and dlrun's own Lua files
+ * under `lua_dir` are skipped), or nothing when there is none. Returns
+ * whether it pushed. */
+int cli_push_script_position(lua_State *L, const char *lua_dir);
+
+#endif

@@ -1,0 +1,28 @@
+/* Internal: recording trace events. Cheap when tracing is off: one relaxed
+ * atomic load. */
+#ifndef DLRUN_TRACE_IMPL_H
+#define DLRUN_TRACE_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dlrun/trace.h"
+
+extern atomic_bool dlrun_tracing;
+
+static inline bool dlrun_trace_enabled(void) {
+  return atomic_load_explicit(&dlrun_tracing, memory_order_relaxed);
+}
+
+/* Microseconds on the trace clock. */
+uint64_t dlrun_trace_now(void);
+
+/* A complete event from `start` to now. `track` names a device stream
+ * ("SimDevice(id=3)"), or is NULL for the calling host thread. `args` is a
+ * JSON object body such as "\"bytes\": 256" (may be NULL). */
+void dlrun_trace_event(const char *track, const char *category, const char *name,
+                       uint64_t start, const char *args_fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+#endif
