@@ -235,7 +235,8 @@ describe("the dlrun command and uncaught errors", function()
     assert.are.equal('dlrun: ValueError: zeros: unknown dtype "float64x" (expected one of: bool, '
                        .. "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
                        .. "bfloat16, float32, float64, complex64, complex128)", l[1])
-    assert.are.equal("stack traceback:", l[2])
+    assert.are.equal("  at (command line):3", l[2]) -- the script line that raised
+    assert.are.equal("stack traceback:", l[3])
     assert(err:find("(command line):3: in main chunk", 1, true), err)
   end)
 
@@ -258,7 +259,8 @@ describe("the dlrun command and uncaught errors", function()
     assert.are.equal("", out)
     assert.are.equal(1, status)
     assert.are.equal("dlrun: IndivisibleError: 7 does not divide 2", lines(err)[1])
-    assert.are.equal("stack traceback:", lines(err)[2])
+    assert.are.equal("  at (command line):2", lines(err)[2])
+    assert.are.equal("stack traceback:", lines(err)[3])
   end)
 
   it("the traceback shows where the failing call was made (script from stdin)", function()
@@ -276,7 +278,8 @@ describe("the dlrun command and uncaught errors", function()
     assert.are.equal("dlrun: ValueError: zeros: unknown dtype \"nope\" (expected one of: bool, "
                        .. "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
                        .. "bfloat16, float32, float64, complex64, complex128)", l[1])
-    assert.are.equal("stack traceback:", l[2])
+    assert.are.equal("  at stdin:3", l[2]) -- inside place(), not the binding
+    assert.are.equal("stack traceback:", l[3])
     assert(err:find("stdin:3:", 1, true), err)
     assert(err:find("stdin:5: in main chunk", 1, true), err)
   end)

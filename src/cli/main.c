@@ -289,13 +289,12 @@ static const char *push_error_text(lua_State *L, int idx, int use_meta) {
 static char lua_dir[PATH_MAX];
 
 /* Message handler of every protected call: the error text plus a traceback.
- * A dlrun error value (raised by the binding, so without a position) is
- * prefixed with the script line that raised it. */
+ * An error value (such as dlrun's, raised by the binding without a
+ * position) gets a line naming the script line that raised it. */
 static int message_handler(lua_State *L) {
   const char *text = push_error_text(L, 1, 1);
   if (lua_type(L, 1) == LUA_TTABLE && cli_push_script_position(L, lua_dir)) {
-    lua_insert(L, -2);
-    lua_pushliteral(L, " ");
+    lua_pushliteral(L, "\n  at ");
     lua_insert(L, -2);
     lua_concat(L, 3);
     text = lua_tostring(L, -1);

@@ -136,7 +136,7 @@ int cli_push_script_position(lua_State *L, const char *lua_dir) {
     if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
     const char *src = ar.source;
     if (src[0] == '@' && dir_len && strncmp(src + 1, lua_dir, dir_len) == 0) continue;
-    lua_pushfstring(L, "%s:%d:", ar.short_src, ar.currentline);
+    lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
     return 1;
   }
   return 0;

@@ -16,7 +16,7 @@ void cli_print_stats(FILE *out);
 void cli_progress_start(void);
 void cli_progress_stop(void);
 
-/* Push "<chunk>:<line>:" of the innermost frame of L's call stack that runs
+/* Push "<chunk>:<line>" of the innermost frame of L's call stack that runs
  * a script rather than dlrun itself (C functions and dlrun's own Lua files
  * under `lua_dir` are skipped), or nothing when there is none. Returns
  * whether it pushed. */
