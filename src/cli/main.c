@@ -449,6 +449,24 @@ static void register_core(lua_State *L) {
   lua_pop(L, 1);
 }
 
+/* os.exit under --stats: report first (os.exit may skip closing the state,
+ * and then exports never collected show as alive), then exit as asked. */
+static int exit_with_stats(lua_State *L) {
+  cli_print_stats(stderr);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static void wrap_exit(lua_State *L) {
+  lua_getglobal(L, "os");
+  lua_getfield(L, -1, "exit");
+  lua_pushcclosure(L, exit_with_stats, 1);
+  lua_setfield(L, -2, "exit");
+  lua_pop(L, 1);
+}
+
 /* Everything that runs Lua, in protected mode so that even a memory error
  * while opening the libraries is reported. Returns a boolean: success. */
 static int protected_main(lua_State *L) {
@@ -459,6 +477,7 @@ static int protected_main(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   }
   luaL_openlibs(L);
+  if (o->stats) wrap_exit(L);
   register_core(L);
   prepend_lua_dir(L);
   make_arg_table(L, o);
