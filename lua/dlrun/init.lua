@@ -19,6 +19,7 @@ dl.visualize_sharding = visualize.visualize_sharding
 dl.P = spec.P
 dl.PartitionSpec = spec.P
 spec.PartitionSpec.__tostring = core._spec_string
+require("dlrun.export")(dl) -- ensure_single_device, is_dlpack_exportable, export, try_export
 dl._spec_string = nil
 dl._stdout_is_terminal = nil
 
