@@ -7,6 +7,7 @@
 #define DLRUN_DLRUN_H
 
 #include "array.h"
+#include "debug.h"
 #include "dlpack.h"
 #include "device.h"
 #include "dtype.h"

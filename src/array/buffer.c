@@ -11,9 +11,9 @@ dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   if (nbytes > 0) {
     dlrun_status st = dlrun_pool_alloc(dev->pools[kind], nbytes, &b->block);
-    if (st == DLRUN_ERR_RESOURCE_EXHAUSTED) {
-      /* Queued work may still hold buffers that are already unreferenced
-       * otherwise: let it finish and try once more. */
+    if (st == DLRUN_ERR_RESOURCE_EXHAUSTED && !dlrun_pool_fits(dev->pools[kind], nbytes)) {
+      /* The pool is full, but queued work may still hold buffers that are
+       * otherwise unreferenced: let it finish and try once more. */
       dlrun_runtime_synchronize(dev->rt);
       st = dlrun_pool_alloc(dev->pools[kind], nbytes, &b->block);
     }

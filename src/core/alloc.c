@@ -1,13 +1,58 @@
 #include "alloc.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlrun/debug.h"
 #include "status_impl.h"
 
-void *dlrun_malloc(size_t n) { return malloc(n ? n : 1); }
+/* Per kind: the allocation to fail (0: none) and the count so far. */
+static atomic_int_fast64_t fail_at[2], counted[2];
+static atomic_int failed[2];
+static atomic_int env_read;
+
+static void read_env(void) {
+  if (atomic_exchange(&env_read, 1)) return;
+  const char *names[2] = {"DLRUN_FAIL_HOST_ALLOC", "DLRUN_FAIL_POOL_ALLOC"};
+  for (int k = 0; k < 2; k++) {
+    const char *v = getenv(names[k]);
+    if (v && *v) dlrun_debug_fail_alloc((dlrun_alloc_kind)k, strtoll(v, NULL, 10));
+  }
+}
+
+int dlrun_inject_failure(int kind) {
+  if (!atomic_load_explicit(&env_read, memory_order_relaxed)) read_env();
+  if (!atomic_load_explicit(&fail_at[kind], memory_order_relaxed)) return 0;
+  int_fast64_t n = atomic_fetch_add(&counted[kind], 1) + 1;
+  if (n != atomic_load(&fail_at[kind])) return 0;
+  atomic_store(&failed[kind], 1);
+  return 1;
+}
+
+void dlrun_debug_fail_alloc(dlrun_alloc_kind kind, int64_t k) {
+  if (kind != DLRUN_ALLOC_HOST && kind != DLRUN_ALLOC_POOL) return;
+  atomic_store(&env_read, 1);
+  atomic_store(&counted[kind], 0);
+  atomic_store(&failed[kind], 0);
+  atomic_store(&fail_at[kind], k > 0 ? k : 0);
+}
+
+int64_t dlrun_debug_alloc_count(dlrun_alloc_kind kind) {
+  return kind <= DLRUN_ALLOC_POOL ? atomic_load(&counted[kind]) : 0;
+}
+
+int dlrun_debug_alloc_failed(dlrun_alloc_kind kind) {
+  return kind <= DLRUN_ALLOC_POOL ? atomic_load(&failed[kind]) : 0;
+}
+
+void *dlrun_malloc(size_t n) {
+  if (dlrun_inject_failure(DLRUN_ALLOC_HOST)) return NULL;
+  return malloc(n ? n : 1);
+}
 
 void *dlrun_calloc(size_t count, size_t size) {
+  if (dlrun_inject_failure(DLRUN_ALLOC_HOST)) return NULL;
   return calloc(count ? count : 1, size ? size : 1);
 }
 

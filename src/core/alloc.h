@@ -13,6 +13,10 @@ void *dlrun_calloc(size_t count, size_t size);
 void dlrun_free(void *p);
 char *dlrun_strdup(const char *s);
 
+/* Whether the allocation now being made must fail (the test hook of
+ * include/dlrun/debug.h). */
+int dlrun_inject_failure(int kind);
+
 /* Record "out of host memory allocating N bytes" and return the status. */
 dlrun_status dlrun_fail_oom_host(size_t n);
 

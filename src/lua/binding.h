@@ -81,5 +81,6 @@ dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
 void dlrun_lua_array_open(lua_State *L);
 void dlrun_lua_transfer_open(lua_State *L);
 void dlrun_lua_dlpack_open(lua_State *L);
+void dlrun_lua_debug_open(lua_State *L);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "dlrun/debug.h"
 
 struct dlrun_block {
   uint64_t offset;           /* from the start of the range; 256-aligned */
@@ -359,6 +360,10 @@ dlrun_status dlrun_pool_alloc(dlrun_pool *pool, uint64_t size, dlrun_block **out
     return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_alloc: out_block must not be NULL");
   *out_block = NULL;
   if (!pool) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_alloc: pool must not be NULL");
+  if (dlrun_inject_failure(DLRUN_ALLOC_POOL))
+    return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
+                      "Out of memory on %s while allocating %llu bytes (injected failure)",
+                      pool->label, (unsigned long long)size);
   pthread_mutex_lock(&pool->mu);
   dlrun_status st = alloc_locked(pool, size, out_block);
   pthread_mutex_unlock(&pool->mu);
@@ -520,4 +525,11 @@ dlrun_status dlrun_pool_check(dlrun_pool *pool) {
   dlrun_status st = check_locked(pool);
   pthread_mutex_unlock(&pool->mu);
   return st;
+}
+
+bool dlrun_pool_fits(dlrun_pool *pool, uint64_t size) {
+  dlrun_pool_stats s;
+  dlrun_pool_get_stats(pool, &s);
+  uint64_t rounded = (size + DLRUN_POOL_ALIGN - 1) & ~(uint64_t)(DLRUN_POOL_ALIGN - 1);
+  return rounded >= size && rounded <= s.largest_free_block_bytes;
 }

@@ -9,6 +9,7 @@
 #ifndef DLRUN_POOL_H
 #define DLRUN_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,9 @@ void *dlrun_block_ptr(const dlrun_block *block);
 uint64_t dlrun_block_size(const dlrun_block *block);
 
 void dlrun_pool_get_stats(dlrun_pool *pool, dlrun_pool_stats *out);
+
+/* Whether a free block could hold `size` bytes now. */
+bool dlrun_pool_fits(dlrun_pool *pool, uint64_t size);
 
 /* Number of free chunks (for tests: 1 after everything is freed). */
 size_t dlrun_pool_free_chunk_count(dlrun_pool *pool);
