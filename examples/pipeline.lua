@@ -1,58 +1,116 @@
--- The dlrun demo (`make demo`): a short pipeline on the default simulated
--- devices. It creates arrays on several devices, checks their contents,
--- watches each device's memory pool, and cleans up.
+-- The dlrun demo (`make demo`): a short pipeline from sharded data to a
+-- consumer that takes it through DLPack.
+--
+-- It shards a matrix over all the devices, reshards it, meets DLPack's
+-- one-device limit (the BufferError), gets past it twice (shard by shard, and
+-- by falling back to a gather), fetches the matrix to the host, and hands
+-- every tensor to a consumer that checks each value. Every step says how many
+-- bytes it moved. The other examples go deeper into each step.
+--
+--   build/dlrun examples/pipeline.lua       (any number of devices: --devices sim:2)
 local dl = require "dlrun"
 
 local function say(fmt, ...) io.write(fmt:format(...), "\n") end
 
-say("dlrun %s on %s: %d %s devices, host %s", dl.__version__, dl.device_spec(),
-    dl.device_count(), dl.default_backend(), tostring(dl.host_device()))
+local n = dl.device_count()
+say("dlrun %s on %s: %d %s devices, host %s", dl.__version__, dl.device_spec(), n,
+    dl.default_backend(), tostring(dl.host_device()))
 
--- 1. Put a batch on each device: rows i*4 .. i*4+3 of a 4x3 block per device.
-local devices = dl.devices()
-local batches = {}
-for i, dev in ipairs(devices) do
-  local start = (i - 1) * 12
-  local flat = dl.arange(start, start + 12, 1, "float32", dev)
-  batches[i] = flat
-  local stats = dev:memory_stats()
-  say("%-16s holds %d %s values  (%d bytes in use of a %d byte pool)", tostring(dev),
-      flat.size, flat.dtype, stats.bytes_in_use, stats.bytes_limit)
-end
-
--- 2. Gather to the host by hand (sharded gathers come with NamedSharding).
-local host = dl.host_device()
+-- The data: a (2n)x(2n) float32 matrix whose element (r, c), 0-based, is
+-- 100r + c.
+local SIZE = 2 * n
+local function value(r, c) return 100 * r + c end
 local rows = {}
-for i, b in ipairs(batches) do
-  local values = b:tolist()
-  for r = 0, 3 do
-    rows[#rows + 1] = {values[r * 3 + 1], values[r * 3 + 2], values[r * 3 + 3]}
-  end
+for r = 0, SIZE - 1 do
+  rows[r + 1] = {}
+  for c = 0, SIZE - 1 do rows[r + 1][c + 1] = value(r, c) end
 end
-local gathered = dl.array(rows, "float32", host)
-say("\ngathered on %s: shape {%d, %d}, %d bytes", tostring(gathered:devices()[1]),
-    gathered.shape[1], gathered.shape[2], gathered.nbytes)
-print(gathered)
 
--- 3. Check the result the way a consumer would: every value in order.
-local flat = gathered:tolist()
-local expected = 0
-for _, row in ipairs(flat) do
-  for _, v in ipairs(row) do
-    assert(v == expected, ("value %s where %s was expected"):format(v, expected))
-    expected = expected + 1
+-- The consumer: imports a capsule and checks it against the block `index`
+-- ({first, last} per dimension, 1-based) of the matrix.
+local handed, checked = 0, 0
+local function consume(capsule, index)
+  local got = dl.from_dlpack(capsule):tolist()
+  local r0, c0 = index[1][1], index[2][1]
+  assert(#got == index[1][2] - r0 + 1, "the consumer got the wrong number of rows")
+  for i, row in ipairs(got) do
+    assert(#row == index[2][2] - c0 + 1, "the consumer got the wrong number of columns")
+    for j, v in ipairs(row) do
+      local want = value(r0 + i - 2, c0 + j - 2)
+      if v ~= want then
+        error(("the consumer read %s at (%d, %d), expected %s")
+              :format(tostring(v), r0 + i - 2, c0 + j - 2, tostring(want)), 0)
+      end
+      checked = checked + 1
+    end
   end
+  handed = handed + 1
 end
-say("checked %d values: all correct", expected)
+local WHOLE = {{1, SIZE}, {1, SIZE}}
 
--- 4. Clean up: deleting returns device memory at once.
-for _, b in ipairs(batches) do b:delete() end
+-- Bytes moved between devices, and copied within one, since the last call.
+local function moved()
+  local s = dl.transfer_stats({reset = true})
+  return s.bytes_moved, s.local_bytes
+end
+local total = 0
+local function report(what)
+  local between, within = moved()
+  total = total + between
+  say("   %s: %d bytes moved between devices, %d copied within a device", what, between, within)
+end
+
+-- 1. Create: the matrix split by rows over every device.
+local mesh = dl.make_mesh({n}, {"x"})
+local x = dl.array(rows, "float32", dl.NamedSharding(mesh, dl.P("x")))
+moved()
+say("\n1. A %dx%d float32 matrix (%d bytes), split by rows over %d devices:", SIZE, SIZE,
+    x.nbytes, n)
+dl.visualize_sharding(x)
+
+-- 2. Reshard: the same matrix, split by columns.
+local cols = dl.device_put(x, dl.NamedSharding(mesh, dl.P(nil, "x"))):block_until_ready()
+say("\n2. Resharded to columns (device_put):")
+dl.visualize_sharding(cols)
+report("reshard")
+
+-- 3. Export. DLPack takes one device's memory, so a sharded array is refused...
+say("\n3. Handing it over through DLPack.")
+local ok, err = pcall(cols.__dlpack__, cols)
+if ok then -- one device only: nothing to refuse
+  say("   on one device, __dlpack__ takes it as it is")
+  consume(err, WHOLE)
+else
+  assert(dl.BufferError:is_instance(err), "expected a BufferError, got " .. tostring(err))
+  say("   __dlpack__ refuses a sharded array, as in JAX:")
+  say("   %s", tostring(err))
+end
+-- ... shard by shard: every column block where it is, with its index.
+local by_shard = dl.export(cols, {strategy = "shards"})
+for _, shard in ipairs(by_shard.shards) do consume(shard.capsule, shard.index) end
+say("   strategy %q: %d %s, one per device, checked by the consumer", by_shard.strategy,
+    #by_shard.shards, #by_shard.shards == 1 and "tensor" or "tensors")
+report("shards")
+-- ... or try __dlpack__ and fall back on a BufferError (auto picks the way).
+local tried = dl.try_export(cols)
+consume(tried.capsule, WHOLE)
+say("   try_export: strategy %q (%s), checked", tried.strategy,
+    tried.reason or "one device: exported as it is")
+report("try_export")
+
+-- 4. Fetch to the host: device_get gathers into host memory, which any host
+-- library can take as it is.
+local host = dl.device_get(cols)
+say("\n4. device_get: the whole matrix on %s, exportable: %s", tostring(host:devices()[1]),
+    tostring(dl.is_dlpack_exportable(host)))
+consume(host:__dlpack__(), WHOLE)
+report("device_get")
+
+-- 5. Let go of everything and check that no export is left behind.
+x, cols, host, by_shard, tried = nil, nil, nil, nil, nil
 collectgarbage()
-local in_use = 0
-for _, dev in ipairs(devices) do in_use = in_use + dev:memory_stats().bytes_in_use end
-say("after delete: %d bytes in use on the sim devices", in_use)
-
--- 5. Errors are values with JAX's names and messages.
-local ok, err = pcall(function() return batches[1]:tolist() end)
-say("using a deleted array: %s", tostring(err))
-assert(not ok and dl.RuntimeError:is_instance(err))
+collectgarbage()
+local alive = dl.live_exports()
+assert(alive == 0, ("%d exports are still alive"):format(alive))
+say("\npipeline: %d tensors handed over, all values checked, %d bytes moved, %d exports alive",
+    handed, total, alive)
