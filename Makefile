@@ -31,7 +31,7 @@ LUA_LIB_A := $(BUILD)/libdlrun_lua.a
 LUA_MOD  := $(BUILD)/lua/dlrun/core.so
 EXE      := $(BUILD)/dlrun
 
-.PHONY: all deps test demo clean c-tests
+.PHONY: all deps test demo clean c-tests check-asan check-tsan check-valgrind check-all
 all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS)
 
 # Installs missing Debian packages (no-op when everything is there).
@@ -90,7 +90,38 @@ c-tests: all
 demo: all
 	$(EXE) examples/pipeline.lua
 
-clean:
-	rm -rf $(BUILD)
+# ---- hardening (see README, "Development") ----
 
+CLANG    ?= clang-14
+ASAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+STRESS   := $(sort $(wildcard spec/stress/*.c))
+
+# The whole suite (C tests and busted, run inside the instrumented dlrun)
+# under AddressSanitizer and UndefinedBehaviorSanitizer, leak checking on.
+check-asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan CC=$(CLANG) SAN="$(ASAN)" OPT="-O1 -g" all
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  BUSTED_RUNNER=build-asan/dlrun scripts/run-tests.sh build-asan
+
+# Concurrency under ThreadSanitizer: host threads and Lua states sharing one
+# runtime, plus the C tests.
+check-tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build-tsan CC=$(CLANG) SAN=-fsanitize=thread OPT="-O1 -g" all
+	@mkdir -p build-tsan/stress
+	@for f in $(STRESS); do n=$$(basename $$f .c); \
+	  $(CLANG) -fsanitize=thread -O1 -g -std=c11 -D_GNU_SOURCE -Iinclude -I$(LUA_INC) $$f \
+	    build-tsan/libdlrun_lua.a build-tsan/libdlrun.a $(LUA_LIB) -lm -ldl -pthread \
+	    -o build-tsan/stress/$$n || exit 1; done
+	@TSAN_OPTIONS=halt_on_error=1 scripts/run-stress.sh build-tsan
+
+# The C tests, the stress programs and a pipeline under valgrind's memcheck.
+check-valgrind: all
+	@scripts/run-valgrind.sh $(BUILD)
+
+check-all: test check-asan check-tsan check-valgrind
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-bench
+
+-include fuzz/fuzz.mk bench/bench.mk
 -include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

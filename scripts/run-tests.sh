@@ -3,6 +3,8 @@
 # system lua5.4, loading the freshly built module). Ends with one line
 # "N passed, N failed" counting every C test and every busted test.
 # Usage: scripts/run-tests.sh BUILD_DIR [--c-only]
+# BUSTED_RUNNER, when set, runs busted through that program (e.g. an
+# instrumented dlrun: "build-asan/dlrun").
 set -u
 build=${1:-build}
 passed=0
@@ -34,7 +36,12 @@ for t in "$build"/tests/test_*; do
 done
 
 if [ "${2:-}" != "--c-only" ]; then
-  DLRUN_EXE="$build/dlrun" busted --cpath="$build/lua/?.so" -o utfTerminal >"$log" 2>&1
+  if [ -n "${BUSTED_RUNNER:-}" ]; then
+    DLRUN_EXE="$build/dlrun" "$BUSTED_RUNNER" "$(command -v busted)" --cpath="$build/lua/?.so" \
+      -o utfTerminal >"$log" 2>&1
+  else
+    DLRUN_EXE="$build/dlrun" busted --cpath="$build/lua/?.so" -o utfTerminal >"$log" 2>&1
+  fi
   rc=$?
   cat "$log"
   line=$(grep -E '[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" | tail -n 1)
