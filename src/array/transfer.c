@@ -21,8 +21,12 @@ typedef struct piece {
   int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
 } piece;
 
+typedef struct copy_unit copy_unit;
+
 typedef struct copy_task {
   dlrun_buffer *dst;
+  copy_unit *units; /* the pieces cut for parallel copying; made with the plan */
+  size_t nunits;
   int ndim;
   size_t esize;
   int64_t dst_lo[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM], src_strides[DLRUN_MAX_NDIM];
@@ -32,6 +36,7 @@ typedef struct copy_task {
 
 static void copy_task_free(copy_task *t) {
   for (size_t i = 0; i < t->npieces; i++) dlrun_buffer_release(t->pieces[i].src);
+  dlrun_free(t->units);
   dlrun_buffer_release(t->dst);
   dlrun_free(t->pieces);
   dlrun_free(t);
@@ -43,20 +48,75 @@ static uint64_t piece_bytes(const copy_task *t, const piece *p) {
   return bytes;
 }
 
+/* Large pieces are cut along their outermost splittable dimension into
+ * units of about this many bytes, so that idle workers can share one
+ * device's copy. */
+#define UNIT_BYTES ((uint64_t)4 << 20)
+
+struct copy_unit {
+  size_t piece;     /* index into the task's pieces */
+  int64_t lo0, hi0; /* the part [lo0, hi0) of the piece along dimension `dim` */
+  int dim;
+};
+
+static void copy_one_unit(void *ctx, size_t i) {
+  copy_task *t = ctx;
+  const copy_unit *u = &t->units[i];
+  const piece *p = &t->pieces[u->piece];
+  dlrun_device *dst = t->dst->dev;
+  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  memcpy(lo, p->lo, (size_t)t->ndim * sizeof *lo);
+  memcpy(hi, p->hi, (size_t)t->ndim * sizeof *hi);
+  if (t->ndim) {
+    lo[u->dim] = u->lo0;
+    hi[u->dim] = u->hi0;
+  }
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
+  dlrun_copy_box(t->esize, t->ndim, lo, hi, t->dst->data, t->dst_lo, t->dst_strides,
+                 p->src->data, p->src_lo, t->src_strides, dst->platform->copy);
+  uint64_t bytes = t->esize;
+  for (int d = 0; d < t->ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
+  atomic_fetch_add(&dst->rt->bytes_done, bytes);
+  dlrun_trace_event(dst->name, "transfer", "copy", start,
+                    "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
+                    (unsigned long long)bytes, p->src->dev->name, dst->name);
+}
+
+/* How many units a piece is cut into, and along which dimension. */
+static size_t unit_count(const copy_task *t, const piece *p, int *dim) {
+  *dim = 0;
+  while (*dim < t->ndim && p->hi[*dim] - p->lo[*dim] == 1) (*dim)++;
+  if (*dim == t->ndim) return 1;
+  uint64_t want = (piece_bytes(t, p) + UNIT_BYTES - 1) / UNIT_BYTES;
+  uint64_t extent = (uint64_t)(p->hi[*dim] - p->lo[*dim]);
+  return want < 1 ? 1 : want > extent ? extent : want;
+}
+
+/* Cut the task's pieces into units (at planning, so that running the copy
+ * allocates nothing). */
+static dlrun_status make_units(copy_task *t) {
+  int dim;
+  size_t n = 0;
+  for (size_t i = 0; i < t->npieces; i++) n += unit_count(t, &t->pieces[i], &dim);
+  t->units = dlrun_malloc(n * sizeof *t->units);
+  if (!t->units) return dlrun_fail_oom_host(n * sizeof *t->units);
+  size_t k = 0;
+  for (size_t i = 0; i < t->npieces; i++) {
+    const piece *p = &t->pieces[i];
+    size_t parts = unit_count(t, p, &dim);
+    int64_t lo = t->ndim ? p->lo[dim] : 0, extent = t->ndim ? p->hi[dim] - lo : 0;
+    for (size_t j = 0; j < parts; j++)
+      t->units[k++] = (copy_unit){.piece = i, .dim = dim,
+                                  .lo0 = lo + extent * (int64_t)j / (int64_t)parts,
+                                  .hi0 = lo + extent * (int64_t)(j + 1) / (int64_t)parts};
+  }
+  t->nunits = n;
+  return DLRUN_OK;
+}
+
 static void run_copy(void *ctx) {
   copy_task *t = ctx;
-  dlrun_device *dst = t->dst->dev;
-  for (size_t i = 0; i < t->npieces; i++) {
-    piece *p = &t->pieces[i];
-    uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-    dlrun_copy_box(t->esize, t->ndim, p->lo, p->hi, t->dst->data, t->dst_lo, t->dst_strides,
-                   p->src->data, p->src_lo, t->src_strides, dst->platform->copy);
-    uint64_t bytes = piece_bytes(t, p);
-    atomic_fetch_add(&dst->rt->bytes_done, bytes);
-    dlrun_trace_event(dst->name, "transfer", "copy", start,
-                      "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
-                      (unsigned long long)bytes, p->src->dev->name, dst->name);
-  }
+  dlrun_workers_parallel(t->dst->dev->rt->workers, t->nunits, copy_one_unit, t);
   copy_task_free(t);
 }
 
@@ -188,6 +248,7 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
     planner p = {.src = src, .src_bufs = src_bufs, .dst_dev = dev, .spread = i, .task = t};
     dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
     st = p.st;
+    if (!st) st = make_units(t);
     pl->stats.bytes_moved += p.bytes;
     pl->stats.local_bytes += p.local_bytes;
     pl->stats.copies += t->npieces;

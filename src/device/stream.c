@@ -1,5 +1,6 @@
 #include "stream.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
@@ -16,9 +17,21 @@ struct dlrun_task {
   dlrun_event deps[];
 };
 
+/* A parallel loop being run (dlrun_workers_parallel). */
+typedef struct dlrun_job {
+  void (*fn)(void *ctx, size_t i);
+  void *ctx;
+  size_t n;
+  atomic_size_t next;  /* the next item to claim */
+  int helpers;         /* worker threads inside it (under workers.mu) */
+  struct dlrun_job *link;
+} dlrun_job;
+
 struct dlrun_workers {
   pthread_mutex_t mu;
   pthread_cond_t ready_cv;
+  pthread_cond_t jobs_cv; /* a helper left a job */
+  dlrun_job *jobs;        /* parallel loops open to helpers */
   dlrun_stream *ready_head, *ready_tail;
   pthread_t *threads;
   int nthreads, started;
@@ -39,6 +52,7 @@ dlrun_status dlrun_workers_create(int nthreads, dlrun_workers **out) {
   w->nthreads = nthreads;
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->ready_cv, NULL);
+  pthread_cond_init(&w->jobs_cv, NULL);
   *out = w;
   return DLRUN_OK;
 }
@@ -51,6 +65,7 @@ void dlrun_workers_destroy(dlrun_workers *w) {
   pthread_mutex_unlock(&w->mu);
   for (int i = 0; i < w->started; i++) pthread_join(w->threads[i], NULL);
   pthread_cond_destroy(&w->ready_cv);
+  pthread_cond_destroy(&w->jobs_cv);
   pthread_mutex_destroy(&w->mu);
   dlrun_free(w->threads);
   dlrun_free(w);
@@ -136,13 +151,36 @@ static void run_one(dlrun_workers *w, dlrun_stream *s) {
   }
 }
 
+static void run_items(dlrun_job *job) {
+  size_t i;
+  while ((i = atomic_fetch_add(&job->next, 1)) < job->n) job->fn(job->ctx, i);
+}
+
+/* A job with items left to claim, or NULL. Called with w->mu held. */
+static dlrun_job *open_job(dlrun_workers *w) {
+  for (dlrun_job *j = w->jobs; j; j = j->link)
+    if (atomic_load(&j->next) < j->n) return j;
+  return NULL;
+}
+
 static void *worker_main(void *arg) {
   dlrun_workers *w = arg;
   pthread_mutex_lock(&w->mu);
   for (;;) {
     w->idle++;
-    while (!w->ready_head && !w->stop) pthread_cond_wait(&w->ready_cv, &w->mu);
+    dlrun_job *job;
+    while (!(job = open_job(w)) && !w->ready_head && !w->stop)
+      pthread_cond_wait(&w->ready_cv, &w->mu);
     w->idle--;
+    if (job) { /* help a parallel loop first: someone waits for it */
+      job->helpers++;
+      pthread_mutex_unlock(&w->mu);
+      run_items(job);
+      pthread_mutex_lock(&w->mu);
+      job->helpers--;
+      pthread_cond_broadcast(&w->jobs_cv);
+      continue;
+    }
     if (!w->ready_head) break; /* stop requested and nothing left */
     dlrun_stream *s = w->ready_head;
     w->ready_count--;
@@ -168,6 +206,31 @@ static dlrun_status ensure_threads(dlrun_workers *w) {
   }
   w->started++;
   return DLRUN_OK;
+}
+
+void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, size_t i),
+                            void *ctx) {
+  dlrun_job job = {.fn = fn, .ctx = ctx, .n = n};
+  atomic_init(&job.next, 0);
+  if (n > 1) {
+    pthread_mutex_lock(&w->mu);
+    job.link = w->jobs;
+    w->jobs = &job;
+    /* Start one more thread when none is idle: a failure just means less help. */
+    if (w->idle == 0 && w->started < w->nthreads &&
+        pthread_create(&w->threads[w->started], NULL, worker_main, w) == 0)
+      w->started++;
+    pthread_cond_broadcast(&w->ready_cv);
+    pthread_mutex_unlock(&w->mu);
+  }
+  run_items(&job);
+  if (n <= 1) return;
+  pthread_mutex_lock(&w->mu);
+  dlrun_job **link = &w->jobs;
+  while (*link != &job) link = &(*link)->link;
+  *link = job.link;
+  while (job.helpers > 0) pthread_cond_wait(&w->jobs_cv, &w->mu);
+  pthread_mutex_unlock(&w->mu);
 }
 
 dlrun_status dlrun_stream_init(dlrun_stream *s, dlrun_workers *w) {

@@ -56,6 +56,12 @@ dlrun_status dlrun_stream_enqueue(dlrun_stream *s, dlrun_task_fn fn, void *ctx,
 dlrun_status dlrun_stream_enqueue_after(dlrun_stream *s, const dlrun_event *deps, size_t ndeps,
                                         dlrun_task_fn fn, void *ctx, dlrun_event *out_event);
 
+/* Run fn(ctx, i) for i in [0, n), spreading the items over the calling
+ * thread and any idle worker threads; returns when all are done. The caller
+ * works too, so this never waits on a thread that is not running. */
+void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, size_t i),
+                            void *ctx);
+
 /* An event marking everything queued on s so far. */
 dlrun_event dlrun_stream_record(dlrun_stream *s);
 
