@@ -36,7 +36,6 @@ dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
   if (ndim) memcpy(a->dims, dims, (size_t)ndim * sizeof *dims);
   dlrun_shape_size(ndim, dims, &a->size); /* the caller checked the layout */
   dlrun_array_layout(sharding, dtype, ndim, dims, a->shard_dims, &a->nbytes, &a->shard_nbytes);
-  dlrun_row_major_strides(ndim, a->shard_dims, a->strides);
   a->sharding = sharding;
   dlrun_sharding_retain(sharding);
   a->nshards = n;
@@ -70,7 +69,9 @@ dlrun_status dlrun_array_alloc(dlrun_sharding *sharding, dlrun_dtype dtype, int 
   return dlrun_array_wrap(dtype, ndim, dims, sharding, bufs, out);
 }
 
-void dlrun_array_retain(dlrun_array *a) { atomic_fetch_add(&a->refs, 1); }
+void dlrun_array_retain(dlrun_array *a) {
+  if (a) atomic_fetch_add(&a->refs, 1);
+}
 
 void dlrun_array_release(dlrun_array *a) {
   if (!a || atomic_fetch_sub(&a->refs, 1) != 1) return;
@@ -80,14 +81,17 @@ void dlrun_array_release(dlrun_array *a) {
   dlrun_free(a);
 }
 
-dlrun_dtype dlrun_array_dtype(const dlrun_array *a) { return a->dtype; }
-int dlrun_array_ndim(const dlrun_array *a) { return a->ndim; }
-const int64_t *dlrun_array_shape(const dlrun_array *a) { return a->dims; }
-int64_t dlrun_array_size(const dlrun_array *a) { return a->size; }
-uint64_t dlrun_array_nbytes(const dlrun_array *a) { return a->nbytes; }
-dlrun_sharding *dlrun_array_sharding(const dlrun_array *a) { return a->sharding; }
-dlrun_device *dlrun_array_device(const dlrun_array *a) { return dlrun_sharding_device(a->sharding, 0); }
-size_t dlrun_array_shard_count(const dlrun_array *a) { return a->nshards; }
+/* Getters given NULL answer NULL, 0 or DLRUN_DTYPE_COUNT (no dtype). */
+dlrun_dtype dlrun_array_dtype(const dlrun_array *a) { return a ? a->dtype : DLRUN_DTYPE_COUNT; }
+int dlrun_array_ndim(const dlrun_array *a) { return a ? a->ndim : 0; }
+const int64_t *dlrun_array_shape(const dlrun_array *a) { return a ? a->dims : NULL; }
+int64_t dlrun_array_size(const dlrun_array *a) { return a ? a->size : 0; }
+uint64_t dlrun_array_nbytes(const dlrun_array *a) { return a ? a->nbytes : 0; }
+dlrun_sharding *dlrun_array_sharding(const dlrun_array *a) { return a ? a->sharding : NULL; }
+dlrun_device *dlrun_array_device(const dlrun_array *a) {
+  return a ? dlrun_sharding_device(a->sharding, 0) : NULL;
+}
+size_t dlrun_array_shard_count(const dlrun_array *a) { return a ? a->nshards : 0; }
 
 static dlrun_status deleted_error(const dlrun_array *a) {
   char shape[256];
@@ -96,6 +100,7 @@ static dlrun_status deleted_error(const dlrun_array *a) {
 }
 
 dlrun_status dlrun_array_check_live(const dlrun_array *a) {
+  DLRUN_NONNULL(a, "dlrun_array_check_live", "array");
   return __atomic_load_n(&a->deleted, __ATOMIC_ACQUIRE) ? deleted_error(a) : DLRUN_OK;
 }
 
@@ -126,6 +131,7 @@ static dlrun_status acquire_all(dlrun_array *a, dlrun_buffer ***out) {
 }
 
 dlrun_status dlrun_array_block_until_ready(dlrun_array *a) {
+  DLRUN_NONNULL(a, "dlrun_array_block_until_ready", "array");
   dlrun_buffer **bufs = NULL;
   dlrun_status st = acquire_all(a, &bufs);
   if (st) return st;
@@ -136,15 +142,18 @@ dlrun_status dlrun_array_block_until_ready(dlrun_array *a) {
 
 void dlrun_array_shard_index(const dlrun_array *a, size_t i, dlrun_device **device, int64_t *lo,
                              int64_t *hi, int64_t *replica_id) {
+  if (!a || i >= a->nshards) return;
   if (device) *device = dlrun_sharding_device(a->sharding, i);
   if (lo && hi) dlrun_sharding_shard_index(a->sharding, i, a->ndim, a->dims, lo, hi);
   if (replica_id) *replica_id = dlrun_sharding_replica_id(a->sharding, i, a->ndim, a->dims);
 }
 
 dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_array_shard_data", "out");
   *out = NULL;
+  DLRUN_NONNULL(a, "dlrun_array_shard_data", "array");
   if (i >= a->nshards)
-    return dlrun_fail(DLRUN_ERR_VALUE, "shard %zu is out of range (the array has %zu)", i + 1,
+    return dlrun_fail(DLRUN_ERR_VALUE, "shard index %zu is out of range (the array has %zu)", i,
                       a->nshards);
   dlrun_sharding *single;
   dlrun_status st = dlrun_single_device_sharding_create(
@@ -154,12 +163,13 @@ dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out)
   if (!bufs) st = dlrun_fail_oom_host(sizeof *bufs);
   if (!st) {
     pthread_mutex_lock(&a->mu);
-    if (a->bufs) {
+    bool live = a->bufs != NULL; /* decided under the lock: delete may race */
+    if (live) {
       bufs[0] = a->bufs[i];
       dlrun_buffer_retain(bufs[0]);
     }
     pthread_mutex_unlock(&a->mu);
-    if (!a->bufs) {
+    if (!live) {
       dlrun_free(bufs);
       st = deleted_error(a);
     }
@@ -170,6 +180,7 @@ dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out)
 }
 
 void dlrun_array_delete(dlrun_array *a) {
+  if (!a) return;
   pthread_mutex_lock(&a->mu);
   dlrun_buffer **bufs = a->bufs;
   a->bufs = NULL;
@@ -183,5 +194,6 @@ void dlrun_array_delete(dlrun_array *a) {
 }
 
 bool dlrun_array_is_deleted(const dlrun_array *a) {
+  if (!a) return false;
   return __atomic_load_n(&a->deleted, __ATOMIC_ACQUIRE);
 }

@@ -19,6 +19,7 @@ typedef struct dlrun_buffer {
   dlrun_block *block; /* NULL for zero bytes and for outside memory */
   void *data;         /* NULL for zero bytes */
   uint64_t nbytes;
+  int64_t *strides;   /* element strides of the data; NULL: row-major */
   dlrun_event ready;  /* the data is written once this is done */
   /* Outside memory (an imported tensor): not from a pool; release, when
    * set, is called once when the buffer goes. */
@@ -38,6 +39,10 @@ dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *
                                uint64_t nbytes, void (*release)(void *ctx), void *ctx,
                                dlrun_buffer **out);
 void dlrun_buffer_retain(dlrun_buffer *b);
+/* The element strides of b's data for a shard of shape `dims`: its own
+ * (an imported layout) or row-major ones written to `scratch`. */
+const int64_t *dlrun_buffer_layout(const dlrun_buffer *b, int ndim, const int64_t *dims,
+                                   int64_t *scratch);
 void dlrun_buffer_release(dlrun_buffer *b);
 
 struct dlrun_array {
@@ -49,7 +54,6 @@ struct dlrun_array {
   uint64_t nbytes;
   dlrun_sharding *sharding;
   int64_t shard_dims[DLRUN_MAX_NDIM];
-  int64_t strides[DLRUN_MAX_NDIM]; /* element strides inside each shard buffer */
   uint64_t shard_nbytes;
   size_t nshards;     /* one per device of the sharding, in its order */
   pthread_mutex_t mu; /* guards bufs against delete racing with readers */
@@ -83,8 +87,9 @@ void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides);
 
 /* Copy the N-d region [lo, hi) (global coordinates) from a block `src` whose
  * element [0...] sits at src_origin, laid out with element strides
- * src_strides (positive), into the block `dst` likewise placed. Runs that are
- * contiguous in both (whole rows or more) go in one call of `copy`. */
+ * src_strides, into the block `dst` likewise placed. Runs that are
+ * contiguous in both (whole rows or more) go in one call of `copy`; a NULL
+ * `copy` means host memory (memcpy, and tight loops for strided data). */
 void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
                     const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
                     const int64_t *src_origin, const int64_t *src_strides,

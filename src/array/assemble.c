@@ -136,8 +136,10 @@ dlrun_status dlrun_array_from_single_device_arrays(dlrun_sharding *s, int ndim,
                                                    const int64_t *dims,
                                                    dlrun_array *const *arrays, size_t n,
                                                    dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_array_from_single_device_arrays", "out");
   *out = NULL;
-  if (!s) return dlrun_fail(DLRUN_ERR_VALUE, "sharding is NULL");
+  DLRUN_NONNULL(s, "dlrun_array_from_single_device_arrays", "sharding");
+  if (n) DLRUN_NONNULL(arrays, "dlrun_array_from_single_device_arrays", "arrays");
   dlrun_status st = check_each(s, arrays, n);
   if (st) return st;
   int64_t shard_dims[DLRUN_MAX_NDIM];

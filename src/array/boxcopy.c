@@ -1,6 +1,8 @@
 /* Copying N-d boxes between strided blocks: the one copy loop of dlrun.
  * Inner dimensions that are contiguous in both blocks merge into one run, so
  * contiguous data moves with a single copy call. */
+#include <string.h>
+
 #include "array_impl.h"
 
 void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides) {
@@ -9,6 +11,25 @@ void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides) {
     strides[d] = s;
     s *= dims[d];
   }
+}
+
+/* Copy n elements of `esize` bytes with the given byte strides: the inner
+ * loop when the innermost dimension is not contiguous (a strided slice),
+ * with fixed-size copies the compiler turns into plain loads and stores. */
+static void strided_elements(char *d, const char *s, int64_t n, int64_t ds, int64_t ss,
+                             size_t esize) {
+#define STRIDED(bytes)                                                                    \
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) memcpy(d, s, bytes);                  \
+  return
+  switch (esize) {
+  case 1: STRIDED(1);
+  case 2: STRIDED(2);
+  case 4: STRIDED(4);
+  case 8: STRIDED(8);
+  case 16: STRIDED(16);
+  default: STRIDED(esize);
+  }
+#undef STRIDED
 }
 
 void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
@@ -38,10 +59,20 @@ void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi
       run *= extent[k];
     }
   }
+  /* Host memory (no copy hook) with a strided innermost dimension: copy
+   * that dimension element by element in one tight loop. */
+  bool strided = !copy && k == ndim && ndim > 0;
+  if (strided) k = ndim - 1;
   /* Odometer over the outer dimensions 0..k-1. */
   int64_t idx[DLRUN_MAX_NDIM] = {0};
   for (;;) {
-    copy(d0, s0, (size_t)run);
+    if (strided)
+      strided_elements(d0, s0, extent[ndim - 1], dst_strides[ndim - 1] * (int64_t)esize,
+                       src_strides[ndim - 1] * (int64_t)esize, esize);
+    else if (copy)
+      copy(d0, s0, (size_t)run);
+    else
+      memcpy(d0, s0, (size_t)run);
     int d = k - 1;
     while (d >= 0) {
       d0 += dst_strides[d] * (int64_t)esize;

@@ -57,12 +57,20 @@ dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *
 
 void dlrun_buffer_retain(dlrun_buffer *b) { atomic_fetch_add(&b->refs, 1); }
 
+const int64_t *dlrun_buffer_layout(const dlrun_buffer *b, int ndim, const int64_t *dims,
+                                   int64_t *scratch) {
+  if (b->strides) return b->strides;
+  dlrun_row_major_strides(ndim, dims, scratch);
+  return scratch;
+}
+
 void dlrun_buffer_release(dlrun_buffer *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
   dlrun_runtime *rt = b->dev->rt;
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   if (b->release) b->release(b->release_ctx);
   if (!b->external) dlrun_pool_free(b->dev->pools[b->kind], b->block);
+  dlrun_free(b->strides);
   if (b->nbytes)
     dlrun_trace_event(NULL, "memory", b->external ? "release" : "free", start,
                       "\"device\": \"%s\", \"bytes\": %llu", b->dev->name,

@@ -14,6 +14,7 @@ static const int64_t zero_origin[DLRUN_MAX_NDIM];
 dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
                                    const int64_t *dims, const void *data, uint64_t nbytes,
                                    dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_array_from_host", "out");
   *out = NULL;
   uint64_t want;
   dlrun_status st = dlrun_shape_nbytes(ndim, dims, dtype, &want);
@@ -26,11 +27,13 @@ dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, 
   if ((st = dlrun_array_alloc(sharding, dtype, ndim, dims, &a))) return st;
   size_t esize = dlrun_dtype_get(dtype)->size;
   int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM], host_strides[DLRUN_MAX_NDIM];
+  int64_t shard_strides[DLRUN_MAX_NDIM];
   dlrun_row_major_strides(ndim, dims, host_strides);
+  dlrun_row_major_strides(ndim, a->shard_dims, shard_strides);
   for (size_t i = 0; i < a->nshards && a->shard_nbytes; i++) {
     dlrun_buffer *b = a->bufs[i];
     dlrun_sharding_shard_index(sharding, i, ndim, dims, lo, hi);
-    dlrun_copy_box(esize, ndim, lo, hi, b->data, lo, a->strides, data, zero_origin, host_strides,
+    dlrun_copy_box(esize, ndim, lo, hi, b->data, lo, shard_strides, data, zero_origin, host_strides,
                    b->dev->platform->copy);
   }
   *out = a;
@@ -85,7 +88,9 @@ static void run_fill(void *ctx) {
 
 dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
                               const int64_t *dims, const dlrun_scalar *value, dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_array_full", "out");
   *out = NULL;
+  DLRUN_NONNULL(value, "dlrun_array_full", "value");
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   if (!info) return dlrun_fail(DLRUN_ERR_VALUE, "invalid dtype %d", (int)dtype);
   unsigned char pattern[16];
@@ -201,7 +206,10 @@ static dlrun_status prepare_arange(arange_params *p, const dlrun_scalar *start,
 dlrun_status dlrun_array_arange(dlrun_sharding *sharding, dlrun_dtype dtype,
                                 const dlrun_scalar *start, const dlrun_scalar *step, int64_t n,
                                 dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_array_arange", "out");
   *out = NULL;
+  DLRUN_NONNULL(start, "dlrun_array_arange", "start");
+  DLRUN_NONNULL(step, "dlrun_array_arange", "step");
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   if (!info) return dlrun_fail(DLRUN_ERR_VALUE, "invalid dtype %d", (int)dtype);
   if (n < 0) return dlrun_fail(DLRUN_ERR_VALUE, "arange length %lld is negative", (long long)n);

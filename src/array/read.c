@@ -26,8 +26,10 @@ static int read_piece(void *p, const int64_t *lo, const int64_t *hi, const size_
   dlrun_buffer *b = c->bufs[i];
   dlrun_event_wait(b->ready);
   dlrun_sharding_shard_index(c->a->sharding, i, c->a->ndim, c->a->dims, c->shard_lo, c->shard_hi);
+  int64_t scratch[DLRUN_MAX_NDIM];
+  const int64_t *strides = dlrun_buffer_layout(b, c->a->ndim, c->a->shard_dims, scratch);
   dlrun_copy_box(c->esize, c->a->ndim, lo, hi, c->dst, c->box_lo, c->box_strides, b->data,
-                 c->shard_lo, c->a->strides, b->dev->platform->copy);
+                 c->shard_lo, strides, b->dev->platform->copy);
   return 0;
 }
 
@@ -88,6 +90,8 @@ static void read_range(read_ctx *c, const dlrun_grid *g, int depth, int64_t *lo,
 }
 
 dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes, void *dst) {
+  DLRUN_NONNULL(a, "dlrun_array_read", "array");
+  if (nbytes) DLRUN_NONNULL(dst, "dlrun_array_read", "dst");
   size_t esize = dlrun_dtype_get(a->dtype)->size;
   if (offset > a->nbytes || nbytes > a->nbytes - offset || offset % esize || nbytes % esize)
     return dlrun_fail(DLRUN_ERR_VALUE,

@@ -29,7 +29,8 @@ typedef struct copy_task {
   size_t nunits;
   int ndim;
   size_t esize;
-  int64_t dst_lo[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM], src_strides[DLRUN_MAX_NDIM];
+  int64_t dst_lo[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM];
+  int64_t src_shape[DLRUN_MAX_NDIM]; /* shard shape of the source array */
   size_t npieces, cap;
   piece *pieces;
 } copy_task;
@@ -72,8 +73,10 @@ static void copy_one_unit(void *ctx, size_t i) {
     hi[u->dim] = u->hi0;
   }
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
+  int64_t scratch[DLRUN_MAX_NDIM];
+  const int64_t *src_strides = dlrun_buffer_layout(p->src, t->ndim, t->src_shape, scratch);
   dlrun_copy_box(t->esize, t->ndim, lo, hi, t->dst->data, t->dst_lo, t->dst_strides,
-                 p->src->data, p->src_lo, t->src_strides, dst->platform->copy);
+                 p->src->data, p->src_lo, src_strides, dst->platform->copy);
   uint64_t bytes = t->esize;
   for (int d = 0; d < t->ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
   atomic_fetch_add(&dst->rt->bytes_done, bytes);
@@ -244,7 +247,7 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
     dlrun_buffer_retain(t->dst);
     memcpy(t->dst_lo, lo, sizeof lo);
     dlrun_row_major_strides(src->ndim, shard_dims, t->dst_strides);
-    memcpy(t->src_strides, src->strides, sizeof src->strides);
+    memcpy(t->src_shape, src->shard_dims, sizeof src->shard_dims);
     planner p = {.src = src, .src_bufs = src_bufs, .dst_dev = dev, .spread = i, .task = t};
     dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
     st = p.st;
@@ -296,6 +299,8 @@ static dlrun_status queue_plan(put_plan *pl) {
 static dlrun_status validate_put(dlrun_array *src, dlrun_sharding *dst,
                                  const dlrun_put_options *o) {
   if (!src || !dst) return dlrun_fail(DLRUN_ERR_VALUE, "device_put needs an array and a sharding");
+  if ((int)o->may_alias < DLRUN_ALIAS_DEFAULT || o->may_alias > DLRUN_ALIAS_NEVER)
+    return dlrun_fail(DLRUN_ERR_VALUE, "device_put: invalid may_alias mode %d", (int)o->may_alias);
   if (o->donate && o->may_alias == DLRUN_ALIAS_ALLOW)
     return dlrun_fail(DLRUN_ERR_VALUE, "may_alias and donate cannot be True at the same time.");
   dlrun_status st = dlrun_array_check_live(src);
@@ -310,6 +315,7 @@ static dlrun_status validate_put(dlrun_array *src, dlrun_sharding *dst,
 
 dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
                               const dlrun_put_options *options, dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_device_put", "out");
   *out = NULL;
   dlrun_put_options o = options ? *options : (dlrun_put_options){0};
   dlrun_status st = validate_put(src, dst, &o);
@@ -357,6 +363,11 @@ void dlrun_count_transfer(dlrun_runtime *rt, const dlrun_transfer_stats *s) {
 }
 
 void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out) {
+  if (!out) return;
+  if (!rt) {
+    *out = (dlrun_transfer_stats){0};
+    return;
+  }
   out->bytes_moved = atomic_load(&rt->bytes_moved);
   out->local_bytes = atomic_load(&rt->local_bytes);
   out->copies = atomic_load(&rt->copies);
@@ -364,6 +375,7 @@ void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out) {
 }
 
 void dlrun_transfer_stats_reset(dlrun_runtime *rt) {
+  if (!rt) return;
   atomic_store(&rt->bytes_moved, 0);
   atomic_store(&rt->local_bytes, 0);
   atomic_store(&rt->copies, 0);

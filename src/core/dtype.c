@@ -405,6 +405,7 @@ dlrun_status dlrun_dtype_store(dlrun_dtype dtype, void *dst, const dlrun_scalar 
 }
 
 void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out) {
+  if (!out) return;
   memset(out, 0, sizeof *out);
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   if (info == NULL || src == NULL) return; /* misuse: a zeroed scalar (false) */

@@ -14,6 +14,7 @@ const char *dlrun_tuple_string(const int64_t *v, int n, char *buf, size_t size) 
 }
 
 dlrun_status dlrun_shape_size(int ndim, const int64_t *dims, int64_t *out) {
+  DLRUN_NONNULL(out, "dlrun_shape_size", "out");
   if (ndim < 0 || ndim > DLRUN_MAX_NDIM)
     return dlrun_fail(DLRUN_ERR_VALUE, "ndim %d is out of range (0 to %d)", ndim,
                       DLRUN_MAX_NDIM);
@@ -46,6 +47,7 @@ dlrun_status dlrun_shape_size(int ndim, const int64_t *dims, int64_t *out) {
 
 dlrun_status dlrun_shape_nbytes(int ndim, const int64_t *dims, dlrun_dtype dtype,
                                 uint64_t *out) {
+  DLRUN_NONNULL(out, "dlrun_shape_nbytes", "out");
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   if (!info) return dlrun_fail(DLRUN_ERR_VALUE, "invalid dtype %d", (int)dtype);
   int64_t size;
@@ -63,6 +65,8 @@ dlrun_status dlrun_shape_nbytes(int ndim, const int64_t *dims, dlrun_dtype dtype
 
 const char *dlrun_shape_string(dlrun_dtype dtype, int ndim, const int64_t *dims,
                                char *buf, unsigned long n) {
+  if (!buf || !n) return buf;
+  if (ndim < 0 || ndim > DLRUN_MAX_NDIM || (ndim > 0 && !dims)) ndim = 0;
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   size_t used = (size_t)snprintf(buf, n, "%s[", info ? info->name : "?");
   for (int i = 0; i < ndim && used < n; i++)

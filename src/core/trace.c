@@ -27,7 +27,7 @@ static event *events;
 static size_t nevents, capacity, dropped;
 static char *track_names[MAX_TRACKS]; /* tid -> name; devices first come first */
 static int ntracks;
-static uint64_t origin;
+static atomic_uint_fast64_t origin;
 static _Thread_local int thread_tid; /* 0: not yet assigned */
 static atomic_int host_threads;
 
@@ -37,7 +37,7 @@ static uint64_t monotonic_us(void) {
   return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }
 
-uint64_t dlrun_trace_now(void) { return monotonic_us() - origin; }
+uint64_t dlrun_trace_now(void) { return monotonic_us() - atomic_load(&origin); }
 
 /* The tid of a named track, made on first use. Called with mu held. */
 static int track_id(const char *name) {
@@ -61,7 +61,7 @@ static void clear_locked(void) {
 void dlrun_trace_start(void) {
   pthread_mutex_lock(&mu);
   clear_locked();
-  origin = monotonic_us();
+  atomic_store(&origin, monotonic_us());
   pthread_mutex_unlock(&mu);
   atomic_store(&dlrun_tracing, true);
 }
@@ -127,6 +127,10 @@ static void write_json(FILE *f) {
 }
 
 dlrun_status dlrun_trace_stop(const char *path) {
+  if (!path) {
+    atomic_store(&dlrun_tracing, false);
+    return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_trace_stop: path is NULL");
+  }
   atomic_store(&dlrun_tracing, false);
   pthread_mutex_lock(&mu);
   dlrun_status st = DLRUN_OK;

@@ -12,32 +12,37 @@ static const dlrun_device_group *find_group(dlrun_runtime *rt, const char *platf
   return NULL;
 }
 
+/* Getters given NULL answer NULL, 0 or -1 rather than crash. */
+
 size_t dlrun_device_count(dlrun_runtime *rt, const char *platform) {
-  const dlrun_device_group *g = find_group(rt, platform);
+  const dlrun_device_group *g = rt ? find_group(rt, platform) : NULL;
   return g ? g->count : 0;
 }
 
 dlrun_device *dlrun_device_get(dlrun_runtime *rt, const char *platform, size_t i) {
-  const dlrun_device_group *g = find_group(rt, platform);
+  const dlrun_device_group *g = rt ? find_group(rt, platform) : NULL;
   return g && i < g->count ? &rt->devices[g->first + i] : NULL;
 }
 
-const char *dlrun_default_backend(dlrun_runtime *rt) { return rt->default_group->platform->name; }
-dlrun_device *dlrun_host_device(dlrun_runtime *rt) { return rt->host; }
-const char *dlrun_runtime_platforms(dlrun_runtime *rt) { return rt->platforms; }
-const char *dlrun_runtime_spec(dlrun_runtime *rt) { return rt->spec; }
-
-int dlrun_device_id(const dlrun_device *dev) { return dev->id; }
-const char *dlrun_device_platform(const dlrun_device *dev) { return dev->platform->name; }
-int dlrun_device_process_index(const dlrun_device *dev) {
-  (void)dev;
-  return 0;
+const char *dlrun_default_backend(dlrun_runtime *rt) {
+  return rt ? rt->default_group->platform->name : NULL;
 }
-const char *dlrun_device_name(const dlrun_device *dev) { return dev->name; }
-dlrun_runtime *dlrun_device_runtime(const dlrun_device *dev) { return dev->rt; }
+dlrun_device *dlrun_host_device(dlrun_runtime *rt) { return rt ? rt->host : NULL; }
+const char *dlrun_runtime_platforms(dlrun_runtime *rt) { return rt ? rt->platforms : NULL; }
+const char *dlrun_runtime_spec(dlrun_runtime *rt) { return rt ? rt->spec : NULL; }
+
+int dlrun_device_id(const dlrun_device *dev) { return dev ? dev->id : -1; }
+const char *dlrun_device_platform(const dlrun_device *dev) {
+  return dev ? dev->platform->name : NULL;
+}
+int dlrun_device_process_index(const dlrun_device *dev) { return dev ? 0 : -1; }
+const char *dlrun_device_name(const dlrun_device *dev) { return dev ? dev->name : NULL; }
+dlrun_runtime *dlrun_device_runtime(const dlrun_device *dev) { return dev ? dev->rt : NULL; }
 
 dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind,
                                        dlrun_memory_stats *out) {
+  DLRUN_NONNULL(dev, "dlrun_device_memory_stats", "dev");
+  DLRUN_NONNULL(out, "dlrun_device_memory_stats", "out");
   if ((int)kind < 0 || kind >= DLRUN_MEM_KIND_COUNT)
     return dlrun_fail(DLRUN_ERR_VALUE, "invalid memory kind %d", (int)kind);
   dlrun_pool_stats s;
@@ -56,18 +61,24 @@ dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind
 }
 
 void dlrun_device_synchronize(dlrun_device *dev) {
+  if (!dev) return;
   dlrun_event_wait(dlrun_stream_record(&dev->stream));
 }
 
 void dlrun_device_stats_get(dlrun_device *dev, dlrun_device_stats *out) {
+  if (!out) return;
+  if (!dev) {
+    *out = (dlrun_device_stats){0};
+    return;
+  }
   out->bytes_in = atomic_load(&dev->bytes_in);
   out->bytes_out = atomic_load(&dev->bytes_out);
   out->live_exports = atomic_load(&dev->live_exports);
 }
 
 void dlrun_transfer_progress(dlrun_runtime *rt, uint64_t *queued, uint64_t *done) {
-  *queued = atomic_load(&rt->bytes_queued);
-  *done = atomic_load(&rt->bytes_done);
+  if (queued) *queued = rt ? atomic_load(&rt->bytes_queued) : 0;
+  if (done) *done = rt ? atomic_load(&rt->bytes_done) : 0;
 }
 
 void dlrun_runtime_synchronize(dlrun_runtime *rt) {

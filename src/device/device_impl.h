@@ -9,7 +9,8 @@
 #include "device/stream.h"
 #include "mem/pool.h"
 
-/* What differs between device kinds. Every slot is required. */
+/* What differs between device kinds. Slots are required unless marked
+ * optional. */
 typedef struct dlrun_platform {
   const char *name;        /* spec and API name: "sim" */
   const char *class_name;  /* for tostring: "SimDevice" */
@@ -17,7 +18,8 @@ typedef struct dlrun_platform {
   bool is_accelerator;     /* counts for "auto" and the default backend */
   /* Capacity of each device memory when the user sets none. */
   uint64_t (*default_capacity)(dlrun_memory_kind kind, size_t ndevices, uint64_t host_ram);
-  /* Copy n bytes between memories of devices of this platform (or host). */
+  /* (optional) Copy n bytes between memories of devices of this platform
+   * (or host). NULL: the memory is host memory, copied with memcpy. */
   void (*copy)(void *dst, const void *src, size_t n);
 } dlrun_platform;
 

@@ -10,8 +10,6 @@
 #define DL_CPU 1
 #define DL_EXT_DEV 12
 
-static void host_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
-
 uint64_t dlrun_host_ram_bytes(void) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return 1ull << 32;
@@ -24,10 +22,11 @@ static uint64_t cpu_capacity(dlrun_memory_kind kind, size_t ndevices, uint64_t h
   return host_ram;
 }
 
-/* A sim device gets half of host RAM shared among the sim devices, between
- * 64 MiB and 16 GiB; pools reserve lazily, so unused capacity costs nothing. */
+/* Each memory of a sim device gets half of host RAM shared among the sim
+ * devices, between 64 MiB and 16 GiB; pools reserve address space lazily,
+ * so unused capacity costs nothing. */
 static uint64_t sim_capacity(dlrun_memory_kind kind, size_t ndevices, uint64_t host_ram) {
-  if (kind == DLRUN_MEM_PINNED_HOST) return host_ram;
+  (void)kind; /* pinned host memory gets the same share as device memory */
   uint64_t share = host_ram / 2 / (ndevices ? ndevices : 1);
   const uint64_t lo = 64ull << 20, hi = 16ull << 30;
   if (share < lo) share = lo;
@@ -41,7 +40,7 @@ static const dlrun_platform sim_platform = {
     .dl_device_type = DL_EXT_DEV,
     .is_accelerator = true,
     .default_capacity = sim_capacity,
-    .copy = host_copy,
+    .copy = NULL, /* host memory */
 };
 
 static const dlrun_platform cpu_platform = {
@@ -50,7 +49,7 @@ static const dlrun_platform cpu_platform = {
     .dl_device_type = DL_CPU,
     .is_accelerator = false,
     .default_capacity = cpu_capacity,
-    .copy = host_copy,
+    .copy = NULL, /* host memory */
 };
 
 const dlrun_platform *const dlrun_platforms[] = {&sim_platform, &cpu_platform};

@@ -44,7 +44,7 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
   snprintf(d->name, sizeof d->name, "%s(id=%d)", pl->class_name, id);
   for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
     uint64_t cap = pl->default_capacity((dlrun_memory_kind)k, group_size, host_ram);
-    if (k == DLRUN_MEM_DEVICE && pl->is_accelerator && device_memory) cap = device_memory;
+    if (pl->is_accelerator && device_memory) cap = device_memory; /* both memories */
     char label[64];
     snprintf(label, sizeof label, k == DLRUN_MEM_DEVICE ? "%s" : "%s pinned_host memory",
              d->name);
@@ -108,6 +108,7 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
 }
 
 dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **out) {
+  DLRUN_NONNULL(out, "dlrun_runtime_create", "out");
   *out = NULL;
   const char *spec_text = config && config->devices ? config->devices : getenv("DLRUN_DEVICES");
   if (!spec_text || !*spec_text) spec_text = "auto";
@@ -141,12 +142,34 @@ void dlrun_runtime_retain(dlrun_runtime *rt) {
   if (rt) atomic_fetch_add(&rt->refs, 1);
 }
 
-void dlrun_runtime_release(dlrun_runtime *rt) {
-  if (!rt || atomic_fetch_sub(&rt->refs, 1) != 1) return;
+static void destroy_runtime(dlrun_runtime *rt) {
   destroy_devices(rt, rt->ndevices);
   dlrun_workers_destroy(rt->workers);
   dlrun_free(rt->devices);
   dlrun_free(rt);
+}
+
+static void *destroy_in_background(void *rt) {
+  destroy_runtime(rt);
+  return NULL;
+}
+
+void dlrun_runtime_release(dlrun_runtime *rt) {
+  if (!rt || atomic_fetch_sub(&rt->refs, 1) != 1) return;
+  /* The last reference may go on one of the runtime's own workers (a task
+   * dropping the last buffer): it cannot wait for itself or join itself, so
+   * another thread tears the runtime down. */
+  if (dlrun_workers_is_current(rt->workers)) {
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* Without a thread, leaking the runtime beats deadlocking the process. */
+    pthread_create(&t, &attr, destroy_in_background, rt);
+    pthread_attr_destroy(&attr);
+    return;
+  }
+  destroy_runtime(rt);
 }
 
 /* The process-wide default runtime and its configuration. */
@@ -215,6 +238,7 @@ dlrun_runtime *dlrun_default_runtime_if_started(void) {
 }
 
 dlrun_status dlrun_default_runtime(dlrun_runtime **out) {
+  DLRUN_NONNULL(out, "dlrun_default_runtime", "out");
   static bool registered;
   dlrun_status st = DLRUN_OK;
   pthread_mutex_lock(&default_mu);

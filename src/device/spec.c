@@ -149,6 +149,7 @@ static const unit units[] = {
 };
 
 dlrun_status dlrun_parse_size(const char *text, uint64_t *out) {
+  DLRUN_NONNULL(out, "dlrun_parse_size", "out");
   if (!text) return dlrun_fail(DLRUN_ERR_VALUE, "memory size is missing");
   const char *p = text;
   while (isspace((unsigned char)*p)) p++;

@@ -163,8 +163,13 @@ static dlrun_job *open_job(dlrun_workers *w) {
   return NULL;
 }
 
+static _Thread_local const dlrun_workers *current_workers;
+
+bool dlrun_workers_is_current(const dlrun_workers *w) { return current_workers == w; }
+
 static void *worker_main(void *arg) {
   dlrun_workers *w = arg;
+  current_workers = w;
   pthread_mutex_lock(&w->mu);
   for (;;) {
     w->idle++;

@@ -37,6 +37,9 @@ typedef struct dlrun_event {
   uint64_t seq;
 } dlrun_event;
 
+/* Whether the calling thread is one of w's worker threads. */
+bool dlrun_workers_is_current(const dlrun_workers *w);
+
 /* Create the worker set (threads start lazily). `nthreads` >= 1. */
 dlrun_status dlrun_workers_create(int nthreads, dlrun_workers **out);
 /* Stop and join the threads; streams must be drained first. NULL is a no-op. */

@@ -4,6 +4,7 @@
  * strides (8-byte aligned, after the struct). The context keeps the shard's
  * buffer (and so its memory) alive until the consumer calls the deleter,
  * which may happen on any thread, after the array is gone, exactly once. */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,14 +28,79 @@ _Static_assert(sizeof(DLManagedTensorVersioned) == 80 &&
                "DLManagedTensorVersioned layout");
 
 typedef struct export_ctx {
-  atomic_int deleted;
   dlrun_buffer *buf;
   dlrun_runtime *rt;
   void *block; /* the single allocation to free */
 } export_ctx;
 
+/* The exported tensors whose deleter has not run: a set of pointers, so
+ * that a second call of a deleter (a consumer's mistake) is recognised
+ * without reading the memory the first call freed. Open addressing. */
+#define TOMBSTONE ((void *)1)
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static void **live_slots;
+static size_t live_cap, live_used; /* used: entries and tombstones */
+
+static size_t slot_of(const void *p, size_t cap) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return (size_t)x & (cap - 1);
+}
+
+/* Rehash into twice the live entries (at least 64 slots). Called locked. */
+static bool live_rehash(void) {
+  size_t live = 0;
+  for (size_t i = 0; i < live_cap; i++) live += live_slots[i] && live_slots[i] != TOMBSTONE;
+  size_t cap = 64;
+  while (cap < 4 * (live + 1)) cap *= 2;
+  void **slots = dlrun_calloc(cap, sizeof *slots);
+  if (!slots) return false;
+  for (size_t i = 0; i < live_cap; i++) {
+    void *p = live_slots[i];
+    if (!p || p == TOMBSTONE) continue;
+    size_t j = slot_of(p, cap);
+    while (slots[j]) j = (j + 1) & (cap - 1);
+    slots[j] = p;
+  }
+  dlrun_free(live_slots);
+  live_slots = slots;
+  live_cap = cap;
+  live_used = live;
+  return true;
+}
+
+static dlrun_status live_add(void *p) {
+  pthread_mutex_lock(&live_mu);
+  if (2 * (live_used + 1) > live_cap && !live_rehash()) {
+    pthread_mutex_unlock(&live_mu);
+    return dlrun_fail_oom_host(live_cap * 2 * sizeof(void *));
+  }
+  size_t j = slot_of(p, live_cap);
+  while (live_slots[j] && live_slots[j] != TOMBSTONE) j = (j + 1) & (live_cap - 1);
+  if (!live_slots[j]) live_used++;
+  live_slots[j] = p;
+  pthread_mutex_unlock(&live_mu);
+  return DLRUN_OK;
+}
+
+static bool live_remove(void *p) {
+  bool found = false;
+  pthread_mutex_lock(&live_mu);
+  if (live_cap) {
+    size_t j = slot_of(p, live_cap);
+    while (live_slots[j] && live_slots[j] != p) j = (j + 1) & (live_cap - 1);
+    if (live_slots[j] == p) {
+      live_slots[j] = TOMBSTONE;
+      found = true;
+    }
+  }
+  pthread_mutex_unlock(&live_mu);
+  return found;
+}
+
 static void release_export(export_ctx *ctx) {
-  if (atomic_exchange(&ctx->deleted, 1)) return; /* a second call does nothing */
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   dlrun_device *dev = ctx->buf->dev;
   uint64_t bytes = ctx->buf->nbytes;
@@ -46,12 +112,14 @@ static void release_export(export_ctx *ctx) {
   dlrun_free(ctx->block);
 }
 
+/* A second call (or a pointer dlrun never made) finds nothing and does
+ * nothing. */
 static void delete_legacy(DLManagedTensor *self) {
-  if (self) release_export(self->manager_ctx);
+  if (self && live_remove(self)) release_export(self->manager_ctx);
 }
 
 static void delete_versioned(DLManagedTensorVersioned *self) {
-  if (self) release_export(self->manager_ctx);
+  if (self && live_remove(self)) release_export(self->manager_ctx);
 }
 
 /* Where an array lives, in DLPack terms: host-visible memory (cpu devices,
@@ -63,6 +131,9 @@ static DLDevice dl_device_of(const dlrun_buffer *b) {
 }
 
 dlrun_status dlrun_export_device(dlrun_array *a, int32_t *device_type, int32_t *device_id) {
+  DLRUN_NONNULL(a, "dlrun_export_device", "array");
+  DLRUN_NONNULL(device_type, "dlrun_export_device", "device_type");
+  DLRUN_NONNULL(device_id, "dlrun_export_device", "device_id");
   dlrun_status st = dlrun_array_check_live(a);
   if (st) return st;
   if (a->nshards > 1)
@@ -108,7 +179,7 @@ static dlrun_status check_options(const dlrun_array *a, const dlrun_export_optio
                       "requested.",
                       o->max_major, o->max_minor);
   if (o->has_stream) {
-    bool host = b->dev->platform->dl_device_type == kDLCPU;
+    bool host = dl_device_of(b).device_type == kDLCPU; /* cpu devices and pinned host memory */
     if (host)
       return dlrun_fail(DLRUN_ERR_BUFFER,
                         "stream must be nil for arrays on %s, got %lld", b->dev->name,
@@ -149,11 +220,14 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
   size_t total = dims_at + 2 * (size_t)a->ndim * sizeof(int64_t);
   char *block = dlrun_calloc(1, total);
   if (!block) return dlrun_fail_oom_host(total);
+  if (live_add(block)) {
+    dlrun_free(block);
+    return dlrun_fail_oom_host(sizeof(void *));
+  }
   export_ctx *ctx = (export_ctx *)(block + ctx_at);
   int64_t *shape = (int64_t *)(block + dims_at), *strides = shape + a->ndim;
   memcpy(shape, a->dims, (size_t)a->ndim * sizeof *shape);
   memcpy(strides, layout, (size_t)a->ndim * sizeof *strides);
-  atomic_init(&ctx->deleted, 0);
   ctx->buf = b;
   ctx->rt = b->dev->rt;
   ctx->block = block;
@@ -197,7 +271,9 @@ static bool same_place(const dlrun_buffer *b, const dlrun_device *target) {
 
 dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
                           dlrun_exported *out) {
+  DLRUN_NONNULL(out, "dlrun_export", "out");
   *out = (dlrun_exported){0};
+  DLRUN_NONNULL(a, "dlrun_export", "array");
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   dlrun_export_options o = options ? *options : (dlrun_export_options){.copy = -1};
   dlrun_status st = dlrun_array_check_live(a);
@@ -229,9 +305,10 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   }
   if (!(o.has_stream && o.stream == -1)) dlrun_event_wait(b->ready);
   bool versioned = o.has_max_version && o.max_major >= 1;
-  int64_t row_major[DLRUN_MAX_NDIM];
-  dlrun_row_major_strides(a->ndim, a->dims, row_major);
-  if ((st = build(a, b, copied ? row_major : a->strides, versioned, copied, out))) goto fail;
+  int64_t scratch[DLRUN_MAX_NDIM];
+  if ((st = build(a, b, dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, copied,
+                  out)))
+    goto fail;
   dlrun_trace_event(NULL, "dlpack", "export", start,
                     "\"device\": \"%s\", \"bytes\": %llu, \"versioned\": %s, \"copied\": %s",
                     b->dev->name, (unsigned long long)b->nbytes, versioned ? "true" : "false",
@@ -242,4 +319,4 @@ fail:
   return st;
 }
 
-int64_t dlrun_live_exports(dlrun_runtime *rt) { return atomic_load(&rt->live_exports); }
+int64_t dlrun_live_exports(dlrun_runtime *rt) { return rt ? atomic_load(&rt->live_exports) : 0; }

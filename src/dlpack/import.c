@@ -151,10 +151,11 @@ static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array
   dlrun_status st = dlrun_array_alloc(target, l->dtype, l->ndim, l->dims, &a);
   if (st) return st;
   static const int64_t origin[DLRUN_MAX_NDIM];
-  int64_t hi[DLRUN_MAX_NDIM];
+  int64_t hi[DLRUN_MAX_NDIM], row_major[DLRUN_MAX_NDIM];
   memcpy(hi, l->dims, sizeof hi);
+  dlrun_row_major_strides(l->ndim, l->dims, row_major);
   if (l->size)
-    dlrun_copy_box(l->esize, l->ndim, origin, hi, a->bufs[0]->data, origin, a->strides, l->data,
+    dlrun_copy_box(l->esize, l->ndim, origin, hi, a->bufs[0]->data, origin, row_major, l->data,
                    origin, l->strides, a->bufs[0]->dev->platform->copy);
   *out = a;
   return DLRUN_OK;
@@ -164,12 +165,16 @@ static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array
  * now on. The release hook is set only once nothing can fail, so that a
  * failure leaves the tensor with its producer. */
 static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dlrun_array **out) {
+  /* The layout travels with the buffer, so arrays sharing it read it right. */
+  size_t layout_bytes = l->row_major ? 0 : (size_t)l->ndim * sizeof(int64_t);
   producer *owned = dlrun_malloc(sizeof *owned);
   dlrun_buffer **bufs = dlrun_malloc(sizeof *bufs);
-  if (!owned || !bufs) {
+  int64_t *strides = layout_bytes ? dlrun_malloc(layout_bytes) : NULL;
+  if (!owned || !bufs || (layout_bytes && !strides)) {
     dlrun_free(owned);
     dlrun_free(bufs);
-    return dlrun_fail_oom_host(sizeof *owned + sizeof *bufs);
+    dlrun_free(strides);
+    return dlrun_fail_oom_host(sizeof *owned + sizeof *bufs + layout_bytes);
   }
   *owned = p;
   dlrun_status st = dlrun_buffer_wrap(dlrun_sharding_device(target, 0),
@@ -178,22 +183,25 @@ static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dl
   if (st) {
     dlrun_free(owned);
     dlrun_free(bufs);
+    dlrun_free(strides);
     return st;
   }
   dlrun_buffer *b = bufs[0];
+  if (strides) memcpy(strides, l->strides, layout_bytes);
+  b->strides = strides;
   if ((st = dlrun_array_wrap(l->dtype, l->ndim, l->dims, target, bufs, out))) {
     dlrun_free(owned);
     return st;
   }
   b->release = release_producer;
   b->release_ctx = owned;
-  memcpy((*out)->strides, l->strides, sizeof l->strides);
   return DLRUN_OK;
 }
 
 dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
                           DLManagedTensorVersioned *versioned, const dlrun_import_options *options,
                           dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_import", "out");
   *out = NULL;
   if (!rt || (!legacy) == (!versioned))
     return dlrun_fail(DLRUN_ERR_VALUE, "from_dlpack needs a runtime and exactly one tensor");
@@ -207,6 +215,8 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
                       major, minor, DLRUN_DLPACK_MAJOR);
   }
   dlrun_import_options o = options ? *options : (dlrun_import_options){.copy = -1};
+  if (o.copy < -1 || o.copy > 1)
+    return dlrun_fail(DLRUN_ERR_VALUE, "copy must be -1 (if needed), 0 or 1, got %d", o.copy);
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   layout l;
   dlrun_status st = check_tensor(rt, legacy ? &legacy->dl_tensor : &versioned->dl_tensor, &l);

@@ -341,16 +341,18 @@ static int l_is_deleted(lua_State *L) {
   return 1;
 }
 
-/* __close and __gc share this release: __close frees the device memory at
- * once (the array then reads as deleted, as after delete()); __gc also drops
- * the reference to the array itself. Both are idempotent. */
+/* __close and __gc share this release, both idempotent: __close deletes
+ * the array (its device memory is freed at once; it then reads as deleted,
+ * as after delete()); __gc drops this value's reference only, so an array
+ * the host or another Lua state also holds lives on. */
 static int array_release(lua_State *L) {
   array_ud *u = luaL_testudata(L, 1, DLRUN_ARRAY_MT);
   if (!u || !u->a) return 0;
-  dlrun_array_delete(u->a);
   if (lua_toboolean(L, lua_upvalueindex(1))) {
     dlrun_array_release(u->a);
     u->a = NULL;
+  } else {
+    dlrun_array_delete(u->a);
   }
   return 0;
 }

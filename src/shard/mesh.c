@@ -77,7 +77,13 @@ static dlrun_status index_devices(dlrun_mesh *m) {
 dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, int naxes,
                                const char *const *axis_names, const int64_t *axis_sizes,
                                dlrun_mesh **out) {
+  DLRUN_NONNULL(out, "dlrun_mesh_create", "out");
   *out = NULL;
+  DLRUN_NONNULL(devices, "dlrun_mesh_create", "devices");
+  if (naxes > 0) {
+    DLRUN_NONNULL(axis_names, "dlrun_mesh_create", "axis_names");
+    DLRUN_NONNULL(axis_sizes, "dlrun_mesh_create", "axis_sizes");
+  }
   dlrun_status st = check_mesh_args(devices, ndevices, naxes, axis_names, axis_sizes);
   if (st) return st;
   dlrun_mesh *m = dlrun_calloc(1, sizeof *m);
@@ -108,18 +114,25 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
   return DLRUN_OK;
 }
 
-void dlrun_mesh_retain(dlrun_mesh *m) { atomic_fetch_add(&m->refs, 1); }
+void dlrun_mesh_retain(dlrun_mesh *m) {
+  if (m) atomic_fetch_add(&m->refs, 1);
+}
 
 void dlrun_mesh_release(dlrun_mesh *m) {
   if (m && atomic_fetch_sub(&m->refs, 1) == 1) mesh_free(m);
 }
 
-int dlrun_mesh_naxes(const dlrun_mesh *m) { return m->naxes; }
-const char *dlrun_mesh_axis_name(const dlrun_mesh *m, int axis) { return m->names[axis]; }
-int64_t dlrun_mesh_axis_size(const dlrun_mesh *m, int axis) { return m->sizes[axis]; }
-size_t dlrun_mesh_device_count(const dlrun_mesh *m) { return m->ndevices; }
+/* Getters given NULL or an index out of range answer NULL, 0 or -1. */
+int dlrun_mesh_naxes(const dlrun_mesh *m) { return m ? m->naxes : 0; }
+const char *dlrun_mesh_axis_name(const dlrun_mesh *m, int axis) {
+  return m && axis >= 0 && axis < m->naxes ? m->names[axis] : NULL;
+}
+int64_t dlrun_mesh_axis_size(const dlrun_mesh *m, int axis) {
+  return m && axis >= 0 && axis < m->naxes ? m->sizes[axis] : 0;
+}
+size_t dlrun_mesh_device_count(const dlrun_mesh *m) { return m ? m->ndevices : 0; }
 dlrun_device *dlrun_mesh_device(const dlrun_mesh *m, size_t i) {
-  return i < m->ndevices ? m->devices[i] : NULL;
+  return m && i < m->ndevices ? m->devices[i] : NULL;
 }
 
 void dlrun_mesh_coords(const dlrun_mesh *m, size_t i, int64_t *coords) {
@@ -130,12 +143,18 @@ void dlrun_mesh_coords(const dlrun_mesh *m, size_t i, int64_t *coords) {
 }
 
 ptrdiff_t dlrun_mesh_position(const dlrun_mesh *m, const dlrun_device *dev) {
+  if (!m || !dev) return -1;
   dlrun_device *const key = (dlrun_device *)dev;
   dlrun_device **hit = bsearch(&key, m->by_address, m->ndevices, sizeof *m->by_address, compare_ptr);
   return hit ? (ptrdiff_t)m->position_of_sorted[hit - m->by_address] : -1;
 }
 
 const char *dlrun_mesh_describe(const dlrun_mesh *m, char *buf, size_t n) {
+  if (!buf || !n) return buf;
+  if (!m) {
+    snprintf(buf, n, "Mesh(NULL)");
+    return buf;
+  }
   size_t used = (size_t)snprintf(buf, n, "Mesh(");
   for (int a = 0; a < m->naxes && used < n; a++)
     used += (size_t)snprintf(buf + used, n - used, "%s'%s': %lld", a ? ", " : "", m->names[a],

@@ -15,6 +15,11 @@ const char *dlrun_memory_kind_name(dlrun_memory_kind kind) {
 }
 
 const char *dlrun_partition_spec_describe(const dlrun_partition_spec *spec, char *buf, size_t n) {
+  if (!buf || !n) return buf;
+  if (!spec || spec->nentries < 0 || spec->nentries > DLRUN_MAX_NDIM) {
+    snprintf(buf, n, "PartitionSpec(<invalid>)");
+    return buf;
+  }
   size_t used = (size_t)snprintf(buf, n, "PartitionSpec(");
   for (int i = 0; i < spec->nentries && used < n; i++) {
     const dlrun_spec_entry *e = &spec->entries[i];
@@ -65,7 +70,10 @@ static dlrun_status resolve_spec(dlrun_sharding *s, const dlrun_partition_spec *
     s->spec.entries[i].naxes = e->naxes;
     s->partitions[i] = 1;
     for (int k = 0; k < e->naxes; k++) {
-      int a = e->axes[k] ? find_axis(m, e->axes[k]) : -1;
+      if (!e->axes[k])
+        return dlrun_fail(DLRUN_ERR_VALUE, "PartitionSpec entry %d: axis name %d is NULL", i + 1,
+                          k + 1);
+      int a = find_axis(m, e->axes[k]);
       if (a < 0)
         return dlrun_fail(DLRUN_ERR_VALUE, "Resource axis: %s of %s is not found in mesh: %s.",
                           e->axes[k] ? e->axes[k] : "(null)",
@@ -102,8 +110,10 @@ static dlrun_status new_sharding(dlrun_mesh *mesh, dlrun_memory_kind kind, bool 
 
 dlrun_status dlrun_named_sharding_create(dlrun_mesh *mesh, const dlrun_partition_spec *spec,
                                          dlrun_memory_kind kind, dlrun_sharding **out) {
+  DLRUN_NONNULL(out, "dlrun_named_sharding_create", "out");
   *out = NULL;
-  if (!mesh || !spec) return dlrun_fail(DLRUN_ERR_VALUE, "mesh and spec are required");
+  DLRUN_NONNULL(mesh, "dlrun_named_sharding_create", "mesh");
+  DLRUN_NONNULL(spec, "dlrun_named_sharding_create", "spec");
   dlrun_sharding *s = NULL;
   dlrun_status st = new_sharding(mesh, kind, true, &s);
   if (st) return st;
@@ -117,8 +127,9 @@ dlrun_status dlrun_named_sharding_create(dlrun_mesh *mesh, const dlrun_partition
 
 dlrun_status dlrun_single_device_sharding_create(dlrun_device *dev, dlrun_memory_kind kind,
                                                  dlrun_sharding **out) {
+  DLRUN_NONNULL(out, "dlrun_single_device_sharding_create", "out");
   *out = NULL;
-  if (!dev) return dlrun_fail(DLRUN_ERR_VALUE, "device is NULL");
+  DLRUN_NONNULL(dev, "dlrun_single_device_sharding_create", "device");
   dlrun_mesh *mesh;
   dlrun_status st = dlrun_mesh_create(&dev, 1, 0, NULL, NULL, &mesh);
   if (st) return st;
@@ -127,7 +138,9 @@ dlrun_status dlrun_single_device_sharding_create(dlrun_device *dev, dlrun_memory
   return st;
 }
 
-void dlrun_sharding_retain(dlrun_sharding *s) { atomic_fetch_add(&s->refs, 1); }
+void dlrun_sharding_retain(dlrun_sharding *s) {
+  if (s) atomic_fetch_add(&s->refs, 1);
+}
 
 void dlrun_sharding_release(dlrun_sharding *s) {
   if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
@@ -135,29 +148,39 @@ void dlrun_sharding_release(dlrun_sharding *s) {
   dlrun_free(s);
 }
 
-bool dlrun_sharding_is_named(const dlrun_sharding *s) { return s->named; }
-dlrun_mesh *dlrun_sharding_mesh(const dlrun_sharding *s) { return s->mesh; }
-const dlrun_partition_spec *dlrun_sharding_spec(const dlrun_sharding *s) { return &s->spec; }
-dlrun_memory_kind dlrun_sharding_memory_kind(const dlrun_sharding *s) { return s->kind; }
-size_t dlrun_sharding_device_count(const dlrun_sharding *s) { return s->mesh->ndevices; }
+/* Getters given NULL answer false, NULL, 0 or -1. */
+bool dlrun_sharding_is_named(const dlrun_sharding *s) { return s && s->named; }
+dlrun_mesh *dlrun_sharding_mesh(const dlrun_sharding *s) { return s ? s->mesh : NULL; }
+const dlrun_partition_spec *dlrun_sharding_spec(const dlrun_sharding *s) {
+  return s ? &s->spec : NULL;
+}
+dlrun_memory_kind dlrun_sharding_memory_kind(const dlrun_sharding *s) {
+  return s ? s->kind : DLRUN_MEM_DEVICE;
+}
+size_t dlrun_sharding_device_count(const dlrun_sharding *s) { return s ? s->mesh->ndevices : 0; }
 dlrun_device *dlrun_sharding_device(const dlrun_sharding *s, size_t i) {
-  return dlrun_mesh_device(s->mesh, i);
+  return s ? dlrun_mesh_device(s->mesh, i) : NULL;
 }
 ptrdiff_t dlrun_sharding_device_position(const dlrun_sharding *s, const dlrun_device *dev) {
-  return dlrun_mesh_position(s->mesh, dev);
+  return s ? dlrun_mesh_position(s->mesh, dev) : -1;
 }
 
 bool dlrun_sharding_is_fully_replicated(const dlrun_sharding *s) {
+  if (!s) return false;
   for (int i = 0; i < s->nentries; i++)
     if (s->partitions[i] != 1) return false;
   return true;
 }
 
 int64_t dlrun_sharding_partitions(const dlrun_sharding *s, int dim) {
-  return dim >= 0 && dim < s->nentries ? s->partitions[dim] : 1;
+  return s && dim >= 0 && dim < s->nentries ? s->partitions[dim] : 1;
 }
 
 dlrun_status dlrun_sharding_check_shape(const dlrun_sharding *s, int ndim, const int64_t *dims) {
+  DLRUN_NONNULL(s, "dlrun_sharding_check_shape", "sharding");
+  if (ndim < 0 || ndim > DLRUN_MAX_NDIM)
+    return dlrun_fail(DLRUN_ERR_VALUE, "ndim %d is out of range (0 to %d)", ndim, DLRUN_MAX_NDIM);
+  if (ndim > 0) DLRUN_NONNULL(dims, "dlrun_sharding_check_shape", "dims");
   char text[768];
   if (s->nentries > ndim)
     return dlrun_fail(DLRUN_ERR_VALUE,
@@ -183,11 +206,14 @@ dlrun_status dlrun_sharding_check_shape(const dlrun_sharding *s, int ndim, const
 
 void dlrun_sharding_shard_shape(const dlrun_sharding *s, int ndim, const int64_t *dims,
                                 int64_t *out) {
+  if (!s || !dims || !out || ndim < 0 || ndim > DLRUN_MAX_NDIM) return;
   for (int d = 0; d < ndim; d++) out[d] = dims[d] / dlrun_sharding_partitions(s, d);
 }
 
 void dlrun_sharding_shard_index(const dlrun_sharding *s, size_t i, int ndim, const int64_t *dims,
                                 int64_t *lo, int64_t *hi) {
+  if (!s || !dims || !lo || !hi || ndim < 0 || ndim > DLRUN_MAX_NDIM || i >= s->mesh->ndevices)
+    return;
   int64_t coords[DLRUN_MAX_MESH_AXES];
   dlrun_mesh_coords(s->mesh, i, coords);
   for (int d = 0; d < ndim; d++) {
@@ -212,6 +238,7 @@ void dlrun_sharding_shard_index(const dlrun_sharding *s, size_t i, int ndim, con
  * axis splitting a zero-size dimension splits no data either. */
 int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i, int ndim,
                                   const int64_t *dims) {
+  if (!s || i >= s->mesh->ndevices || (ndim > 0 && !dims)) return -1;
   bool splits[DLRUN_MAX_MESH_AXES] = {false};
   for (int d = 0; d < s->nentries && d < ndim; d++)
     if (dims[d] > 0)
@@ -235,6 +262,7 @@ static int64_t block_of(const dlrun_sharding *s, const int64_t *coords, int d) {
 }
 
 bool dlrun_sharding_is_equivalent(const dlrun_sharding *a, const dlrun_sharding *b, int ndim) {
+  if (!a || !b) return false;
   if (a == b) return true;
   if (a->kind != b->kind || a->mesh->ndevices != b->mesh->ndevices) return false;
   for (int d = 0; d < ndim; d++)
@@ -260,6 +288,7 @@ static bool mesh_equal(const dlrun_mesh *a, const dlrun_mesh *b) {
 }
 
 bool dlrun_sharding_equal(const dlrun_sharding *a, const dlrun_sharding *b) {
+  if (!a || !b) return false;
   if (a == b) return true;
   if (a->named != b->named || a->kind != b->kind || !mesh_equal(a->mesh, b->mesh) ||
       a->nentries != b->nentries)
@@ -273,6 +302,11 @@ bool dlrun_sharding_equal(const dlrun_sharding *a, const dlrun_sharding *b) {
 }
 
 const char *dlrun_sharding_describe(const dlrun_sharding *s, char *buf, size_t n) {
+  if (!buf || !n) return buf;
+  if (!s) {
+    snprintf(buf, n, "Sharding(NULL)");
+    return buf;
+  }
   char inner[512], spec[512];
   if (!s->named) {
     snprintf(buf, n, "SingleDeviceSharding(device=%s, memory_kind=%s)", s->mesh->devices[0]->name,
