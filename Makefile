@@ -18,12 +18,14 @@ LUA_SRC  := $(sort $(wildcard src/lua/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard spec/c/test_*.c))
 HOST_SRC := $(sort $(wildcard examples/host/*.c))
+STRESS_SRC := $(sort $(wildcard spec/stress/*.c))
 
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 LUA_OBJ  := $(LUA_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TESTS    := $(TEST_SRC:spec/c/%.c=$(BUILD)/tests/%)
 HOSTS    := $(HOST_SRC:examples/host/%.c=$(BUILD)/examples/%)
+STRESSES := $(STRESS_SRC:spec/stress/%.c=$(BUILD)/stress/%)
 
 LIB_A    := $(BUILD)/libdlrun.a
 LIB_SO   := $(BUILD)/libdlrun.so
@@ -32,7 +34,7 @@ LUA_MOD  := $(BUILD)/lua/dlrun/core.so
 EXE      := $(BUILD)/dlrun
 
 .PHONY: all deps test demo clean c-tests check-asan check-tsan check-valgrind check-all
-all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS)
+all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS) $(STRESSES)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:
@@ -79,6 +81,13 @@ $(BUILD)/examples/%: examples/host/%.c $(LIB_A) $(LUA_LIB_A)
 	@$(CC) -std=c11 $(OPT) $(SAN) $(WARN) -Iinclude -I$(LUA_INC) $(LDFLAGS_ALL) -o $@ $< \
 	  $(LUA_LIB_A) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
 
+# Stress programs, on the public headers like host applications.
+$(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -I$(LUA_INC) $(LDFLAGS_ALL) \
+	  -o $@ $< $(LUA_LIB_A) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
+
 # The whole suite: C tests and busted specs; ends with "N passed, N failed".
 test: all
 	@scripts/run-tests.sh $(BUILD)
@@ -94,7 +103,13 @@ demo: all
 
 CLANG    ?= clang-14
 ASAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
-STRESS   := $(sort $(wildcard spec/stress/*.c))
+
+# Stress programs, on the public headers like host applications.
+$(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -I$(LUA_INC) $(LDFLAGS_ALL) \
+	  -o $@ $< $(LUA_LIB_A) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
 
 # The whole suite (C tests and busted, run inside the instrumented dlrun)
 # under AddressSanitizer and UndefinedBehaviorSanitizer, leak checking on.
@@ -107,11 +122,6 @@ check-asan: deps
 # runtime, plus the C tests.
 check-tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan CC=$(CLANG) SAN=-fsanitize=thread OPT="-O1 -g" all
-	@mkdir -p build-tsan/stress
-	@for f in $(STRESS); do n=$$(basename $$f .c); \
-	  $(CLANG) -fsanitize=thread -O1 -g -std=c11 -D_GNU_SOURCE -Iinclude -I$(LUA_INC) $$f \
-	    build-tsan/libdlrun_lua.a build-tsan/libdlrun.a $(LUA_LIB) -lm -ldl -pthread \
-	    -o build-tsan/stress/$$n || exit 1; done
 	@TSAN_OPTIONS=halt_on_error=1 scripts/run-stress.sh build-tsan
 
 # The C tests, the stress programs and a pipeline under valgrind's memcheck.

@@ -35,6 +35,22 @@ for t in "$build"/tests/test_*; do
   add_counts "$p" "$f"
 done
 
+# The stress programs, briefly (make check-tsan runs them long, under TSan).
+for t in "$build"/stress/*; do
+  [ -x "$t" ] || continue
+  "$t" "${STRESS_ITERS:-2000}" >"$log" 2>&1
+  rc=$?
+  line=$(grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+  if [ "$rc" -ne 0 ] || [ -z "$line" ]; then
+    tail -n 20 "$log"
+    echo "$t: failed (exit $rc)"
+    add_counts 0 1
+  else
+    echo "$line"
+    add_counts 1 0
+  fi
+done
+
 if [ "${2:-}" != "--c-only" ]; then
   if [ -n "${BUSTED_RUNNER:-}" ]; then
     DLRUN_EXE="$build/dlrun" "$BUSTED_RUNNER" "$(command -v busted)" --cpath="$build/lua/?.so" \

@@ -1,0 +1,29 @@
+# Benchmarks (not part of `make test`). Included by the top Makefile:
+#   include bench/bench.mk
+# or used on its own: make -f Makefile -f bench/bench.mk bench-quick
+#
+#   make bench        the full runs (256 MiB arrays; a few minutes at most)
+#   make bench-quick  smaller sizes, fewer runs (under a minute)
+#
+# Both build an optimised tree in $(BENCH_BUILD) with a recursive make of the
+# top Makefile, build bench/bench.c against its libdlrun.a, then run
+# bench/run.sh, which prints the table and writes bench/results.json.
+
+BENCH_BUILD ?= build-bench
+BENCH_OPT   ?= -O3 -g -DNDEBUG
+BENCH_BIN   := $(BENCH_BUILD)/bench/bench
+
+.PHONY: bench bench-quick bench-build
+
+bench-build:
+	@$(MAKE) --no-print-directory BUILD=$(BENCH_BUILD) OPT="$(BENCH_OPT)" all
+	@mkdir -p $(BENCH_BUILD)/bench
+	@echo "  CC      $(BENCH_BIN)"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(BENCH_OPT) -Wall -Wextra -Werror -pthread -Iinclude -Isrc \
+	  -o $(BENCH_BIN) bench/bench.c $(BENCH_BUILD)/libdlrun.a -pthread -lm
+
+bench: bench-build
+	@BUILD=$(BENCH_BUILD) sh bench/run.sh
+
+bench-quick: bench-build
+	@BUILD=$(BENCH_BUILD) sh bench/run.sh --quick

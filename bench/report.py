@@ -1,0 +1,264 @@
+"""Turns the raw benchmark outputs into the table and bench/results.json.
+
+Usage (from bench/run.sh): python3 bench/report.py TMPDIR RESULTS [--quick]
+
+TMPDIR holds c.json, lua.json, numpy.json (the outputs of bench.c,
+export_overhead.lua, numpy_ref.py) and c.rc, lua.rc, numpy.rc (their exit
+statuses). Prints one line per benchmark:
+
+  name, dlrun's median, the reference's median, the ratio, the target, status
+
+The ratio is reference time / dlrun time (higher is better) except where the
+issue defines it the other way: export overhead (dlrun cost / reference
+cost) and scale (t(4096) / t(8); index map as % of t(4096)), where lower is
+better; the target column says which. Status: ok, MISSED (a speed target not
+met), FAILED (a correctness check failed), ERROR (a part did not run),
+info (no target: reported only). Exits 1 on FAILED or ERROR.
+"""
+
+import json
+import os
+import platform
+import sys
+import time
+
+
+def load(tmp, name):
+    rc_path, js_path = os.path.join(tmp, name + ".rc"), os.path.join(tmp, name + ".json")
+    rc = int(open(rc_path).read().strip() or 1) if os.path.exists(rc_path) else 1
+    data, err = None, None
+    try:
+        with open(js_path) as f:
+            text = f.read().strip()
+        data = json.loads(text) if text else None
+        if data is None:
+            err = "no output"
+    except (OSError, ValueError) as e:
+        err = str(e)
+    return rc, data, err
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def fmt_time(t):
+    if t is None:
+        return "-"
+    if t < 1e-6:
+        return "%.0f ns" % (t * 1e9)
+    if t < 1e-3:
+        return "%.2f us" % (t * 1e6)
+    if t < 1:
+        return "%.2f ms" % (t * 1e3)
+    return "%.3f s" % t
+
+
+def get(d, *path):
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+ROWS = []
+
+
+def row(name, dlrun_s, ref_s, ratio, target_text, met, ratio_def, better, ratio_text=None,
+        dlrun_text=None, ref_text=None):
+    """met: True, False, None (info), "FAILED" or "ERROR"."""
+    if met == "FAILED" or met == "ERROR":
+        status = met
+    elif met is None:
+        status = "info"
+    else:
+        status = "ok" if met else "MISSED"
+    if ratio_text is None:
+        ratio_text = "-" if ratio is None else ("%.2f" if abs(ratio) >= 0.1 else "%.2g") % ratio
+    ROWS.append({
+        "name": name, "dlrun_s": dlrun_s, "ref_s": ref_s, "ratio": ratio,
+        "ratio_definition": ratio_def, "better": better, "target": target_text,
+        "status": status,
+        "_cells": [name, dlrun_text or fmt_time(dlrun_s), ref_text or fmt_time(ref_s), ratio_text,
+                   target_text, status],
+    })
+
+
+def ratio_of(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def speed_row(name, dl, ref, minimum, ok_flag=True, ref_name="reference"):
+    r = ratio_of(ref, dl)
+    if dl is None or ref is None:
+        met = "ERROR"
+    elif not ok_flag:
+        met = "FAILED"
+    else:
+        met = r >= minimum
+    row(name, dl, ref, r, ">= %g" % minimum, met, ref_name + " time / dlrun time", "higher")
+
+
+def main():
+    tmp, out_path = sys.argv[1], sys.argv[2]
+    quick = "--quick" in sys.argv[3:]
+    c_rc, c, c_err = load(tmp, "c")
+    l_rc, lua, l_err = load(tmp, "lua")
+    n_rc, npy, n_err = load(tmp, "numpy")
+    c_ok = c_rc == 0 and c is not None and bool(get(c, "checks_ok"))
+
+    # 1 and 2: gathers.
+    for key, label, vs_memcpy in (("gather", "1 gather", 0.9),
+                                  ("column_gather", "2 column gather", 0.7)):
+        dl = get(c, key, "dlrun_s")
+        speed_row(label + " vs memcpy", dl, get(c, key, "memcpy_s"), vs_memcpy, c_ok, "memcpy")
+        speed_row(label + " vs numpy concat", dl, get(npy, key, "numpy_s"), 1.0, c_ok,
+                  "numpy concatenate")
+
+    # 3: reshard.
+    dl = get(c, "reshard", "dlrun_s")
+    speed_row("3 reshard vs memcpy 7/8", dl, get(c, "reshard", "memcpy_s"), 0.6, c_ok, "memcpy")
+    moved, want = get(c, "reshard", "bytes_moved"), get(c, "reshard", "expected_bytes_moved")
+    if moved is None:
+        met = "ERROR"
+    else:
+        met = True if moved == want else "FAILED"
+    row("3 reshard bytes_moved = 7/8", None, None, ratio_of(moved, get(c, "reshard", "bytes")),
+        "exactly 7/8", met, "bytes_moved / array bytes", "exact",
+        ratio_text="-" if moved is None else "%d/8" % round(8 * moved / get(c, "reshard", "bytes")),
+        dlrun_text="-" if moved is None else "%d B" % moved,
+        ref_text="-" if want is None else "%d B" % want)
+
+    # 4: export overhead (cost ratio: lower is better).
+    e = get(lua, "export_overhead") or {}
+    dl, ref = e.get("dlrun_s"), e.get("ref_s")
+    cost = ratio_of(dl, ref)
+    lua_ok = l_rc == 0 and bool(e.get("checks_ok"))
+    met = "ERROR" if cost is None else ("FAILED" if not lua_ok else cost <= 3)
+    row("4 export overhead (per call)", dl, ref, cost, "<= 3 (lower better)", met,
+        "dlrun time / reference time", "lower")
+    copied = e.get("bytes_copied")
+    row("4 export copies nothing", None, None, None, "0 B copied",
+        "ERROR" if copied is None else (True if copied == 0 else "FAILED"),
+        "bytes copied over all exports", "exact",
+        dlrun_text="-" if copied is None else "%d B" % copied, ref_text="0 B")
+
+    # 5: pools.
+    dl, ref = get(c, "pool", "dlrun_s"), get(c, "pool", "malloc_s")
+    speed_row("5 pool alloc/free vs malloc", dl, ref, 1.0, c_ok, "glibc malloc/free")
+    frag = get(c, "pool", "peak", "fragmentation")
+    row("5 pool fragmentation at peak", None, None, frag, "report", None if frag is not None else "ERROR",
+        "1 - largest free block / free bytes", "lower",
+        ratio_text="-" if frag is None else "%.4f" % frag,
+        dlrun_text="-" if frag is None else "%.0f MiB used" % (get(c, "pool", "peak", "bytes_in_use") / 2**20),
+        ref_text="-" if frag is None else "%.0f MiB req" % (get(c, "pool", "peak", "requested_bytes") / 2**20))
+
+    # 6: scale (lower is better).
+    ts = get(c, "scale", "dlrun_s")
+    counts = get(c, "scale", "devices")
+    if ts and counts:
+        r = ts[-1] / ts[0]
+        row("6 scale t(%d)/t(%d)" % (counts[-1], counts[0]), ts[-1], ts[0], r,
+            "<= 1.5 (lower better)", "FAILED" if not c_ok else r <= 1.5,
+            "t(4096 devices) / t(8 devices)", "lower")
+        m = get(c, "scale", "index_map_s")
+        pct = 100.0 * m / ts[-1]
+        row("6 index map (%d) / t(%d)" % (counts[-1], counts[-1]), m, ts[-1], pct,
+            "< 1% (lower better)", pct < 1.0, "index map time / t(4096) in %", "lower",
+            ratio_text="%.3f%%" % pct)
+    else:
+        row("6 scale t(4096)/t(8)", None, None, None, "<= 1.5 (lower better)", "ERROR",
+            "t(4096 devices) / t(8 devices)", "lower")
+
+    # 7: import (reported against NumPy's own from_dlpack; no target).
+    imp = get(npy, "import") or {}
+    for key, label in (("contiguous", "7 import a (wrap)"), ("sliced", "7 import a[:, ::2] (copy)")):
+        ent = imp.get(key) or {}
+        dl, ref = ent.get("dlrun_s"), ent.get("numpy_s")
+        bad = ent.get("dlrun_values_ok") is False
+        met = "ERROR" if dl is None or ref is None else ("FAILED" if bad else None)
+        row(label + " vs np.from_dlpack", dl, ref, ratio_of(ref, dl), "report", met,
+            "numpy from_dlpack time / dlrun import time", "higher")
+
+    # The table.
+    head = ["benchmark", "dlrun", "reference", "ratio", "target", "status"]
+    cells = [head] + [r["_cells"] for r in ROWS]
+    widths = [max(len(str(x[i])) for x in cells) for i in range(len(head))]
+    print("dlrun benchmarks%s: ratio = reference time / dlrun time (higher is better) unless the "
+          "target says lower" % (" (quick)" if quick else ""))
+    for x in cells:
+        print("  ".join(str(v).ljust(w) if i in (0, 4, 5) else str(v).rjust(w)
+                        for i, (v, w) in enumerate(zip(x, widths))).rstrip())
+
+    # Details worth a glance.
+    if ts and counts:
+        print("scale: " + ", ".join("%d devices %s" % (n, fmt_time(t)) for n, t in zip(counts, ts)))
+    if frag is not None:
+        p = get(c, "pool", "peak")
+        print("pool: %d ops, %s/op vs malloc %s/op; at the peak %d blocks, %.0f MiB requested, "
+              "largest free block %.0f MiB of %.0f MiB free" % (
+                  get(c, "pool", "ops"), fmt_time(get(c, "pool", "dlrun_ns_per_op") * 1e-9),
+                  fmt_time(get(c, "pool", "malloc_ns_per_op") * 1e-9), p["live_blocks"],
+                  p["requested_bytes"] / 2**20, p["largest_free_block_bytes"] / 2**20,
+                  p["free_bytes"] / 2**20))
+    for key in ("gather", "column_gather"):
+        cp, mc = get(npy, key, "numpy_copyto_s"), get(c, key, "memcpy_s")
+        if cp and mc and get(npy, key, "numpy_s"):
+            a, b = get(npy, key, "numpy_s") / cp, mc / get(c, key, "dlrun_s")
+            print("%s: numpy's process copies the same bytes (np.copyto) in %s, bench.c's memcpy in "
+                  "%s; numpy concat / its copyto %.2f x memcpy / dlrun %.2f = %.2f, the ratio vs "
+                  "numpy corrected for drift between the processes" % (
+                      key, fmt_time(cp), fmt_time(mc), a, b, a * b))
+    for key in ("contiguous", "sliced"):
+        ent = imp.get(key) or {}
+        if "dlrun_s" in ent:
+            print("import %s: dlrun %s (%s net of %d ctypes calls), numpy %s; copied: dlrun %s, "
+                  "numpy %s%s" % (
+                      ent["view"], fmt_time(ent["dlrun_s"]), fmt_time(max(ent["dlrun_net_s"], 0)),
+                      ent["ctypes_calls_per_import"], fmt_time(ent["numpy_s"]),
+                      ent["dlrun_copied"], ent["numpy_copied"],
+                      "; a numpy copy of the view takes %s" % fmt_time(ent["numpy_copy_s"])
+                      if "numpy_copy_s" in ent else ""))
+    for name, rc, err in (("bench.c", c_rc, c_err), ("export_overhead.lua", l_rc, l_err),
+                          ("numpy_ref.py", n_rc, n_err)):
+        if rc != 0 or err:
+            print("%s: exit status %d%s" % (name, rc, ": " + err if err else ""))
+
+    # Other work on the machine skews everything: say so.
+    end_load, start_load, cpus = loadavg(), None, os.cpu_count() or 1
+    try:
+        start_load = float(open(os.path.join(tmp, "load.start")).read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    busy = max(x for x in (end_load, start_load, 0.0) if x is not None)
+    if busy > 0.5 * cpus:
+        print("warning: the machine was busy (1-minute load average %.2f on %d CPUs): other work "
+              "competes with the benchmarks, and ratios against references run at another time "
+              "(the NumPy lines) are the least reliable" % (busy, cpus))
+
+    summary = [{k: v for k, v in r.items() if k != "_cells"} for r in ROWS]
+    results = {
+        "quick": quick,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": {"system": platform.system(), "release": platform.release(),
+                    "machine": platform.machine(), "cpus": os.cpu_count(),
+                    "load_average_start": start_load, "load_average_end": end_load},
+        "summary": summary,
+        "c": c, "lua": lua, "numpy": npy,
+        "exit_status": {"bench.c": c_rc, "export_overhead.lua": l_rc, "numpy_ref.py": n_rc},
+    }
+    with open(out_path, "w") as f:
+        json.dump(results, f, indent=1)
+        f.write("\n")
+    print("results: " + out_path)
+    bad = any(r["status"] in ("FAILED", "ERROR") for r in ROWS) or c_rc or l_rc or n_rc
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
