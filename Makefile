@@ -33,12 +33,15 @@ LUA_LIB_A := $(BUILD)/libdlrun_lua.a
 LUA_MOD  := $(BUILD)/lua/dlrun/core.so
 EXE      := $(BUILD)/dlrun
 
-.PHONY: all deps test demo clean c-tests check-asan check-tsan check-valgrind check-all
+.PHONY: all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind check-all
 all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS) $(STRESSES)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:
 	@scripts/deps.sh
+
+deps-hardening:
+	@scripts/deps.sh --hardening
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -113,19 +116,19 @@ $(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)
 
 # The whole suite (C tests and busted, run inside the instrumented dlrun)
 # under AddressSanitizer and UndefinedBehaviorSanitizer, leak checking on.
-check-asan: deps
+check-asan: deps-hardening
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=$(CLANG) SAN="$(ASAN)" OPT="-O1 -g" all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  BUSTED_RUNNER=build-asan/dlrun scripts/run-tests.sh build-asan
 
 # Concurrency under ThreadSanitizer: host threads and Lua states sharing one
 # runtime, plus the C tests.
-check-tsan: deps
+check-tsan: deps-hardening
 	@$(MAKE) --no-print-directory BUILD=build-tsan CC=$(CLANG) SAN=-fsanitize=thread OPT="-O1 -g" all
 	@TSAN_OPTIONS=halt_on_error=1 scripts/run-stress.sh build-tsan
 
 # The C tests, the stress programs and a pipeline under valgrind's memcheck.
-check-valgrind: all
+check-valgrind: deps-hardening all
 	@scripts/run-valgrind.sh $(BUILD)
 
 check-all: test check-asan check-tsan check-valgrind

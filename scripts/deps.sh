@@ -1,8 +1,17 @@
 #!/bin/sh
 # Installs the Debian packages dlrun needs, only those missing.
-# Usage: scripts/deps.sh [--check]   (--check: report, install nothing)
+# Usage: scripts/deps.sh [--hardening] [--check]
+#   --hardening  also what the sanitizer, fuzzing and valgrind targets need
+#   --check      report what is missing, install nothing
 set -u
 PKGS="gcc make libc6-dev liblua5.4-dev lua5.4 lua-busted libdlpack-dev python3-numpy"
+check_only=""
+for a in "$@"; do
+  case "$a" in
+    --hardening) PKGS="$PKGS clang-14 libclang-rt-14-dev valgrind" ;;
+    --check) check_only=1 ;;
+  esac
+done
 
 missing=""
 for p in $PKGS; do
@@ -11,7 +20,7 @@ for p in $PKGS; do
 done
 [ -z "$missing" ] && exit 0
 
-if [ "${1:-}" = "--check" ]; then
+if [ -n "$check_only" ]; then
   echo "dlrun: missing packages:$missing" >&2
   exit 1
 fi
