@@ -1003,7 +1003,7 @@ describe("bad arguments", function()
                    "array: element [2][1] is a string, expected a number, a boolean or {re, im}",
                    dl.array, { { 1, 2 }, { "3", 4 } }, "float32")
       expect_error("TypeError",
-                   "array: element [1] is a userdata, expected a number, a boolean or {re, im}",
+                   "array: element [1] is a FILE*, expected a number, a boolean or {re, im}",
                    dl.array, { io.stdout })
     end)
 

@@ -896,7 +896,7 @@ describe("validation", function()
   it("wrong argument types to Mesh and make_mesh are TypeErrors naming function and argument", function()
     expect_error("TypeError", "Mesh: argument 1 (devices) must be a nested table of Devices, got number",
                  dl.Mesh, 5, "x")
-    expect_error("TypeError", "Mesh: argument 1 (devices) must be a nested table of Devices, got table",
+    expect_error("TypeError", "Mesh: element [2] of devices must be a Device, got string",
                  dl.Mesh, {D[0], "x"}, "x")
     expect_error("TypeError", "Mesh: argument 2 (axis_names) must be a list of axis names, got number",
                  dl.Mesh, devs({0}), 5)
@@ -904,7 +904,7 @@ describe("validation", function()
                  dl.Mesh, devs({0}), {5})
     expect_error("TypeError", "make_mesh: argument 1 (axis_sizes) must be a list of integers, got string",
                  dl.make_mesh, "x", {"x"})
-    expect_error("TypeError", "make_mesh: argument 3 (devices) must be a list of Devices, got table",
+    expect_error("TypeError", "make_mesh: element 2 of devices must be a Device, got string",
                  dl.make_mesh, {2}, "x", {D[0], "x"})
   end)
 

@@ -52,4 +52,22 @@ function M.is_error(value)
   return type(value) == "table" and getmetatable(value) == Instance
 end
 
+-- The type of v as messages name it: its metatable's __name when that is a
+-- string ("FILE*", "Device", "PartitionSpec"), else type(v). As the C side.
+function M.typename(v)
+  local mt = getmetatable(v)
+  local name = type(mt) == "table" and rawget(mt, "__name")
+  return type(name) == "string" and name or type(v)
+end
+
+-- TypeError "<fn>: expected at most <max> arguments, got <n>" (the C
+-- functions' text) when more than max values follow: check_nargs(fn, max, ...).
+function M.check_nargs(fn, max, ...)
+  local n = select("#", ...)
+  if n > max then
+    error(M.new("TypeError", ("%s: expected at most %d argument%s, got %d")
+      :format(fn, max, max == 1 and "" or "s", n)), 3)
+  end
+end
+
 return M

@@ -59,10 +59,7 @@ local function class_of(v)
   return type(mt) == "table" and mt.__name or nil
 end
 
-local function typename(v)
-  local c = class_of(v)
-  return type(c) == "string" and c or type(v)
-end
+local typename = errors.typename
 
 local function is_array(v) return class_of(v) == "Array" end
 local function is_device(v) return class_of(v) == "Device" end
@@ -134,7 +131,9 @@ return function(dl)
     return dl.device_put(x, target)
   end
 
-  function dl.ensure_single_device(x, device)
+  function dl.ensure_single_device(...)
+    errors.check_nargs("ensure_single_device", 2, ...)
+    local x, device = ...
     check_array(x, "ensure_single_device")
     if device ~= nil and not is_device(device) then
       fail("TypeError", "ensure_single_device: argument 2 (device) must be a Device, got %s",
@@ -145,7 +144,9 @@ return function(dl)
     return gather(x, device or here)
   end
 
-  function dl.is_dlpack_exportable(x)
+  function dl.is_dlpack_exportable(...)
+    errors.check_nargs("is_dlpack_exportable", 1, ...)
+    local x = ...
     if not is_array(x) then return false end
     local ok, result = pcall(function()
       return not x:is_deleted() and x.sharding.num_devices == 1
@@ -251,9 +252,15 @@ return function(dl)
     return run[opts.strategy or "auto"](x, opts, start)
   end
 
-  function dl.export(x, opts) return export(x, opts, "export") end
+  function dl.export(...)
+    errors.check_nargs("export", 2, ...)
+    local x, opts = ...
+    return export(x, opts, "export")
+  end
 
-  function dl.try_export(x, opts)
+  function dl.try_export(...)
+    errors.check_nargs("try_export", 2, ...)
+    local x, opts = ...
     check_array(x, "try_export")
     opts = check_options(opts, "try_export")
     local start = moved()

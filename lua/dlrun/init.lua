@@ -15,12 +15,12 @@ dl.__version__ = core._version
 
 local visualize = require "dlrun.visualize"
 visualize.stdout_is_terminal = core._stdout_is_terminal
+visualize.is_array = core._is_array
 dl.visualize_sharding = visualize.visualize_sharding
-dl.P = spec.P
+dl.P = spec.P -- the C module prints them and tells them apart by their metatable
 dl.PartitionSpec = spec.P
-spec.PartitionSpec.__tostring = core._spec_string
 require("dlrun.export")(dl) -- ensure_single_device, is_dlpack_exportable, export, try_export
-dl._spec_string = nil
+dl._is_array = nil
 dl._stdout_is_terminal = nil
 
 return dl

@@ -25,7 +25,7 @@ local function canonical(entry, position)
   if type(entry) ~= "table" or getmetatable(entry) then
     errors.raise("TypeError",
                  "P: entry %d must be nil, an axis name or a list of axis names, got %s",
-                 position, type(entry))
+                 position, errors.typename(entry))
   end
   local names = {}
   for i = 1, #entry do
@@ -36,7 +36,7 @@ local function canonical(entry, position)
                    describe(entry), describe(name))
     elseif type(name) ~= "string" then
       errors.raise("TypeError", "P: entry %d lists a %s where an axis name was expected",
-                   position, type(name))
+                   position, errors.typename(name))
     end
     names[i] = name
   end

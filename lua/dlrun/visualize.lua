@@ -45,9 +45,13 @@ Layout
 
 Errors: a rank other than 1 or 2 raises ValueError "`visualize_sharding`
 only works for shapes with 1 and 2 dimensions." (JAX's text); an argument
-without shape and sharding raises TypeError "visualize_sharding: argument 1
-(x) must be an Array, got <type>"; opts other than nil or a table raise
-TypeError "... argument 2 (opts) must be a table, got <type>".
+that is not an array (M.is_array: the dlrun module's Arrays only; on its own
+this module takes anything with shape and sharding) raises TypeError
+"visualize_sharding: argument 1 (x) must be an Array, got <type>"; opts
+other than nil or a table raise TypeError "... argument 2 (opts) must be a
+table, got <type>", an opts key other than print, quiet and color TypeError
+"... unexpected option '<key>' (expected print, quiet, color)", and a third
+argument TypeError "visualize_sharding: expected at most 2 arguments, got 3".
 ]]
 
 local errors = require "dlrun.errors"
@@ -79,17 +83,11 @@ local PALETTE = {
 }
 local RESET = "\27[0m"
 
-local function type_name(v)
-  local mt = getmetatable(v)
-  if type(mt) == "table" and type(rawget(mt, "__name")) == "string" then
-    return rawget(mt, "__name")
-  end
-  return type(v)
-end
+local OPTION_KEYS = {print = true, quiet = true, color = true}
 
 local function type_error(arg, what, expected, value)
   error(errors.new("TypeError", ("%s: argument %d (%s) must be %s, got %s")
-    :format(FN, arg, what, expected, type_name(value))), 3)
+    :format(FN, arg, what, expected, errors.typename(value))), 3)
 end
 
 -- x.shape and x.sharding, or nil when x is not array-like. A dlrun error
@@ -262,11 +260,20 @@ local function render(shape, map, color)
   return table.concat(out, "\n")
 end
 
-function M.visualize_sharding(x, opts)
-  local shape, sharding = array_fields(x)
+function M.visualize_sharding(...)
+  errors.check_nargs(FN, 2, ...)
+  local x, opts = ...
+  local shape, sharding
+  if M.is_array(x) then shape, sharding = array_fields(x) end
   if not shape then type_error(1, "x", "an Array", x) end
   if opts ~= nil and type(opts) ~= "table" then type_error(2, "opts", "a table", opts) end
   opts = opts or {}
+  for k in pairs(opts) do
+    if not OPTION_KEYS[k] then
+      error(errors.new("TypeError", ("%s: unexpected option '%s' (expected print, quiet, color)")
+        :format(FN, tostring(k))), 2)
+    end
+  end
   if #shape < 1 or #shape > 2 then
     error(errors.new("ValueError",
       "`visualize_sharding` only works for shapes with 1 and 2 dimensions."), 2)
@@ -284,5 +291,9 @@ end
 
 -- Replaced by the dlrun module with a real check of standard output.
 function M.stdout_is_terminal() return false end
+
+-- Whether x is an array. The dlrun module replaces this with a check for
+-- its own Arrays (a look-alike table would fail later, in raw Lua errors).
+function M.is_array(x) return array_fields(x) ~= nil end
 
 return M

@@ -44,7 +44,7 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
   snprintf(d->name, sizeof d->name, "%s(id=%d)", pl->class_name, id);
   for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
     uint64_t cap = pl->default_capacity((dlrun_memory_kind)k, group_size, host_ram);
-    if (pl->is_accelerator && device_memory) cap = device_memory; /* both memories */
+    if (k == DLRUN_MEM_DEVICE && pl->is_accelerator && device_memory) cap = device_memory;
     char label[64];
     snprintf(label, sizeof label, k == DLRUN_MEM_DEVICE ? "%s" : "%s pinned_host memory",
              d->name);

@@ -15,16 +15,40 @@
 #define DLRUN_SHARDING_MT "dlrun.Sharding"
 #define DLRUN_CAPSULE_MT "dlrun.Capsule"
 
+/* No runtime has more devices (DLRUN_MAX_DEVICES of src/device): device
+ * lists longer than this are refused before anything is allocated. */
+#define DLRUN_LUA_MAX_DEVICES 65536
+
 /* ---- errors (lerror.c) ---- */
 /* Raise the Lua error value for `status` with the thread's last message.
  * Returns only when status is DLRUN_OK. */
 void dlrun_lua_check(lua_State *L, dlrun_status status);
+/* dlrun_lua_check naming the function: "<fn>: <message>" (a message that
+ * already starts with fn, as arange's own do, is left as it is). */
+void dlrun_lua_check_in(lua_State *L, const char *fn, dlrun_status status);
 /* Raise an error of class `class_name` ("TypeError") with a formatted message. */
 int dlrun_lua_raise(lua_State *L, const char *class_name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The type of the value at idx as messages name it: its metatable's __name
+ * when that is a string ("FILE*", "Device", "Array"), else its Lua type. */
+const char *dlrun_lua_typename(lua_State *L, int idx);
 /* TypeError: "<fn>: argument <n> (<what>) must be <expected>, got <type>". */
 int dlrun_lua_type_error(lua_State *L, const char *fn, int arg, const char *what,
                          const char *expected);
+/* The same, but a number is shown by its value ("got 1.5", "got inf"): for
+ * arguments that must be particular numbers. */
+int dlrun_lua_number_error(lua_State *L, const char *fn, int arg, const char *what,
+                           const char *expected);
+/* TypeError "<fn>: expected at most <max> arguments, got <n>" when the
+ * function was given more than max arguments (a method's self counts). */
+void dlrun_lua_check_nargs(lua_State *L, const char *fn, int max);
+/* Refuse keys of the options table at idx that are not in `keys` (NULL
+ * terminated): "<fn>: unexpected option '<key>' (expected a, b)" as a
+ * TypeError, or "unknown option" as a ValueError (configure, device_put). */
+void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const char *const *keys,
+                                 const char *class_name);
+/* RuntimeError for a dlrun userdata at idx whose __gc has already run. */
+int dlrun_lua_released_error(lua_State *L, int idx);
 void dlrun_lua_errors_open(lua_State *L);
 
 /* ---- runtime and devices (lruntime.c, ldevice.c) ---- */
@@ -38,9 +62,25 @@ void dlrun_lua_runtime_open(lua_State *L);
 void dlrun_lua_device_open(lua_State *L);
 
 /* ---- conversions (lconvert.c) ---- */
-/* Read a shape (an integer or a list of integers) into dims; returns ndim. */
-int dlrun_lua_check_shape(lua_State *L, int idx, const char *fn, int64_t *dims);
+/* The length of the table at idx as # gives it (honouring __len): a
+ * TypeError when that is not an integer, a ValueError when it is negative.
+ * `what` names the table in messages ("shape", "devices"). */
+lua_Integer dlrun_lua_check_len(lua_State *L, int idx, const char *fn, const char *what);
+/* An integral number at idx (2 or 2.0) into *out; false for anything else. */
+int dlrun_lua_to_integer(lua_State *L, int idx, lua_Integer *out);
+/* Whether the value at idx can be called (a function or has __call). */
+int dlrun_lua_is_callable(lua_State *L, int idx);
+/* Read a list of non-negative integers named `what` into dims; returns its
+ * length. A "shape" may also be one integer; other lists ("axis_sizes")
+ * must be tables. */
+int dlrun_lua_check_shape(lua_State *L, int idx, const char *fn, const char *what, int64_t *dims);
 dlrun_dtype dlrun_lua_check_dtype(lua_State *L, int idx, const char *fn);
+/* "[2][1]": where an element of nested tables is, from its 0-based index
+ * at each of the first `depth` levels. Returns buf. */
+const char *dlrun_lua_position(const int64_t *index, int depth, char *buf, size_t n);
+/* Whether the value at idx may be data for dl.array: a number, a boolean
+ * or a table (checked further when converted). */
+int dlrun_lua_is_data(lua_State *L, int idx);
 /* Convert the Lua value at idx into a scalar; false if it is not one. */
 int dlrun_lua_to_scalar(lua_State *L, int idx, dlrun_scalar *out);
 void dlrun_lua_push_scalar(lua_State *L, const dlrun_scalar *s);

@@ -38,10 +38,15 @@ void dlrun_lua_pusharray(lua_State *L, dlrun_array *a) {
   u->a = a;
 }
 
-dlrun_array *dlrun_lua_toarray(lua_State *L, int idx) { return dlrun_lua_test_array(L, idx); }
+/* The host's view never raises: a released Array is no array (NULL). */
+dlrun_array *dlrun_lua_toarray(lua_State *L, int idx) {
+  array_ud *u = luaL_testudata(L, idx, DLRUN_ARRAY_MT);
+  return u ? u->a : NULL;
+}
 
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx) {
   array_ud *u = luaL_testudata(L, idx, DLRUN_ARRAY_MT);
+  if (u && !u->a) dlrun_lua_released_error(L, idx);
   return u ? u->a : NULL;
 }
 
@@ -51,8 +56,16 @@ dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn) {
   return a;
 }
 
-static dlrun_array *check_live(lua_State *L, int idx, const char *fn) {
-  dlrun_array *a = dlrun_lua_check_array(L, idx, fn);
+/* self of a method taking at most `max` arguments, self included. */
+static dlrun_array *check_self(lua_State *L, const char *fn, int max) {
+  dlrun_array *a = dlrun_lua_check_array(L, 1, fn);
+  dlrun_lua_check_nargs(L, fn, max);
+  return a;
+}
+
+/* The same, for methods that need the array's data. */
+static dlrun_array *check_live(lua_State *L, const char *fn, int max) {
+  dlrun_array *a = check_self(L, fn, max);
   dlrun_lua_check(L, dlrun_array_check_live(a));
   return a;
 }
@@ -60,15 +73,12 @@ static dlrun_array *check_live(lua_State *L, int idx, const char *fn) {
 /* ---- creation ---- */
 
 static int l_array(lua_State *L) {
-  int nargs = lua_gettop(L);
-  int t = lua_type(L, 1);
-  if (t != LUA_TNUMBER && t != LUA_TBOOLEAN && t != LUA_TTABLE)
+  if (!dlrun_lua_is_data(L, 1))
     return dlrun_lua_type_error(L, "array", 1, "data",
                                 "a number, a boolean, {re, im} or nested tables of them");
   dlrun_dtype dtype = lua_isnoneornil(L, 2) ? DLRUN_DTYPE_COUNT
                                             : dlrun_lua_check_dtype(L, 2, "array");
-  if (nargs > 3)
-    return dlrun_lua_raise(L, "TypeError", "array: expected at most 3 arguments, got %d", nargs);
+  dlrun_lua_check_nargs(L, "array", 3);
   dlrun_sharding *target = dlrun_lua_push_target(L, 3, "array");
   int target_idx = lua_gettop(L);
   int ndim;
@@ -84,17 +94,15 @@ static int l_frombytes(lua_State *L) {
   if (lua_type(L, 1) != LUA_TSTRING)
     return dlrun_lua_type_error(L, "frombytes", 1, "data", "a string");
   int64_t dims[DLRUN_MAX_NDIM];
-  int ndim = dlrun_lua_check_shape(L, 2, "frombytes", dims);
+  int ndim = dlrun_lua_check_shape(L, 2, "frombytes", "shape", dims);
   dlrun_dtype dtype = dlrun_lua_check_dtype(L, 3, "frombytes");
-  if (lua_gettop(L) > 4)
-    return dlrun_lua_raise(L, "TypeError", "frombytes: expected at most 4 arguments, got %d",
-                           lua_gettop(L));
+  dlrun_lua_check_nargs(L, "frombytes", 4);
   dlrun_sharding *target = dlrun_lua_push_target(L, 4, "frombytes");
   int target_idx = lua_gettop(L);
   size_t len;
   const char *s = lua_tolstring(L, 1, &len);
   uint64_t want;
-  dlrun_lua_check(L, dlrun_shape_nbytes(ndim, dims, dtype, &want));
+  dlrun_lua_check_in(L, "frombytes", dlrun_shape_nbytes(ndim, dims, dtype, &want));
   if (want != len) {
     char shape[256];
     return dlrun_lua_raise(L, "ValueError", "frombytes: got %zu bytes but shape %s needs %llu",
@@ -109,7 +117,7 @@ static int l_frombytes(lua_State *L) {
 static int fill(lua_State *L, const char *fn, int shape_idx, int value_idx, int dtype_idx,
                 const dlrun_scalar *fixed) {
   int64_t dims[DLRUN_MAX_NDIM];
-  int ndim = dlrun_lua_check_shape(L, shape_idx, fn, dims);
+  int ndim = dlrun_lua_check_shape(L, shape_idx, fn, "shape", dims);
   dlrun_scalar value;
   if (fixed) value = *fixed;
   else if (!dlrun_lua_to_scalar(L, value_idx, &value))
@@ -117,14 +125,12 @@ static int fill(lua_State *L, const char *fn, int shape_idx, int value_idx, int 
   /* No dtype: float32 for zeros/ones, JAX's default for the value in full. */
   dlrun_dtype dtype = lua_isnoneornil(L, dtype_idx) ? dlrun_lua_default_dtype(&value)
                                                     : dlrun_lua_check_dtype(L, dtype_idx, fn);
-  if (lua_gettop(L) > dtype_idx + 1)
-    return dlrun_lua_raise(L, "TypeError", "%s: expected at most %d arguments, got %d", fn,
-                           dtype_idx + 1, lua_gettop(L));
+  dlrun_lua_check_nargs(L, fn, dtype_idx + 1);
   dlrun_sharding *target = dlrun_lua_push_target(L, dtype_idx + 1, fn);
   unsigned char scratch[16];
   uint64_t nbytes;
-  if (dlrun_dtype_store(dtype, scratch, &value) || dlrun_shape_nbytes(ndim, dims, dtype, &nbytes))
-    dlrun_lua_raise(L, "ValueError", "%s: %s", fn, dlrun_last_error());
+  dlrun_lua_check_in(L, fn, dlrun_dtype_store(dtype, scratch, &value));
+  dlrun_lua_check_in(L, fn, dlrun_shape_nbytes(ndim, dims, dtype, &nbytes));
   array_ud *u = new_array_ud(L, lua_gettop(L));
   dlrun_lua_check(L, dlrun_array_full(target, dtype, ndim, dims, &value, &u->a));
   return 1;
@@ -194,13 +200,12 @@ static int l_arange(lua_State *L) {
       return dlrun_lua_type_error(L, "arange", i, "dtype", "a dtype name such as \"float32\"");
     dtype = dlrun_lua_check_dtype(L, i, "arange");
   }
-  if (lua_gettop(L) > i + 1)
-    return dlrun_lua_raise(L, "TypeError", "arange: expected at most %d arguments, got %d", i + 1,
-                           lua_gettop(L));
+  dlrun_lua_check_nargs(L, "arange", i + 1);
   int64_t n = arange_length(L, &start, &stop, &step);
   dlrun_sharding *target = dlrun_lua_push_target(L, i + 1, "arange");
   array_ud *u = new_array_ud(L, lua_gettop(L));
-  dlrun_lua_check(L, dlrun_array_arange(target, dtype, &start, &step, n, &u->a));
+  /* Core's value checks come first and name arange; its size check does not. */
+  dlrun_lua_check_in(L, "arange", dlrun_array_arange(target, dtype, &start, &step, n, &u->a));
   return 1;
 }
 
@@ -215,21 +220,21 @@ static void *read_all(lua_State *L, dlrun_array *a) {
 }
 
 static int l_tolist(lua_State *L) {
-  dlrun_array *a = check_live(L, 1, "tolist");
+  dlrun_array *a = check_live(L, "tolist", 1);
   void *host = read_all(L, a);
   dlrun_lua_push_nested(L, dlrun_array_dtype(a), dlrun_array_ndim(a), dlrun_array_shape(a), host);
   return 1;
 }
 
 static int l_tobytes(lua_State *L) {
-  dlrun_array *a = check_live(L, 1, "tobytes");
+  dlrun_array *a = check_live(L, "tobytes", 1);
   void *host = read_all(L, a);
   lua_pushlstring(L, host, (size_t)dlrun_array_nbytes(a));
   return 1;
 }
 
 static int l_item(lua_State *L) {
-  dlrun_array *a = check_live(L, 1, "item");
+  dlrun_array *a = check_live(L, "item", 1);
   if (dlrun_array_size(a) != 1)
     return dlrun_lua_raise(L, "ValueError",
                            "can only convert an array of size 1 to a Lua scalar (size is %lld)",
@@ -245,7 +250,7 @@ static int l_item(lua_State *L) {
 /* _elements(first, count): `count` elements from 1-based flat index `first`
  * (used by the printer to fetch only what it shows). */
 static int l_elements(lua_State *L) {
-  dlrun_array *a = check_live(L, 1, "_elements");
+  dlrun_array *a = check_live(L, "_elements", 3);
   lua_Integer first = luaL_checkinteger(L, 2), count = luaL_checkinteger(L, 3);
   int64_t size = dlrun_array_size(a);
   if (first < 1 || count < 0 || count > size || first - 1 > size - count)
@@ -261,7 +266,7 @@ static int l_elements(lua_State *L) {
 }
 
 static int l_devices(lua_State *L) {
-  dlrun_array *a = check_live(L, 1, "devices");
+  dlrun_array *a = check_live(L, "devices", 1);
   dlrun_lua_push_device_set(L, dlrun_array_sharding(a));
   return 1;
 }
@@ -309,12 +314,11 @@ static int push_addressable_shards(lua_State *L, dlrun_array *a) {
 /* addressable_data(i): the i-th shard's data (1-based); any i gives a full
  * replica of a fully replicated array. */
 static int l_addressable_data(lua_State *L) {
-  dlrun_array *a = check_live(L, 1, "addressable_data");
+  dlrun_array *a = check_live(L, "addressable_data", 2);
   lua_Integer i;
   size_t n = dlrun_array_shard_count(a);
-  if (lua_type(L, 2) != LUA_TNUMBER || !lua_isinteger(L, 2))
-    return dlrun_lua_type_error(L, "addressable_data", 2, "i", "an integer");
-  i = lua_tointeger(L, 2);
+  if (!dlrun_lua_to_integer(L, 2, &i))
+    return dlrun_lua_number_error(L, "addressable_data", 2, "i", "an integer");
   if (dlrun_sharding_is_fully_replicated(dlrun_array_sharding(a))) i = 1;
   if (i < 1 || (size_t)i > n)
     return dlrun_lua_raise(L, "ValueError", "addressable_data: index %lld is out of range (1 to %zu)",
@@ -325,19 +329,19 @@ static int l_addressable_data(lua_State *L) {
 }
 
 static int l_block_until_ready(lua_State *L) {
-  dlrun_array *a = dlrun_lua_check_array(L, 1, "block_until_ready");
+  dlrun_array *a = check_self(L, "block_until_ready", 1);
   dlrun_lua_check(L, dlrun_array_block_until_ready(a));
   lua_settop(L, 1);
   return 1;
 }
 
 static int l_delete(lua_State *L) {
-  dlrun_array_delete(dlrun_lua_check_array(L, 1, "delete"));
+  dlrun_array_delete(check_self(L, "delete", 1));
   return 0;
 }
 
 static int l_is_deleted(lua_State *L) {
-  lua_pushboolean(L, dlrun_array_is_deleted(dlrun_lua_check_array(L, 1, "is_deleted")));
+  lua_pushboolean(L, dlrun_array_is_deleted(check_self(L, "is_deleted", 1)));
   return 1;
 }
 
@@ -409,10 +413,18 @@ static int array_tostring(lua_State *L) {
   return 1;
 }
 
+/* core._is_array(x): whether x is a dlrun Array (deleted and released ones
+ * too: using those raises their own errors). For visualize_sharding. */
+static int l_is_array(lua_State *L) {
+  lua_pushboolean(L, luaL_testudata(L, 1, DLRUN_ARRAY_MT) != NULL);
+  return 1;
+}
+
 void dlrun_lua_array_open(lua_State *L) {
   static const luaL_Reg creators[] = {
       {"array", l_array}, {"frombytes", l_frombytes}, {"zeros", l_zeros}, {"ones", l_ones},
-      {"full", l_full},   {"arange", l_arange},       {NULL, NULL},
+      {"full", l_full},   {"arange", l_arange},       {"_is_array", l_is_array},
+      {NULL, NULL},
   };
   luaL_setfuncs(L, creators, 0);
 

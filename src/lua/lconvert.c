@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "binding.h"
+#include "core/text.h"
 
-/* An integral Lua number at idx, or false. */
-static int to_integral(lua_State *L, int idx, lua_Integer *out) {
+int dlrun_lua_to_integer(lua_State *L, int idx, lua_Integer *out) {
   if (lua_isinteger(L, idx)) {
     *out = lua_tointeger(L, idx);
     return 1;
@@ -17,41 +17,81 @@ static int to_integral(lua_State *L, int idx, lua_Integer *out) {
   return v == floor(v) && lua_numbertointeger(v, out);
 }
 
-static int shape_entry(lua_State *L, int idx, const char *fn, int arg, int pos, int64_t *out) {
+/* Push #t of the table at idx (running its __len, which may give anything);
+ * true when that is an integer, stored in *n. */
+static int push_len(lua_State *L, int idx, lua_Integer *n) {
+  int ok = 0;
+  lua_len(L, idx);
+  *n = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &ok) : 0;
+  return ok;
+}
+
+/* #t for probing a value's shape: -1 when __len gives no integer. */
+static lua_Integer probe_len(lua_State *L, int idx) {
+  lua_Integer n;
+  int ok = push_len(L, idx, &n);
+  lua_pop(L, 1);
+  return ok ? n : -1;
+}
+
+lua_Integer dlrun_lua_check_len(lua_State *L, int idx, const char *fn, const char *what) {
+  lua_Integer n;
+  if (!push_len(L, idx, &n))
+    dlrun_lua_raise(L, "TypeError", "%s: the length of %s must be an integer, got %s", fn, what,
+                    dlrun_lua_typename(L, -1));
+  lua_pop(L, 1);
+  if (n < 0)
+    dlrun_lua_raise(L, "ValueError", "%s: the length of %s is negative (%lld)", fn, what,
+                    (long long)n);
+  return n;
+}
+
+int dlrun_lua_is_callable(lua_State *L, int idx) {
+  if (lua_isfunction(L, idx)) return 1;
+  if (luaL_getmetafield(L, idx, "__call") == LUA_TNIL) return 0;
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* A shape may be one integer; other integer lists must be lists. */
+static const char *list_expected(const char *what) {
+  return strcmp(what, "shape") == 0 ? "an integer or a list of integers" : "a list of integers";
+}
+
+static int shape_entry(lua_State *L, int idx, const char *fn, const char *what, int arg, int pos,
+                       int64_t *out) {
   lua_Integer v;
   if (lua_type(L, idx) != LUA_TNUMBER)
-    return dlrun_lua_raise(L, "TypeError",
-                           "%s: argument %d (shape) must be an integer or a list of integers, "
-                           "got %s at position %d",
-                           fn, arg, luaL_typename(L, idx), pos);
-  if (!to_integral(L, idx, &v)) {
+    return dlrun_lua_raise(L, "TypeError", "%s: argument %d (%s) must be %s, got %s at position %d",
+                           fn, arg, what, list_expected(what), dlrun_lua_typename(L, idx), pos);
+  if (!dlrun_lua_to_integer(L, idx, &v)) {
     lua_Number x = lua_tonumber(L, idx);
     if (x == floor(x) && !isinf(x))
-      return dlrun_lua_raise(L, "ValueError", "%s: shape entry %d is too large (%.17g)", fn, pos, x);
-    return dlrun_lua_raise(L, "ValueError", "%s: shape entry %d must be an integer, got %s", fn,
-                           pos, luaL_tolstring(L, idx, NULL));
+      return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d is too large (%.17g)", fn, what,
+                             pos, x);
+    return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d must be an integer, got %s", fn,
+                           what, pos, luaL_tolstring(L, idx, NULL));
   }
   if (v < 0)
-    return dlrun_lua_raise(L, "ValueError", "%s: shape entry %d is negative (%lld)", fn, pos,
+    return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d is negative (%lld)", fn, what, pos,
                            (long long)v);
   *out = (int64_t)v;
   return 0;
 }
 
-int dlrun_lua_check_shape(lua_State *L, int idx, const char *fn, int64_t *dims) {
-  if (lua_type(L, idx) == LUA_TNUMBER) {
-    shape_entry(L, idx, fn, idx, 1, &dims[0]);
+int dlrun_lua_check_shape(lua_State *L, int idx, const char *fn, const char *what, int64_t *dims) {
+  if (lua_type(L, idx) == LUA_TNUMBER && strcmp(what, "shape") == 0) {
+    shape_entry(L, idx, fn, what, idx, 1, &dims[0]);
     return 1;
   }
-  if (!lua_istable(L, idx))
-    return dlrun_lua_type_error(L, fn, idx, "shape", "an integer or a list of integers");
-  lua_Integer n = luaL_len(L, idx);
+  if (!lua_istable(L, idx)) return dlrun_lua_type_error(L, fn, idx, what, list_expected(what));
+  lua_Integer n = dlrun_lua_check_len(L, idx, fn, what);
   if (n > DLRUN_MAX_NDIM)
-    return dlrun_lua_raise(L, "ValueError", "%s: shape has %lld dimensions (at most %d)", fn,
+    return dlrun_lua_raise(L, "ValueError", "%s: %s has %lld dimensions (at most %d)", fn, what,
                            (long long)n, DLRUN_MAX_NDIM);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, idx, i);
-    shape_entry(L, -1, fn, idx, (int)i, &dims[i - 1]);
+    shape_entry(L, -1, fn, what, idx, (int)i, &dims[i - 1]);
     lua_pop(L, 1);
   }
   return (int)n;
@@ -61,8 +101,7 @@ dlrun_dtype dlrun_lua_check_dtype(lua_State *L, int idx, const char *fn) {
   if (lua_type(L, idx) != LUA_TSTRING)
     dlrun_lua_type_error(L, fn, idx, "dtype", "a dtype name such as \"float32\"");
   dlrun_dtype dt;
-  dlrun_status st = dlrun_dtype_from_name(lua_tostring(L, idx), &dt);
-  if (st) dlrun_lua_raise(L, "ValueError", "%s: %s", fn, dlrun_last_error());
+  dlrun_lua_check_in(L, fn, dlrun_dtype_from_name(lua_tostring(L, idx), &dt));
   return dt;
 }
 
@@ -78,13 +117,18 @@ static int to_complex(lua_State *L, int idx, dlrun_scalar *out) {
     return ok;
   }
   lua_pop(L, 1);
-  if (luaL_len(L, idx) != 2) return 0;
+  if (probe_len(L, idx) != 2) return 0;
   int top = lua_gettop(L);
   ok = lua_geti(L, idx, 1) == LUA_TNUMBER && lua_geti(L, idx, 2) == LUA_TNUMBER;
   if (ok) *out = (dlrun_scalar){.kind = DLRUN_SCALAR_COMPLEX, .re = lua_tonumber(L, -2),
                                 .im = lua_tonumber(L, -1)};
   lua_settop(L, top);
   return ok;
+}
+
+int dlrun_lua_is_data(lua_State *L, int idx) {
+  int t = lua_type(L, idx);
+  return t == LUA_TNUMBER || t == LUA_TBOOLEAN || t == LUA_TTABLE;
 }
 
 int dlrun_lua_to_scalar(lua_State *L, int idx, dlrun_scalar *out) {
@@ -131,7 +175,7 @@ static int is_complex_leaf(lua_State *L, int idx, int complex_dtype) {
   int t = lua_getfield(L, idx, "re");
   lua_pop(L, 1);
   if (t != LUA_TNIL) return 1;
-  if (!complex_dtype || luaL_len(L, idx) != 2) return 0;
+  if (!complex_dtype || probe_len(L, idx) != 2) return 0;
   int top = lua_gettop(L);
   int ok = lua_geti(L, idx, 1) == LUA_TNUMBER && lua_geti(L, idx, 2) == LUA_TNUMBER;
   lua_settop(L, top);
@@ -147,7 +191,7 @@ typedef struct walk {
   int64_t index[DLRUN_MAX_NDIM]; /* position of the element being visited */
   /* inference: what kinds of leaves were seen */
   int seen_bool, seen_int, seen_float, seen_complex;
-  int64_t int_min, int_max;
+  dlrun_dtype first_dtype; /* JAX's default for the first leaf */
   /* storing */
   dlrun_dtype dtype;
   unsigned char *out;
@@ -155,14 +199,26 @@ typedef struct walk {
   int64_t count;
 } walk;
 
-static const char *position(walk *w, int depth, char *buf, size_t n) {
+const char *dlrun_lua_position(const int64_t *index, int depth, char *buf, size_t n) {
   size_t used = 0;
   buf[0] = 0;
   for (int i = 0; i < depth && used < n; i++)
-    used += (size_t)snprintf(buf + used, n - used, "[%lld]", (long long)w->index[i] + 1);
+    used += (size_t)snprintf(buf + used, n - used, "[%lld]", (long long)index[i] + 1);
   return buf;
 }
 
+static const char *position(walk *w, int depth, char *buf, size_t n) {
+  return dlrun_lua_position(w->index, depth, buf, n);
+}
+
+/* The length of the level at depth (on top of the stack). */
+static lua_Integer level_len(walk *w, int depth) {
+  char pos[256], what[300];
+  snprintf(what, sizeof what, depth ? "element %s" : "data", position(w, depth, pos, sizeof pos));
+  return dlrun_lua_check_len(w->L, -1, w->fn, what);
+}
+
+/* The shape, following first elements, and the first leaf's dtype. */
 static void infer_shape(walk *w, int idx) {
   lua_State *L = w->L;
   lua_pushvalue(L, idx);
@@ -170,13 +226,37 @@ static void infer_shape(walk *w, int idx) {
     if (w->ndim == DLRUN_MAX_NDIM)
       dlrun_lua_raise(L, "ValueError", "%s: data is nested deeper than %d levels", w->fn,
                       DLRUN_MAX_NDIM);
-    lua_Integer n = luaL_len(L, -1);
+    lua_Integer n = level_len(w, w->ndim);
     w->dims[w->ndim++] = n;
     if (n == 0) break;
     lua_geti(L, -1, 1);
     lua_remove(L, -2);
   }
+  dlrun_scalar s;
+  w->first_dtype = dlrun_lua_to_scalar(L, -1, &s) ? dlrun_lua_default_dtype(&s) : DLRUN_FLOAT32;
   lua_pop(L, 1);
+}
+
+/* A table holds fewer than 2^31 entries, so more elements can only be
+ * claimed by __len (or many shared rows) and would take hours to visit:
+ * such data is refused before it is read. */
+#define MAX_DATA_ELEMENTS ((uint64_t)1 << 31)
+
+/* Check the inferred shape's size, in `dtype` (or the first leaf's). */
+static void check_size(walk *w, dlrun_dtype dtype) {
+  if (dtype == DLRUN_DTYPE_COUNT) dtype = w->first_dtype;
+  uint64_t nbytes;
+  dlrun_lua_check_in(w->L, w->fn, dlrun_shape_nbytes(w->ndim, w->dims, dtype, &nbytes));
+  const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
+  if (nbytes / info->size > MAX_DATA_ELEMENTS) {
+    char shape[256];
+    dlrun_lua_raise(w->L, "ResourceExhaustedError",
+                    "%s: nested data of shape %s would need %llu bytes as %s; Lua data gives at "
+                    "most %llu elements",
+                    w->fn, dlrun_tuple_string(w->dims, w->ndim, shape, sizeof shape),
+                    (unsigned long long)nbytes, info->name,
+                    (unsigned long long)MAX_DATA_ELEMENTS);
+  }
 }
 
 /* Visit every leaf in row-major order, checking the shape; `leaf` is called
@@ -198,8 +278,8 @@ static void visit(walk *w, int depth, void (*leaf)(walk *, int depth)) {
     dlrun_lua_raise(L, "ValueError",
                     "%s: ragged nested data: element %s should be a list of length %lld, got %s",
                     w->fn, position(w, depth, pos, sizeof pos), (long long)w->dims[depth],
-                    luaL_typename(L, -1));
-  lua_Integer n = luaL_len(L, -1);
+                    dlrun_lua_typename(L, -1));
+  lua_Integer n = level_len(w, depth);
   if (n != w->dims[depth])
     dlrun_lua_raise(L, "ValueError",
                     "%s: ragged nested data: element %s has length %lld, expected %lld", w->fn,
@@ -219,7 +299,7 @@ static dlrun_scalar leaf_scalar(walk *w, int depth) {
   if (!dlrun_lua_to_scalar(w->L, -1, &s))
     dlrun_lua_raise(w->L, "TypeError",
                     "%s: element %s is a %s, expected a number, a boolean or {re, im}", w->fn,
-                    position(w, depth, pos, sizeof pos), luaL_typename(w->L, -1));
+                    position(w, depth, pos, sizeof pos), dlrun_lua_typename(w->L, -1));
   return s;
 }
 
@@ -271,13 +351,14 @@ void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtyp
   w.complex_dtype = *dtype != DLRUN_DTYPE_COUNT &&
                     dlrun_dtype_get(*dtype)->kind == DLRUN_KIND_COMPLEX;
   infer_shape(&w, idx);
+  check_size(&w, *dtype);
   if (*dtype == DLRUN_DTYPE_COUNT) {
     lua_pushvalue(L, idx);
     visit(&w, 0, infer_leaf);
     lua_pop(L, 1);
     *dtype = inferred_dtype(&w);
   }
-  dlrun_lua_check(L, dlrun_shape_nbytes(w.ndim, w.dims, *dtype, nbytes));
+  dlrun_lua_check_in(L, fn, dlrun_shape_nbytes(w.ndim, w.dims, *dtype, nbytes));
   w.dtype = *dtype;
   w.esize = dlrun_dtype_get(*dtype)->size;
   w.out = lua_newuserdatauv(L, (size_t)*nbytes, 0);

@@ -35,9 +35,17 @@ dlrun_device *dlrun_lua_test_device(lua_State *L, int idx) {
   return u ? u->dev : NULL;
 }
 
-static dlrun_device *check_device(lua_State *L, int idx, const char *fn) {
+/* The Device at idx, named `what` ("self", "other") in the TypeError. */
+static dlrun_device *check_device(lua_State *L, int idx, const char *fn, const char *what) {
   dlrun_device *dev = dlrun_lua_test_device(L, idx);
-  if (!dev) dlrun_lua_type_error(L, fn, idx, "self", "a Device");
+  if (!dev) dlrun_lua_type_error(L, fn, idx, what, "a Device");
+  return dev;
+}
+
+/* self of a method taking at most `max` arguments, self included. */
+static dlrun_device *check_self(lua_State *L, const char *fn, int max) {
+  dlrun_device *dev = check_device(L, 1, fn, "self");
+  dlrun_lua_check_nargs(L, fn, max);
   return dev;
 }
 
@@ -59,7 +67,7 @@ static void set_integer(lua_State *L, const char *key, uint64_t v) {
 }
 
 static int l_memory_stats(lua_State *L) {
-  dlrun_device *dev = check_device(L, 1, "memory_stats");
+  dlrun_device *dev = check_self(L, "memory_stats", 2);
   dlrun_memory_kind kind = dlrun_lua_check_memory_kind(L, 2, "memory_stats");
   dlrun_memory_stats s;
   dlrun_lua_check(L, dlrun_device_memory_stats(dev, kind, &s));
@@ -77,12 +85,12 @@ static int l_memory_stats(lua_State *L) {
 }
 
 static int l_synchronize(lua_State *L) {
-  dlrun_device_synchronize(check_device(L, 1, "synchronize"));
+  dlrun_device_synchronize(check_self(L, "synchronize", 1));
   return 0;
 }
 
 static int device_index(lua_State *L) {
-  dlrun_device *dev = check_device(L, 1, "Device.__index");
+  dlrun_device *dev = check_device(L, 1, "Device.__index", "self");
   const char *key = lua_tostring(L, 2);
   if (!key) return 0;
   if (strcmp(key, "id") == 0) lua_pushinteger(L, dlrun_device_id(dev));
@@ -95,12 +103,12 @@ static int device_index(lua_State *L) {
 }
 
 static int device_tostring(lua_State *L) {
-  lua_pushstring(L, dlrun_device_name(check_device(L, 1, "tostring")));
+  lua_pushstring(L, dlrun_device_name(check_device(L, 1, "tostring", "self")));
   return 1;
 }
 
 static int device_lt(lua_State *L) {
-  dlrun_device *a = check_device(L, 1, "<"), *b = check_device(L, 2, "<");
+  dlrun_device *a = check_device(L, 1, "<", "self"), *b = check_device(L, 2, "<", "other");
   int c = strcmp(dlrun_device_platform(a), dlrun_device_platform(b));
   lua_pushboolean(L, c ? c < 0 : dlrun_device_id(a) < dlrun_device_id(b));
   return 1;

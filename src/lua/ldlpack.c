@@ -46,8 +46,8 @@ int dlrun_lua_takecapsule(lua_State *L, int idx, DLManagedTensor **legacy,
 }
 
 static int capsule_gc(lua_State *L) {
-  capsule_ud *c = lua_touserdata(L, 1);
-  if (!c->used) {
+  capsule_ud *c = test_capsule(L, 1);
+  if (c && !c->used) {
     c->used = true;
     if (c->legacy && c->legacy->deleter) c->legacy->deleter(c->legacy);
     if (c->versioned && c->versioned->deleter) c->versioned->deleter(c->versioned);
@@ -111,6 +111,7 @@ static int capsule_index(lua_State *L) {
 
 static int capsule_tostring(lua_State *L) {
   capsule_ud *c = test_capsule(L, 1);
+  if (!c) return dlrun_lua_type_error(L, "tostring", 1, "capsule", "a Capsule");
   lua_pushfstring(L, "Capsule(%s)", capsule_name(c));
   return 1;
 }
@@ -145,15 +146,8 @@ static dlrun_export_options check_export_options(lua_State *L, int idx, const ch
   if (lua_isnoneornil(L, idx)) return o;
   if (!lua_istable(L, idx))
     dlrun_lua_type_error(L, fn, idx, "options", "a table {stream=, max_version=, dl_device=, copy=}");
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-    if (strcmp(k, "stream") && strcmp(k, "max_version") && strcmp(k, "dl_device") && strcmp(k, "copy"))
-      dlrun_lua_raise(L, "TypeError",
-                      "%s: unexpected option '%s' (expected stream, max_version, dl_device, copy)",
-                      fn, k);
-    lua_pop(L, 1);
-  }
+  static const char *const keys[] = {"stream", "max_version", "dl_device", "copy", NULL};
+  dlrun_lua_check_option_keys(L, idx, fn, keys, "TypeError");
   int64_t a, b;
   if (opt_int_pair(L, idx, "max_version", fn, &a, &b)) {
     if (a < 0 || b < 0 || a > UINT32_MAX || b > UINT32_MAX)
@@ -164,6 +158,17 @@ static dlrun_export_options check_export_options(lua_State *L, int idx, const ch
     o.max_minor = (uint32_t)b;
   }
   if (opt_int_pair(L, idx, "dl_device", fn, &a, &b)) {
+    /* Core takes int32 values: refuse others here, as given, in core's words. */
+    if (a < INT32_MIN || a > INT32_MAX)
+      dlrun_lua_raise(L, "BufferError",
+                      "The device specification passed to to_dlpack contains an unsupported "
+                      "device type (DLDeviceType: %lld)",
+                      (long long)a);
+    if (b < INT32_MIN || b > INT32_MAX)
+      dlrun_lua_raise(L, "BufferError",
+                      "The device specification passed to to_dlpack names device id %lld, which "
+                      "does not exist for DLDeviceType %lld",
+                      (long long)b, (long long)a);
     o.has_dl_device = true;
     o.device_type = (int32_t)a;
     o.device_id = (int32_t)b;
@@ -171,14 +176,15 @@ static dlrun_export_options check_export_options(lua_State *L, int idx, const ch
   int t = lua_getfield(L, idx, "copy");
   if (t == LUA_TBOOLEAN) o.copy = lua_toboolean(L, -1);
   else if (t != LUA_TNIL)
-    dlrun_lua_raise(L, "TypeError", "%s: copy must be a boolean or nil, got %s", fn, luaL_typename(L, -1));
+    dlrun_lua_raise(L, "TypeError", "%s: copy must be a boolean or nil, got %s", fn,
+                    dlrun_lua_typename(L, -1));
   t = lua_getfield(L, idx, "stream");
   if (t == LUA_TNUMBER && lua_isinteger(L, -1)) {
     o.has_stream = true;
     o.stream = lua_tointeger(L, -1);
   } else if (t != LUA_TNIL) {
     dlrun_lua_raise(L, "BufferError", "%s: stream must be nil or an integer, got %s", fn,
-                    luaL_typename(L, -1));
+                    dlrun_lua_typename(L, -1));
   }
   lua_pop(L, 2);
   return o;
@@ -186,6 +192,7 @@ static dlrun_export_options check_export_options(lua_State *L, int idx, const ch
 
 static int export_to_capsule(lua_State *L, const char *fn) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, fn);
+  dlrun_lua_check_nargs(L, fn, 2);
   dlrun_export_options o = check_export_options(L, 2, fn);
   /* The capsule exists (empty) before the export, so nothing can leak. */
   dlrun_lua_pushcapsule(L, NULL, NULL);
@@ -202,6 +209,7 @@ static int l_to_dlpack(lua_State *L) { return export_to_capsule(L, "to_dlpack");
 
 static int l_dlpack_device(lua_State *L) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, "__dlpack_device__");
+  dlrun_lua_check_nargs(L, "__dlpack_device__", 1);
   int32_t type, id;
   dlrun_lua_check(L, dlrun_export_device(a, &type, &id));
   lua_pushinteger(L, type);
@@ -216,11 +224,13 @@ static dlrun_import_options check_import_options(lua_State *L, int idx) {
   if (lua_isnoneornil(L, idx)) return o;
   if (!lua_istable(L, idx))
     dlrun_lua_type_error(L, "from_dlpack", idx, "options", "a table {device=, copy=}");
+  static const char *const keys[] = {"device", "copy", NULL};
+  dlrun_lua_check_option_keys(L, idx, "from_dlpack", keys, "TypeError");
   int t = lua_getfield(L, idx, "copy");
   if (t == LUA_TBOOLEAN) o.copy = lua_toboolean(L, -1);
   else if (t != LUA_TNIL)
     dlrun_lua_raise(L, "TypeError", "from_dlpack: copy must be a boolean or nil, got %s",
-                    luaL_typename(L, -1));
+                    dlrun_lua_typename(L, -1));
   lua_pop(L, 1);
   if (lua_getfield(L, idx, "device") != LUA_TNIL) {
     /* anchored in the options table */
@@ -229,7 +239,7 @@ static dlrun_import_options check_import_options(lua_State *L, int idx) {
       dlrun_device *dev = dlrun_lua_test_device(L, -1);
       if (!dev)
         dlrun_lua_raise(L, "TypeError", "from_dlpack: device must be a Device or a Sharding, got %s",
-                        luaL_typename(L, -1));
+                        dlrun_lua_typename(L, -1));
       o.target = dlrun_lua_push_device_sharding(L, dev);
       lua_pop(L, 1); /* the cache keeps it */
     }
@@ -279,6 +289,7 @@ static int is_type_error(lua_State *L, int idx) {
 
 /* dl.from_dlpack(obj [, {device=, copy=}]) */
 static int l_from_dlpack(lua_State *L) {
+  dlrun_lua_check_nargs(L, "from_dlpack", 2);
   lua_settop(L, 2);
   dlrun_import_options o = check_import_options(L, 2);
   if (test_capsule(L, 1)) return import_capsule(L, 1, &o);
@@ -292,6 +303,15 @@ static int l_from_dlpack(lua_State *L) {
     return dlrun_lua_raise(L, "TypeError",
                            "The array passed to from_dlpack must have __dlpack__ and "
                            "__dlpack_device__ methods.");
+  static const char *const methods[] = {"__dlpack__", "__dlpack_device__"};
+  for (int i = 0; i < 2; i++) {
+    lua_getfield(L, 1, methods[i]);
+    if (!dlrun_lua_is_callable(L, -1))
+      return dlrun_lua_raise(L, "TypeError",
+                             "from_dlpack: the %s of argument 1 must be a method, got %s",
+                             methods[i], dlrun_lua_typename(L, -1));
+    lua_pop(L, 1);
+  }
   /* The array-API way: ask for a versioned tensor first, and retry without
    * max_version when the producer refuses the argument (a TypeError). */
   if (!call_dlpack(L, 1, 1)) {
@@ -301,11 +321,12 @@ static int l_from_dlpack(lua_State *L) {
   }
   if (!test_capsule(L, -1))
     return dlrun_lua_raise(L, "TypeError", "from_dlpack: __dlpack__ returned a %s, not a Capsule",
-                           luaL_typename(L, -1));
+                           dlrun_lua_typename(L, -1));
   return import_capsule(L, lua_gettop(L), &o);
 }
 
 static int l_live_exports(lua_State *L) {
+  dlrun_lua_check_nargs(L, "live_exports", 0);
   lua_pushinteger(L, dlrun_live_exports(dlrun_lua_runtime(L)));
   return 1;
 }

@@ -2,6 +2,7 @@
  * live in lua/dlrun/errors.lua; its `new` is kept in the registry. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "binding.h"
 
@@ -29,6 +30,15 @@ void dlrun_lua_check(lua_State *L, dlrun_status status) {
   raise_message(L, dlrun_status_name(status), dlrun_last_error());
 }
 
+void dlrun_lua_check_in(lua_State *L, const char *fn, dlrun_status status) {
+  if (status == DLRUN_OK) return;
+  const char *message = dlrun_last_error();
+  size_t n = strlen(fn);
+  if (strncmp(message, fn, n) == 0 && (message[n] == ':' || message[n] == ' '))
+    raise_message(L, dlrun_status_name(status), message);
+  dlrun_lua_raise(L, dlrun_status_name(status), "%s: %s", fn, message);
+}
+
 int dlrun_lua_raise(lua_State *L, const char *class_name, const char *fmt, ...) {
   char message[1024];
   va_list ap;
@@ -38,10 +48,62 @@ int dlrun_lua_raise(lua_State *L, const char *class_name, const char *fmt, ...) 
   return raise_message(L, class_name, message);
 }
 
+const char *dlrun_lua_typename(lua_State *L, int idx) {
+  const char *name = luaL_typename(L, idx);
+  if (luaL_getmetafield(L, idx, "__name") != LUA_TNIL) {
+    if (lua_type(L, -1) == LUA_TSTRING) name = lua_tostring(L, -1);
+    lua_pop(L, 1); /* the string stays alive in the metatable */
+  }
+  return name;
+}
+
 int dlrun_lua_type_error(lua_State *L, const char *fn, int arg, const char *what,
                          const char *expected) {
-  const char *got = luaL_typename(L, arg);
-  if (luaL_getmetafield(L, arg, "__name") == LUA_TSTRING) got = lua_tostring(L, -1);
   return dlrun_lua_raise(L, "TypeError", "%s: argument %d (%s) must be %s, got %s", fn, arg,
-                         what, expected, got);
+                         what, expected, dlrun_lua_typename(L, arg));
+}
+
+int dlrun_lua_number_error(lua_State *L, const char *fn, int arg, const char *what,
+                           const char *expected) {
+  if (lua_type(L, arg) != LUA_TNUMBER) return dlrun_lua_type_error(L, fn, arg, what, expected);
+  return dlrun_lua_raise(L, "TypeError", "%s: argument %d (%s) must be %s, got %s", fn, arg,
+                         what, expected, luaL_tolstring(L, arg, NULL));
+}
+
+void dlrun_lua_check_nargs(lua_State *L, const char *fn, int max) {
+  int n = lua_gettop(L);
+  if (n > max)
+    dlrun_lua_raise(L, "TypeError", "%s: expected at most %d argument%s, got %d", fn, max,
+                    max == 1 ? "" : "s", n);
+}
+
+void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const char *const *keys,
+                                 const char *class_name) {
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    int known = 0;
+    for (const char *const *key = keys; k && *key && !known; key++) known = strcmp(k, *key) == 0;
+    if (known) continue;
+    char expected[256];
+    size_t used = 0;
+    expected[0] = 0;
+    for (const char *const *key = keys; *key && used < sizeof expected; key++)
+      used += (size_t)snprintf(expected + used, sizeof expected - used, "%s%s",
+                               key == keys ? "" : ", ", *key);
+    /* TypeError is Python's for an unexpected keyword; configure and
+     * device_put have always answered ValueError "unknown option". */
+    dlrun_lua_raise(L, class_name, "%s: %s option '%s' (expected %s)", fn,
+                    strcmp(class_name, "TypeError") == 0 ? "unexpected" : "unknown",
+                    luaL_tolstring(L, -1, NULL), expected);
+  }
+}
+
+int dlrun_lua_released_error(lua_State *L, int idx) {
+  return dlrun_lua_raise(L, "RuntimeError",
+                         "%s has been released (its __gc metamethod was called) and can no "
+                         "longer be used",
+                         dlrun_lua_typename(L, idx));
 }

@@ -1,7 +1,6 @@
 /* The runtime as seen from Lua: configure, devices, device_count,
  * default_backend. Each Lua state holds one reference to the process-wide
  * default runtime, dropped when the state closes. */
-#include <string.h>
 #include <unistd.h>
 
 #include "binding.h"
@@ -73,17 +72,9 @@ static int l_configure(lua_State *L) {
   if (!lua_istable(L, 1))
     return dlrun_lua_type_error(L, "configure", 1, "options",
                                 "a table {devices=, device_memory=}");
-  lua_pushnil(L);
-  while (lua_next(L, 1)) {
-    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    if (!key || (strcmp(key, "devices") != 0 && strcmp(key, "device_memory") != 0)) {
-      const char *shown = key ? key : luaL_tolstring(L, -2, NULL);
-      return dlrun_lua_raise(L, "ValueError",
-                             "configure: unknown option '%s' (expected devices, device_memory)",
-                             shown);
-    }
-    lua_pop(L, 1);
-  }
+  dlrun_lua_check_nargs(L, "configure", 1);
+  static const char *const keys[] = {"devices", "device_memory", NULL};
+  dlrun_lua_check_option_keys(L, 1, "configure", keys, "ValueError");
   const char *devices = NULL;
   uint64_t memory = 0;
   int t = lua_getfield(L, 1, "devices");
@@ -92,7 +83,7 @@ static int l_configure(lua_State *L) {
     return dlrun_lua_raise(L, "TypeError",
                            "configure: option devices must be a device spec string such as "
                            "\"sim:8\", got %s",
-                           luaL_typename(L, -1));
+                           dlrun_lua_typename(L, -1));
   t = lua_getfield(L, 1, "device_memory");
   if (t == LUA_TSTRING) {
     dlrun_status st = dlrun_parse_size(lua_tostring(L, -1), &memory);
@@ -113,7 +104,7 @@ static int l_configure(lua_State *L) {
     return dlrun_lua_raise(L, "TypeError",
                            "configure: option device_memory must be a number of bytes or a "
                            "size string such as \"2GiB\", got %s",
-                           luaL_typename(L, -1));
+                           dlrun_lua_typename(L, -1));
   }
   lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY);
   if (lua_toboolean(L, -1))
@@ -140,6 +131,7 @@ static const char *opt_platform(lua_State *L, int idx, const char *fn, dlrun_run
 }
 
 static int l_devices(lua_State *L) {
+  dlrun_lua_check_nargs(L, "devices", 1);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
   const char *platform = opt_platform(L, 1, "devices", rt);
   size_t n = dlrun_device_count(rt, platform);
@@ -152,6 +144,7 @@ static int l_devices(lua_State *L) {
 }
 
 static int l_device_count(lua_State *L) {
+  dlrun_lua_check_nargs(L, "device_count", 1);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
   const char *platform = opt_platform(L, 1, "device_count", rt);
   lua_pushinteger(L, (lua_Integer)dlrun_device_count(rt, platform));
@@ -159,11 +152,13 @@ static int l_device_count(lua_State *L) {
 }
 
 static int l_default_backend(lua_State *L) {
+  dlrun_lua_check_nargs(L, "default_backend", 0);
   lua_pushstring(L, dlrun_default_backend(dlrun_lua_runtime(L)));
   return 1;
 }
 
 static int l_host_device(lua_State *L) {
+  dlrun_lua_check_nargs(L, "host_device", 0);
   dlrun_lua_push_device(L, dlrun_host_device(dlrun_lua_runtime(L)));
   return 1;
 }
@@ -175,6 +170,7 @@ static int l_stdout_is_terminal(lua_State *L) {
 }
 
 static int l_device_spec(lua_State *L) {
+  dlrun_lua_check_nargs(L, "device_spec", 0);
   lua_pushstring(L, dlrun_runtime_spec(dlrun_lua_runtime(L)));
   return 1;
 }

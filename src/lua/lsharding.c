@@ -6,6 +6,7 @@
 #include "core/text.h"
 
 #define SINGLE_CACHE_KEY "dlrun.single_device_shardings"
+#define SPEC_MT_KEY "dlrun.PartitionSpec"
 
 typedef struct mesh_ud {
   dlrun_mesh *m;
@@ -17,42 +18,73 @@ typedef struct sharding_ud {
 
 /* ---- specs ---- */
 
-/* Read a P table (entries 1..n, count in field n) into spec; axis names are
+/* Whether the value at idx is a table made by dl.P (its metatable is the
+ * PartitionSpec one, kept in the registry at open). */
+static int is_partition_spec(lua_State *L, int idx) {
+  if (!lua_istable(L, idx) || !lua_getmetatable(L, idx)) return 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, SPEC_MT_KEY);
+  int is = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return is;
+}
+
+/* Read entry i of the P at idx (pushed by the caller) into e, checking it
+ * again as dl.P does: a P is a table its owner can still change. */
+static void check_spec_entry(lua_State *L, const char *fn, lua_Integer i, dlrun_spec_entry *e) {
+  int t = lua_type(L, -1);
+  if (t == LUA_TNIL || (t == LUA_TBOOLEAN && !lua_toboolean(L, -1))) return;
+  if (t == LUA_TSTRING) {
+    e->naxes = 1;
+    e->axes[0] = lua_tostring(L, -1);
+    return;
+  }
+  if (t != LUA_TTABLE || lua_getmetatable(L, -1))
+    dlrun_lua_raise(L, "TypeError",
+                    "%s: PartitionSpec entry %lld must be nil, an axis name or a list of axis "
+                    "names, got %s",
+                    fn, (long long)i, dlrun_lua_typename(L, -1));
+  char what[64];
+  snprintf(what, sizeof what, "PartitionSpec entry %lld", (long long)i);
+  lua_Integer k = dlrun_lua_check_len(L, -1, fn, what);
+  if (k > DLRUN_MAX_MESH_AXES)
+    dlrun_lua_raise(L, "ValueError", "%s: PartitionSpec entry %lld names more than %d axes", fn,
+                    (long long)i, DLRUN_MAX_MESH_AXES);
+  for (lua_Integer a = 1; a <= k; a++) {
+    if (lua_rawgeti(L, -1, a) != LUA_TSTRING)
+      dlrun_lua_raise(L, "TypeError",
+                      "%s: PartitionSpec entry %lld lists a %s where an axis name was expected",
+                      fn, (long long)i, dlrun_lua_typename(L, -1));
+    e->axes[a - 1] = lua_tostring(L, -1); /* anchored by the list */
+    lua_pop(L, 1);
+  }
+  e->naxes = (int)k;
+}
+
+/* Read a P (entries 1..n, count in field n) into spec; axis names are
  * borrowed from the table, which the caller keeps on the stack. */
 void dlrun_lua_check_spec(lua_State *L, int idx, const char *fn, dlrun_partition_spec *spec) {
   idx = lua_absindex(L, idx);
-  if (!lua_istable(L, idx) || lua_getfield(L, idx, "n") != LUA_TNUMBER) {
-    lua_pop(L, lua_istable(L, idx) ? 1 : 0);
+  if (!is_partition_spec(L, idx))
     dlrun_lua_type_error(L, fn, idx, "spec", "a PartitionSpec made by dl.P(...)");
-  }
-  lua_Integer n = lua_tointeger(L, -1);
+  lua_Integer n;
+  lua_pushliteral(L, "n");
+  lua_rawget(L, idx);
+  if (!dlrun_lua_to_integer(L, -1, &n) || n < 0)
+    dlrun_lua_raise(L, "TypeError", "%s: the PartitionSpec's n must be a count of entries, got %s",
+                    fn, luaL_tolstring(L, -1, NULL));
   lua_pop(L, 1);
-  if (n < 0 || n > DLRUN_MAX_NDIM)
+  if (n > DLRUN_MAX_NDIM)
     dlrun_lua_raise(L, "ValueError", "%s: a PartitionSpec has at most %d entries", fn, DLRUN_MAX_NDIM);
   memset(spec, 0, sizeof *spec);
   spec->nentries = (int)n;
   for (lua_Integer i = 1; i <= n; i++) {
-    dlrun_spec_entry *e = &spec->entries[i - 1];
-    int t = lua_geti(L, idx, i);
-    if (t == LUA_TSTRING) {
-      e->naxes = 1;
-      e->axes[0] = lua_tostring(L, -1);
-    } else if (t == LUA_TTABLE) {
-      lua_Integer k = luaL_len(L, -1);
-      if (k > DLRUN_MAX_MESH_AXES)
-        dlrun_lua_raise(L, "ValueError", "%s: PartitionSpec entry %lld names more than %d axes",
-                        fn, (long long)i, DLRUN_MAX_MESH_AXES);
-      for (lua_Integer a = 1; a <= k; a++) {
-        lua_geti(L, -1, a);
-        e->axes[a - 1] = lua_tostring(L, -1); /* validated strings, anchored by the table */
-        lua_pop(L, 1);
-      }
-      e->naxes = (int)k;
-    }
+    lua_rawgeti(L, idx, i);
+    check_spec_entry(L, fn, i, &spec->entries[i - 1]);
     lua_pop(L, 1);
   }
 }
 
+/* PartitionSpec's __tostring. */
 static int l_spec_string(lua_State *L) {
   dlrun_partition_spec spec;
   dlrun_lua_check_spec(L, 1, "tostring", &spec);
@@ -65,7 +97,8 @@ static int l_spec_string(lua_State *L) {
 
 static dlrun_mesh *check_mesh(lua_State *L, int idx, const char *fn) {
   mesh_ud *u = luaL_testudata(L, idx, DLRUN_MESH_MT);
-  if (!u || !u->m) dlrun_lua_type_error(L, fn, idx, "mesh", "a Mesh");
+  if (!u) dlrun_lua_type_error(L, fn, idx, "mesh", "a Mesh");
+  if (!u->m) dlrun_lua_released_error(L, idx);
   return u->m;
 }
 
@@ -77,27 +110,32 @@ static mesh_ud *new_mesh_ud(lua_State *L) {
   return u;
 }
 
-/* Flatten the nested device table at idx (depth = naxes) into devs. */
-static void collect_devices(lua_State *L, int idx, int depth, int naxes, int64_t *sizes,
-                            dlrun_device **devs, size_t *count, size_t cap) {
+/* Flatten the nested device table at idx (depth = naxes) into devs;
+ * index[] is where the walk is, for messages. */
+static void collect_devices(lua_State *L, int idx, int depth, int naxes, const int64_t *sizes,
+                            int64_t *index, dlrun_device **devs, size_t *count, size_t cap) {
   if (depth == naxes) {
     dlrun_device *d = dlrun_lua_test_device(L, idx);
-    if (!d) dlrun_lua_type_error(L, "Mesh", 1, "devices", "a nested table of Devices");
+    char pos[256];
+    if (!d)
+      dlrun_lua_raise(L, "TypeError", "Mesh: element %s of devices must be a Device, got %s",
+                      dlrun_lua_position(index, depth, pos, sizeof pos), dlrun_lua_typename(L, idx));
     if (*count == cap) dlrun_lua_raise(L, "ValueError", "Mesh: too many devices");
     devs[(*count)++] = d;
     return;
   }
   if (!lua_istable(L, idx) || dlrun_lua_test_device(L, idx))
     dlrun_lua_raise(L, "ValueError", "Mesh: the devices table is ragged (expected depth %d)", naxes);
-  lua_Integer n = luaL_len(L, idx);
+  lua_Integer n = dlrun_lua_check_len(L, idx, "Mesh", "devices");
   if (n != sizes[depth])
     dlrun_lua_raise(L, "ValueError",
                     "Mesh: the devices table is ragged: a level has %lld entries, expected %lld",
                     (long long)n, (long long)sizes[depth]);
   luaL_checkstack(L, 2, "mesh too deep");
   for (lua_Integer i = 1; i <= n; i++) {
+    index[depth] = i - 1;
     lua_geti(L, idx, i);
-    collect_devices(L, lua_gettop(L), depth + 1, naxes, sizes, devs, count, cap);
+    collect_devices(L, lua_gettop(L), depth + 1, naxes, sizes, index, devs, count, cap);
     lua_pop(L, 1);
   }
 }
@@ -109,14 +147,14 @@ static int check_axis_names(lua_State *L, int idx, const char *fn, const char **
   }
   if (!lua_istable(L, idx))
     dlrun_lua_type_error(L, fn, idx, "axis_names", "a list of axis names");
-  lua_Integer n = luaL_len(L, idx);
+  lua_Integer n = dlrun_lua_check_len(L, idx, fn, "axis_names");
   if (n > DLRUN_MAX_MESH_AXES)
     dlrun_lua_raise(L, "ValueError", "%s: at most %d mesh axes, got %lld", fn, DLRUN_MAX_MESH_AXES,
                     (long long)n);
   for (lua_Integer i = 1; i <= n; i++) {
     if (lua_geti(L, idx, i) != LUA_TSTRING)
       dlrun_lua_raise(L, "TypeError", "%s: axis name %lld must be a string, got %s", fn,
-                      (long long)i, luaL_typename(L, -1));
+                      (long long)i, dlrun_lua_typename(L, -1));
     names[i - 1] = lua_tostring(L, -1);
     lua_pop(L, 1); /* anchored by the table */
   }
@@ -125,6 +163,7 @@ static int check_axis_names(lua_State *L, int idx, const char *fn, const char **
 
 /* dl.Mesh(devices, axis_names) */
 static int l_mesh(lua_State *L) {
+  dlrun_lua_check_nargs(L, "Mesh", 2);
   lua_settop(L, 2);
   const char *names[DLRUN_MAX_MESH_AXES];
   int naxes = check_axis_names(L, 2, "Mesh", names);
@@ -135,7 +174,7 @@ static int l_mesh(lua_State *L) {
   int depth = 0;
   lua_pushvalue(L, 1);
   while (lua_istable(L, -1) && !dlrun_lua_test_device(L, -1) && depth <= DLRUN_MAX_MESH_AXES) {
-    sizes[depth++] = luaL_len(L, -1);
+    sizes[depth++] = dlrun_lua_check_len(L, -1, "Mesh", "devices");
     lua_geti(L, -1, 1);
     lua_remove(L, -2);
   }
@@ -146,11 +185,19 @@ static int l_mesh(lua_State *L) {
                            "length of its second argument (`axis_names`), but got devices.ndim == "
                            "%d and len(axis_names) == %d.",
                            depth, naxes);
-  size_t cap = 1;
-  for (int a = 0; a < naxes; a++) cap *= (size_t)(sizes[a] > 0 ? sizes[a] : 1);
-  dlrun_device **devs = lua_newuserdatauv(L, cap * sizeof *devs, 0);
+  /* Refuse sizes that no runtime could fill before allocating for them. */
+  int64_t cap;
+  if (dlrun_shape_size(naxes, sizes, &cap) || cap > DLRUN_LUA_MAX_DEVICES) {
+    char shape[256];
+    return dlrun_lua_raise(L, "ValueError",
+                           "Mesh: a devices table of shape %s holds more than %d devices",
+                           dlrun_tuple_string(sizes, naxes, shape, sizeof shape),
+                           DLRUN_LUA_MAX_DEVICES);
+  }
+  dlrun_device **devs = lua_newuserdatauv(L, (size_t)cap * sizeof *devs + 1, 0);
   size_t count = 0;
-  collect_devices(L, 1, 0, naxes, sizes, devs, &count, cap);
+  int64_t index[DLRUN_MAX_MESH_AXES];
+  collect_devices(L, 1, 0, naxes, sizes, index, devs, &count, (size_t)cap);
   mesh_ud *u = new_mesh_ud(L);
   dlrun_lua_check(L, dlrun_mesh_create(devs, count, naxes, names, sizes, &u->m));
   return 1;
@@ -158,37 +205,50 @@ static int l_mesh(lua_State *L) {
 
 /* dl.make_mesh(axis_sizes, axis_names [, devices]) over the default devices. */
 static int l_make_mesh(lua_State *L) {
+  const char *fn = "make_mesh";
+  dlrun_lua_check_nargs(L, fn, 3);
   lua_settop(L, 3);
-  if (!lua_istable(L, 1))
-    return dlrun_lua_type_error(L, "make_mesh", 1, "axis_sizes", "a list of integers");
-  const char *names[DLRUN_MAX_MESH_AXES];
-  int naxes = check_axis_names(L, 2, "make_mesh", names);
   int64_t sizes[DLRUN_MAX_NDIM];
-  int nsizes = dlrun_lua_check_shape(L, 1, "make_mesh", sizes);
+  int nsizes = dlrun_lua_check_shape(L, 1, fn, "axis_sizes", sizes);
+  const char *names[DLRUN_MAX_MESH_AXES];
+  int naxes = check_axis_names(L, 2, fn, names);
   if (nsizes != naxes)
-    return dlrun_lua_raise(L, "ValueError",
-                           "make_mesh: %d axis sizes but %d axis names were given", nsizes, naxes);
+    return dlrun_lua_raise(L, "ValueError", "%s: %d axis sizes but %d axis names were given", fn,
+                           nsizes, naxes);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
-  if (!lua_isnoneornil(L, 3) && (!lua_istable(L, 3) || dlrun_lua_test_device(L, 3)))
-    return dlrun_lua_type_error(L, "make_mesh", 3, "devices", "a list of Devices");
-  size_t available = lua_isnoneornil(L, 3) ? dlrun_device_count(rt, NULL) : (size_t)luaL_len(L, 3);
-  int64_t product = 1;
-  for (int a = 0; a < naxes; a++) product *= sizes[a];
-  if ((uint64_t)product != available) {
-    char shape[256];
+  if (!lua_isnil(L, 3) && (!lua_istable(L, 3) || dlrun_lua_test_device(L, 3)))
+    return dlrun_lua_type_error(L, fn, 3, "devices", "a list of Devices");
+  lua_Integer given = lua_isnil(L, 3) ? (lua_Integer)dlrun_device_count(rt, NULL)
+                                      : dlrun_lua_check_len(L, 3, fn, "devices");
+  /* A list no runtime could fill is refused before allocating for it. */
+  if (given > DLRUN_LUA_MAX_DEVICES)
+    return dlrun_lua_raise(L, "ValueError",
+                           "%s: argument 3 (devices) has %lld entries, more than the %d devices "
+                           "a runtime can have",
+                           fn, (long long)given, DLRUN_LUA_MAX_DEVICES);
+  size_t available = (size_t)given;
+  int64_t product;
+  char shape[256];
+  if (dlrun_shape_size(naxes, sizes, &product))
+    return dlrun_lua_raise(L, "ValueError",
+                           "%s: the number of devices %zu must equal the product of mesh_shape "
+                           "%s, which overflows int64",
+                           fn, available, dlrun_tuple_string(sizes, naxes, shape, sizeof shape));
+  if ((uint64_t)product != available)
     return dlrun_lua_raise(L, "ValueError",
                            "Number of devices %zu must equal the product of mesh_shape %s",
                            available, dlrun_tuple_string(sizes, naxes, shape, sizeof shape));
-  }
   dlrun_device **devs = lua_newuserdatauv(L, available * sizeof *devs + 1, 0);
   for (size_t i = 0; i < available; i++) {
-    if (lua_isnoneornil(L, 3)) {
+    if (lua_isnil(L, 3)) {
       devs[i] = dlrun_device_get(rt, NULL, i);
     } else {
       lua_geti(L, 3, (lua_Integer)i + 1);
       devs[i] = dlrun_lua_test_device(L, -1);
+      if (!devs[i])
+        return dlrun_lua_raise(L, "TypeError", "%s: element %zu of devices must be a Device, got %s",
+                               fn, i + 1, dlrun_lua_typename(L, -1));
       lua_pop(L, 1);
-      if (!devs[i]) return dlrun_lua_type_error(L, "make_mesh", 3, "devices", "a list of Devices");
     }
   }
   mesh_ud *u = new_mesh_ud(L);
@@ -251,7 +311,8 @@ static int mesh_tostring(lua_State *L) {
 }
 
 static int mesh_gc(lua_State *L) {
-  mesh_ud *u = lua_touserdata(L, 1);
+  mesh_ud *u = luaL_testudata(L, 1, DLRUN_MESH_MT);
+  if (!u) return 0;
   dlrun_mesh_release(u->m);
   u->m = NULL;
   return 0;
@@ -271,12 +332,20 @@ static sharding_ud *new_sharding_ud(lua_State *L) {
 
 dlrun_sharding *dlrun_lua_test_sharding(lua_State *L, int idx) {
   sharding_ud *u = luaL_testudata(L, idx, DLRUN_SHARDING_MT);
+  if (u && !u->s) dlrun_lua_released_error(L, idx);
   return u ? u->s : NULL;
 }
 
 static dlrun_sharding *check_sharding(lua_State *L, int idx, const char *fn) {
   dlrun_sharding *s = dlrun_lua_test_sharding(L, idx);
   if (!s) dlrun_lua_type_error(L, fn, idx, "sharding", "a Sharding");
+  return s;
+}
+
+/* self of a method taking at most `max` arguments, self included. */
+static dlrun_sharding *check_self(lua_State *L, const char *fn, int max) {
+  dlrun_sharding *s = check_sharding(L, 1, fn);
+  dlrun_lua_check_nargs(L, fn, max);
   return s;
 }
 
@@ -287,6 +356,8 @@ void dlrun_lua_push_sharding(lua_State *L, dlrun_sharding *s) {
 
 static dlrun_memory_kind opt_memory_kind(lua_State *L, int idx, const char *fn) {
   if (lua_istable(L, idx)) {
+    static const char *const keys[] = {"memory_kind", NULL};
+    dlrun_lua_check_option_keys(L, idx, fn, keys, "TypeError");
     lua_getfield(L, idx, "memory_kind");
     lua_replace(L, idx);
   }
@@ -295,6 +366,7 @@ static dlrun_memory_kind opt_memory_kind(lua_State *L, int idx, const char *fn) 
 
 /* dl.NamedSharding(mesh, spec [, memory_kind | {memory_kind=}]) */
 static int l_named_sharding(lua_State *L) {
+  dlrun_lua_check_nargs(L, "NamedSharding", 3);
   dlrun_mesh *m = check_mesh(L, 1, "NamedSharding");
   dlrun_partition_spec spec;
   dlrun_lua_check_spec(L, 2, "NamedSharding", &spec);
@@ -310,6 +382,7 @@ static int l_named_sharding(lua_State *L) {
 
 /* dl.SingleDeviceSharding(device [, memory_kind | {memory_kind=}]) */
 static int l_single_device_sharding(lua_State *L) {
+  dlrun_lua_check_nargs(L, "SingleDeviceSharding", 2);
   dlrun_device *dev = dlrun_lua_test_device(L, 1);
   if (!dev) return dlrun_lua_type_error(L, "SingleDeviceSharding", 1, "device", "a Device");
   dlrun_memory_kind kind = opt_memory_kind(L, 2, "SingleDeviceSharding");
@@ -325,12 +398,14 @@ dlrun_sharding *dlrun_lua_push_device_sharding(lua_State *L, dlrun_device *dev) 
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, SINGLE_CACHE_KEY);
   }
-  if (lua_rawgetp(L, -1, dev) == LUA_TUSERDATA) {
+  /* (one whose __gc was called explicitly is replaced) */
+  sharding_ud *u = lua_rawgetp(L, -1, dev) == LUA_TUSERDATA ? lua_touserdata(L, -1) : NULL;
+  if (u && u->s) {
     lua_remove(L, -2);
-    return dlrun_lua_test_sharding(L, -1);
+    return u->s;
   }
   lua_pop(L, 1);
-  sharding_ud *u = new_sharding_ud(L);
+  u = new_sharding_ud(L);
   dlrun_lua_check(L, dlrun_single_device_sharding_create(dev, DLRUN_MEM_DEVICE, &u->s));
   lua_pushvalue(L, -1);
   lua_rawsetp(L, -3, dev);
@@ -347,10 +422,6 @@ dlrun_sharding *dlrun_lua_push_target(lua_State *L, int idx, const char *fn) {
   if (!s) dlrun_lua_type_error(L, fn, idx, "target", "a Device or a Sharding");
   lua_pushvalue(L, idx);
   return s;
-}
-
-static void push_shape_arg(lua_State *L, int idx, const char *fn, int *ndim, int64_t *dims) {
-  *ndim = dlrun_lua_check_shape(L, idx, fn, dims);
 }
 
 static void push_index(lua_State *L, int ndim, const int64_t *lo, const int64_t *hi) {
@@ -370,10 +441,9 @@ void dlrun_lua_push_index(lua_State *L, int ndim, const int64_t *lo, const int64
 }
 
 static int l_shard_shape(lua_State *L) {
-  dlrun_sharding *s = check_sharding(L, 1, "shard_shape");
-  int ndim;
+  dlrun_sharding *s = check_self(L, "shard_shape", 2);
   int64_t dims[DLRUN_MAX_NDIM], out[DLRUN_MAX_NDIM];
-  push_shape_arg(L, 2, "shard_shape", &ndim, dims);
+  int ndim = dlrun_lua_check_shape(L, 2, "shard_shape", "shape", dims);
   dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
   dlrun_sharding_shard_shape(s, ndim, dims, out);
   lua_createtable(L, ndim, 0);
@@ -385,10 +455,9 @@ static int l_shard_shape(lua_State *L) {
 }
 
 static int l_devices_indices_map(lua_State *L) {
-  dlrun_sharding *s = check_sharding(L, 1, "devices_indices_map");
-  int ndim;
+  dlrun_sharding *s = check_self(L, "devices_indices_map", 2);
   int64_t dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
-  push_shape_arg(L, 2, "devices_indices_map", &ndim, dims);
+  int ndim = dlrun_lua_check_shape(L, 2, "devices_indices_map", "shape", dims);
   dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
   size_t n = dlrun_sharding_device_count(s);
   lua_createtable(L, 0, (int)n);
@@ -402,18 +471,17 @@ static int l_devices_indices_map(lua_State *L) {
 }
 
 static int l_is_equivalent_to(lua_State *L) {
-  dlrun_sharding *a = check_sharding(L, 1, "is_equivalent_to");
+  dlrun_sharding *a = check_self(L, "is_equivalent_to", 3);
   dlrun_sharding *b = check_sharding(L, 2, "is_equivalent_to");
   lua_Integer ndim;
-  if (lua_type(L, 3) != LUA_TNUMBER || !lua_isinteger(L, 3) || (ndim = lua_tointeger(L, 3)) < 0 ||
-      ndim > DLRUN_MAX_NDIM)
-    return dlrun_lua_type_error(L, "is_equivalent_to", 3, "ndim", "an integer from 0 to 32");
+  if (!dlrun_lua_to_integer(L, 3, &ndim) || ndim < 0 || ndim > DLRUN_MAX_NDIM)
+    return dlrun_lua_number_error(L, "is_equivalent_to", 3, "ndim", "an integer from 0 to 32");
   lua_pushboolean(L, dlrun_sharding_is_equivalent(a, b, (int)ndim));
   return 1;
 }
 
 static int l_with_memory_kind(lua_State *L) {
-  dlrun_sharding *s = check_sharding(L, 1, "with_memory_kind");
+  dlrun_sharding *s = check_self(L, "with_memory_kind", 2);
   dlrun_memory_kind kind = dlrun_lua_check_memory_kind(L, 2, "with_memory_kind");
   sharding_ud *u = new_sharding_ud(L);
   if (dlrun_sharding_is_named(s)) {
@@ -476,15 +544,18 @@ static int sharding_tostring(lua_State *L) {
 }
 
 static int sharding_gc(lua_State *L) {
-  sharding_ud *u = lua_touserdata(L, 1);
+  sharding_ud *u = luaL_testudata(L, 1, DLRUN_SHARDING_MT);
+  if (!u) return 0;
   dlrun_sharding_release(u->s);
   u->s = NULL;
   return 0;
 }
 
+/* == never raises: a released Sharding equals nothing. */
 static int sharding_eq(lua_State *L) {
-  dlrun_sharding *a = dlrun_lua_test_sharding(L, 1), *b = dlrun_lua_test_sharding(L, 2);
-  lua_pushboolean(L, a && b && dlrun_sharding_equal(a, b));
+  sharding_ud *a = luaL_testudata(L, 1, DLRUN_SHARDING_MT);
+  sharding_ud *b = luaL_testudata(L, 2, DLRUN_SHARDING_MT);
+  lua_pushboolean(L, a && b && a->s && b->s && dlrun_sharding_equal(a->s, b->s));
   return 1;
 }
 
@@ -494,10 +565,19 @@ void dlrun_lua_sharding_open(lua_State *L) {
       {"make_mesh", l_make_mesh},
       {"NamedSharding", l_named_sharding},
       {"SingleDeviceSharding", l_single_device_sharding},
-      {"_spec_string", l_spec_string},
       {NULL, NULL},
   };
   luaL_setfuncs(L, funcs, 0);
+
+  /* dl.P's tables are told apart by their metatable, which prints them. */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "dlrun.spec");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "PartitionSpec");
+  lua_pushcfunction(L, l_spec_string);
+  lua_setfield(L, -2, "__tostring");
+  lua_setfield(L, LUA_REGISTRYINDEX, SPEC_MT_KEY);
+  lua_pop(L, 1);
 
   luaL_newmetatable(L, DLRUN_MESH_MT);
   lua_pushcfunction(L, mesh_index);

@@ -1,7 +1,5 @@
 /* Transfers from Lua: dl.device_put, dl.device_get, assembling sharded
  * arrays from pieces, and the transfer statistics. */
-#include <string.h>
-
 #include "binding.h"
 
 /* A plain table (not an Array, Device or Sharding userdata) that holds at
@@ -31,15 +29,14 @@ static dlrun_put_options check_put_options(lua_State *L, int idx) {
   if (lua_isnoneornil(L, idx)) return o;
   if (!lua_istable(L, idx))
     dlrun_lua_type_error(L, "device_put", idx, "options", "a table {donate=, may_alias=}");
+  static const char *const keys[] = {"donate", "may_alias", NULL};
+  dlrun_lua_check_option_keys(L, idx, "device_put", keys, "ValueError");
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-    if (strcmp(k, "donate") != 0 && strcmp(k, "may_alias") != 0)
-      dlrun_lua_raise(L, "ValueError",
-                      "device_put: unknown option '%s' (expected donate, may_alias)", k);
+    const char *k = lua_tostring(L, -2); /* a known key, so a string */
     if (!lua_isboolean(L, -1))
       dlrun_lua_raise(L, "TypeError", "device_put: option %s must be a boolean, got %s", k,
-                      luaL_typename(L, -1));
+                      dlrun_lua_typename(L, -1));
     if (k[0] == 'd') o.donate = lua_toboolean(L, -1);
     else o.may_alias = lua_toboolean(L, -1) ? DLRUN_ALIAS_ALLOW : DLRUN_ALIAS_NEVER;
     lua_pop(L, 1);
@@ -90,6 +87,9 @@ static void put_value(lua_State *L, int idx, int target_idx, const dlrun_put_opt
     return;
   }
   /* Lua data: dl.array(data, nil, target). */
+  if (!dlrun_lua_is_data(L, idx))
+    dlrun_lua_raise(L, "TypeError", "device_put: argument 1 (x) must be an Array or data, got %s",
+                    dlrun_lua_typename(L, idx));
   lua_getfield(L, lua_upvalueindex(1), "array");
   lua_pushvalue(L, idx);
   lua_pushnil(L);
@@ -100,6 +100,7 @@ static void put_value(lua_State *L, int idx, int target_idx, const dlrun_put_opt
 
 /* dl.device_put(x [, target] [, {donate=, may_alias=}]) */
 static int l_device_put(lua_State *L) {
+  dlrun_lua_check_nargs(L, "device_put", 3);
   if (lua_gettop(L) < 1) return dlrun_lua_type_error(L, "device_put", 1, "x", "an Array or data");
   int opts_idx = 3;
   /* device_put(x, {options}): a plain table in place of the target. */
@@ -152,6 +153,7 @@ static void get_value(lua_State *L, int idx, int host_idx) {
 }
 
 static int l_device_get(lua_State *L) {
+  dlrun_lua_check_nargs(L, "device_get", 1);
   lua_settop(L, 1);
   dlrun_lua_push_device_sharding(L, dlrun_host_device(dlrun_lua_runtime(L)));
   get_value(L, 1, 2);
@@ -161,13 +163,22 @@ static int l_device_get(lua_State *L) {
 /* dl.make_array_from_single_device_arrays(shape, sharding, arrays) */
 static int l_from_single_device_arrays(lua_State *L) {
   const char *fn = "make_array_from_single_device_arrays";
-  int64_t dims[DLRUN_MAX_NDIM];
-  int ndim = dlrun_lua_check_shape(L, 1, fn, dims);
+  dlrun_lua_check_nargs(L, fn, 3);
+  int64_t dims[DLRUN_MAX_NDIM], size;
+  int ndim = dlrun_lua_check_shape(L, 1, fn, "shape", dims);
+  dlrun_lua_check_in(L, fn, dlrun_shape_size(ndim, dims, &size));
   dlrun_sharding *s = dlrun_lua_test_sharding(L, 2);
   if (!s) return dlrun_lua_type_error(L, fn, 2, "sharding", "a Sharding");
   if (!lua_istable(L, 3) || has_metatable(L, 3))
     return dlrun_lua_type_error(L, fn, 3, "arrays", "a list of Arrays");
-  size_t n = (size_t)luaL_len(L, 3);
+  lua_Integer len = dlrun_lua_check_len(L, 3, fn, "arrays");
+  /* One array per device: a longer list is refused before allocating for it. */
+  if (len > DLRUN_LUA_MAX_DEVICES)
+    return dlrun_lua_raise(L, "ValueError",
+                           "%s: argument 3 (arrays) has %lld entries, more than the %d devices a "
+                           "runtime can have",
+                           fn, (long long)len, DLRUN_LUA_MAX_DEVICES);
+  size_t n = (size_t)len;
   dlrun_array **arrays = lua_newuserdatauv(L, n * sizeof *arrays + 1, 0);
   for (size_t i = 0; i < n; i++) {
     lua_geti(L, 3, (lua_Integer)i + 1);
@@ -187,11 +198,13 @@ static int l_from_single_device_arrays(lua_State *L) {
  * per device, or once in all for a fully replicated sharding. */
 static int l_from_callback(lua_State *L) {
   const char *fn = "make_array_from_callback";
-  int64_t dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
-  int ndim = dlrun_lua_check_shape(L, 1, fn, dims);
+  dlrun_lua_check_nargs(L, fn, 4);
+  int64_t dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM], size;
+  int ndim = dlrun_lua_check_shape(L, 1, fn, "shape", dims);
+  dlrun_lua_check_in(L, fn, dlrun_shape_size(ndim, dims, &size));
   dlrun_sharding *s = dlrun_lua_test_sharding(L, 2);
   if (!s) return dlrun_lua_type_error(L, fn, 2, "sharding", "a Sharding");
-  if (!lua_isfunction(L, 3) && !luaL_getmetafield(L, 3, "__call"))
+  if (!dlrun_lua_is_callable(L, 3))
     return dlrun_lua_type_error(L, fn, 3, "data_callback", "a function");
   lua_settop(L, 4);
   dlrun_dtype dtype = lua_isnil(L, 4) ? DLRUN_DTYPE_COUNT : dlrun_lua_check_dtype(L, 4, fn);
@@ -208,6 +221,10 @@ static int l_from_callback(lua_State *L) {
       dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
       dlrun_lua_push_index(L, ndim, lo, hi);
       lua_call(L, 1, 1);
+      if (!dlrun_lua_test_array(L, -1) && !dlrun_lua_is_data(L, -1))
+        return dlrun_lua_raise(L, "TypeError",
+                               "%s: data_callback must return an Array or data, got %s", fn,
+                               dlrun_lua_typename(L, -1));
       lua_copy(L, -1, 6);
     } else {
       lua_pushvalue(L, 6);
@@ -269,10 +286,13 @@ static void push_stats(lua_State *L, const dlrun_transfer_stats *s) {
 
 /* dl.transfer_stats([{reset = true}]): counts since start or the last reset. */
 static int l_transfer_stats(lua_State *L) {
+  dlrun_lua_check_nargs(L, "transfer_stats", 1);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
   bool reset = false;
   if (!lua_isnoneornil(L, 1)) {
     if (!lua_istable(L, 1)) return dlrun_lua_type_error(L, "transfer_stats", 1, "options", "a table {reset=}");
+    static const char *const keys[] = {"reset", NULL};
+    dlrun_lua_check_option_keys(L, 1, "transfer_stats", keys, "TypeError");
     lua_getfield(L, 1, "reset");
     reset = lua_toboolean(L, -1);
   }
@@ -284,6 +304,7 @@ static int l_transfer_stats(lua_State *L) {
 }
 
 static int l_reset_transfer_stats(lua_State *L) {
+  dlrun_lua_check_nargs(L, "reset_transfer_stats", 0);
   dlrun_transfer_stats_reset(dlrun_lua_runtime(L));
   return 0;
 }
