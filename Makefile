@@ -134,7 +134,7 @@ check-valgrind: deps-hardening all
 check-all: test check-asan check-tsan check-valgrind
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-bench
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-fuzz-cov build-bench
 
 -include fuzz/fuzz.mk bench/bench.mk
 -include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -9,7 +9,9 @@ void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides) {
   int64_t s = 1;
   for (int d = ndim - 1; d >= 0; d--) {
     strides[d] = s;
-    s *= dims[d];
+    /* Only a zero-size shape can overflow here (sizes are checked), and it
+     * has no element to address: any stride will do. */
+    if (__builtin_mul_overflow(s, dims[d], &s)) s = 0;
   }
 }
 

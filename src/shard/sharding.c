@@ -20,21 +20,19 @@ const char *dlrun_partition_spec_describe(const dlrun_partition_spec *spec, char
     snprintf(buf, n, "PartitionSpec(<invalid>)");
     return buf;
   }
-  size_t used = (size_t)snprintf(buf, n, "PartitionSpec(");
-  for (int i = 0; i < spec->nentries && used < n; i++) {
+  dlrun_text t = dlrun_text_start(buf, n);
+  dlrun_text_append(&t, "PartitionSpec(");
+  for (int i = 0; i < spec->nentries; i++) {
     const dlrun_spec_entry *e = &spec->entries[i];
-    used += (size_t)snprintf(buf + used, n - used, "%s", i ? ", " : "");
-    if (e->naxes == 0) {
-      used += (size_t)snprintf(buf + used, n - used, "None");
-    } else if (e->naxes == 1) {
-      used += (size_t)snprintf(buf + used, n - used, "'%s'", e->axes[0]);
-    } else {
-      for (int a = 0; a < e->naxes && used < n; a++)
-        used += (size_t)snprintf(buf + used, n - used, "%s'%s'", a ? ", " : "(", e->axes[a]);
-      if (used < n) used += (size_t)snprintf(buf + used, n - used, ")");
-    }
+    int naxes = e->naxes < 0 ? 0 : e->naxes > DLRUN_MAX_MESH_AXES ? DLRUN_MAX_MESH_AXES : e->naxes;
+    dlrun_text_append(&t, "%s", i ? ", " : "");
+    if (naxes == 0) dlrun_text_append(&t, "None");
+    for (int a = 0; a < naxes; a++)
+      dlrun_text_append(&t, "%s'%s'", a ? ", " : naxes > 1 ? "(" : "",
+                        e->axes[a] ? e->axes[a] : "<NULL>");
+    if (naxes > 1) dlrun_text_append(&t, ")");
   }
-  if (used < n) snprintf(buf + used, n - used, spec->nentries == 1 ? ",)" : ")");
+  dlrun_text_append(&t, spec->nentries == 1 ? ",)" : ")");
   return buf;
 }
 
@@ -60,19 +58,24 @@ static dlrun_status resolve_spec(dlrun_sharding *s, const dlrun_partition_spec *
   if (spec->nentries < 0 || spec->nentries > DLRUN_MAX_NDIM)
     return dlrun_fail(DLRUN_ERR_VALUE, "a PartitionSpec has 0 to %d entries, got %d",
                       DLRUN_MAX_NDIM, spec->nentries);
-  s->nentries = spec->nentries;
-  s->spec.nentries = spec->nentries;
+  /* The whole spec is checked first, so that messages may describe it. */
   for (int i = 0; i < spec->nentries; i++) {
     const dlrun_spec_entry *e = &spec->entries[i];
     if (e->naxes < 0 || e->naxes > DLRUN_MAX_MESH_AXES)
       return dlrun_fail(DLRUN_ERR_VALUE, "PartitionSpec entry %d names %d axes (at most %d)",
                         i + 1, e->naxes, DLRUN_MAX_MESH_AXES);
-    s->spec.entries[i].naxes = e->naxes;
-    s->partitions[i] = 1;
-    for (int k = 0; k < e->naxes; k++) {
+    for (int k = 0; k < e->naxes; k++)
       if (!e->axes[k])
         return dlrun_fail(DLRUN_ERR_VALUE, "PartitionSpec entry %d: axis name %d is NULL", i + 1,
                           k + 1);
+  }
+  s->nentries = spec->nentries;
+  s->spec.nentries = spec->nentries;
+  for (int i = 0; i < spec->nentries; i++) {
+    const dlrun_spec_entry *e = &spec->entries[i];
+    s->spec.entries[i].naxes = e->naxes;
+    s->partitions[i] = 1;
+    for (int k = 0; k < e->naxes; k++) {
       int a = find_axis(m, e->axes[k]);
       if (a < 0)
         return dlrun_fail(DLRUN_ERR_VALUE, "Resource axis: %s of %s is not found in mesh: %s.",
