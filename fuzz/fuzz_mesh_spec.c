@@ -253,16 +253,22 @@ static int find_axis(const mesh_args *m, const char *name) {
   return -1;
 }
 
-/* The status dlrun must return, checking entries in order. */
+/* The status dlrun must return: the spec's form first (axis counts, NULL
+ * names, in every entry), then its axes, entry by entry. */
 static dlrun_status spec_status(const mesh_args *m, const dlrun_partition_spec *spec, int kind) {
   if (kind < 0 || kind >= DLRUN_MEM_KIND_COUNT) return DLRUN_ERR_VALUE;
   if (spec->nentries < 0 || spec->nentries > DLRUN_MAX_NDIM) return DLRUN_ERR_VALUE;
-  bool used[DLRUN_MAX_MESH_AXES] = {false};
   for (int i = 0; i < spec->nentries; i++) {
     const dlrun_spec_entry *e = &spec->entries[i];
     if (e->naxes < 0 || e->naxes > DLRUN_MAX_MESH_AXES) return DLRUN_ERR_VALUE;
+    for (int k = 0; k < e->naxes; k++)
+      if (!e->axes[k]) return DLRUN_ERR_VALUE;
+  }
+  bool used[DLRUN_MAX_MESH_AXES] = {false};
+  for (int i = 0; i < spec->nentries; i++) {
+    const dlrun_spec_entry *e = &spec->entries[i];
     for (int k = 0; k < e->naxes; k++) {
-      int a = e->axes[k] ? find_axis(m, e->axes[k]) : -1;
+      int a = find_axis(m, e->axes[k]);
       if (a < 0) return DLRUN_ERR_VALUE;
       if (used[a]) return DLRUN_ERR_DUPLICATE_SPEC;
       used[a] = true;
