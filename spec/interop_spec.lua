@@ -1,0 +1,105 @@
+-- DLPack interop with a real consumer and producer: NumPy (Debian's
+-- python3-numpy), driven through ctypes and libdlrun.so by
+-- spec/interop/numpy_interop.py. The script prints "ok - ..." /
+-- "not ok - ..." lines and "python interop: N passed, N failed".
+--
+-- The library: DLRUN_LIB, else libdlrun.so next to DLRUN_EXE (<build>/dlrun),
+-- else build/libdlrun.so. The interpreter: /usr/bin/python3 (the python3
+-- first on PATH may lack numpy); DLRUN_PYTHON overrides it.
+
+local SCRIPT = "spec/interop/numpy_interop.py"
+local PYTHON = os.getenv("DLRUN_PYTHON") or "/usr/bin/python3"
+
+local function library()
+  local lib = os.getenv("DLRUN_LIB")
+  if lib and lib ~= "" then return lib end
+  local exe = os.getenv("DLRUN_EXE")
+  if exe and exe ~= "" then
+    local dir = exe:match("^(.*)/[^/]*$") or "."
+    return dir .. "/libdlrun.so"
+  end
+  return "build/libdlrun.so"
+end
+
+local function quote(s)
+  return "'" .. tostring(s):gsub("'", [['\'']]) .. "'"
+end
+
+local function read_all(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- Run a shell command line; returns its output (stdout and stderr) and exit
+-- status (128 + n for a signal).
+local function run(line)
+  local out = os.tmpname()
+  local ok, how, code = os.execute(line .. " >" .. out .. " 2>&1")
+  local text = read_all(out)
+  os.remove(out)
+  if how == "signal" then code = 128 + code end
+  return text, ok and 0 or code
+end
+
+-- A library built with sanitizers (make SAN=-fsanitize=address...) can only
+-- be loaded into Python with its runtimes preloaded; Python's own
+-- allocations would then read as leaks.
+local function sanitizer_env(lib)
+  if os.getenv("LD_PRELOAD") then return "" end
+  local p = io.popen("ldd " .. quote(lib) .. " 2>/dev/null")
+  if not p then return "" end
+  local deps = p:read("a") or ""
+  p:close()
+  local preload = {}
+  for path in deps:gmatch("lib[a-z]*san%.so[%w.]*%s*=>%s*(%S+)") do
+    preload[#preload + 1] = path
+  end
+  if #preload == 0 then return "" end
+  return "LD_PRELOAD=" .. quote(table.concat(preload, " ")) ..
+         " ASAN_OPTIONS=" .. quote("detect_leaks=0:" .. (os.getenv("ASAN_OPTIONS") or "")) .. " "
+end
+
+describe("DLPack interop with NumPy", function()
+  it("passes every check of " .. SCRIPT, function()
+    if not exists(PYTHON) then
+      pending(PYTHON .. " is missing (scripts/deps.sh installs python3-numpy)")
+      return
+    end
+    local _, has_numpy = run(quote(PYTHON) .. " -c 'import numpy'")
+    if has_numpy ~= 0 then
+      pending("numpy is missing for " .. PYTHON .. " (scripts/deps.sh installs python3-numpy)")
+      return
+    end
+    local lib = library()
+    assert(exists(lib), lib .. " is missing: build it with make")
+
+    local output, status = run(sanitizer_env(lib) .. quote(PYTHON) .. " " .. quote(SCRIPT) ..
+                               " " .. quote(lib))
+    local failures = {}
+    for line in output:gmatch("[^\n]+") do
+      if line:match("^not ok") then failures[#failures + 1] = line end
+    end
+    local function tail(text)
+      return #text > 1500 and ("..." .. text:sub(-1500)) or text
+    end
+    local summary = {}
+    for p, f in output:gmatch("python interop: (%d+) passed, (%d+) failed") do
+      summary = {passed = tonumber(p), failed = tonumber(f)}
+    end
+    assert(summary.passed, ("no summary line: crashed? (exit status %d)\n%s\nlast output:\n%s")
+           :format(status, table.concat(failures, "\n"), tail(output)))
+    assert(summary.failed == 0 and #failures == 0,
+           ("%d checks failed:\n%s"):format(summary.failed, table.concat(failures, "\n")))
+    assert(summary.passed >= 100, ("only %d checks passed"):format(summary.passed))
+    assert(status == 0, ("exit status %d; output:\n%s"):format(status, tail(output)))
+  end)
+end)
