@@ -63,6 +63,20 @@ local function sanitizer_env(lib)
   for path in deps:gmatch("lib[a-z]*san%.so[%w.]*%s*=>%s*(%S+)") do
     preload[#preload + 1] = path
   end
+  if #preload == 0 then
+    -- clang links its sanitizer runtime into executables, not into shared
+    -- libraries: a library built with clang's ASan needs clang's shared
+    -- runtime preloaded into Python.
+    local nm = io.popen("nm -D " .. quote(lib) .. " 2>/dev/null")
+    local symbols = nm and nm:read("a") or ""
+    if nm then nm:close() end
+    if symbols:find(" U __asan_", 1, true) then
+      local q = io.popen("clang-14 -print-file-name=libclang_rt.asan-x86_64.so 2>/dev/null")
+      local runtime = q and (q:read("l") or "") or ""
+      if q then q:close() end
+      if runtime:find("/", 1, true) then preload[1] = runtime end
+    end
+  end
   if #preload == 0 then return "" end
   return "LD_PRELOAD=" .. quote(table.concat(preload, " ")) ..
          " ASAN_OPTIONS=" .. quote("detect_leaks=0:" .. (os.getenv("ASAN_OPTIONS") or "")) .. " "
