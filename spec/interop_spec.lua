@@ -52,7 +52,8 @@ end
 
 -- A library built with sanitizers (make SAN=-fsanitize=address...) can only
 -- be loaded into Python with its runtimes preloaded; Python's own
--- allocations would then read as leaks.
+-- allocations would then read as leaks, so leak checking is turned off last
+-- (later options win).
 local function sanitizer_env(lib)
   if os.getenv("LD_PRELOAD") then return "" end
   local p = io.popen("ldd " .. quote(lib) .. " 2>/dev/null")
@@ -79,7 +80,7 @@ local function sanitizer_env(lib)
   end
   if #preload == 0 then return "" end
   return "LD_PRELOAD=" .. quote(table.concat(preload, " ")) ..
-         " ASAN_OPTIONS=" .. quote("detect_leaks=0:" .. (os.getenv("ASAN_OPTIONS") or "")) .. " "
+         " ASAN_OPTIONS=" .. quote((os.getenv("ASAN_OPTIONS") or "") .. ":detect_leaks=0") .. " "
 end
 
 describe("DLPack interop with NumPy", function()
