@@ -145,7 +145,7 @@ static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const siz
       break;
     }
   if (t->npieces == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 4;
+    size_t cap = t->cap ? t->cap * 2 : 1; /* most destinations read one piece */
     piece *grown = dlrun_malloc(cap * sizeof *grown);
     if (!grown) {
       p->st = dlrun_fail_oom_host(cap * sizeof *grown);
@@ -264,8 +264,9 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
 /* Queue each task after the sources it reads. On failure the tasks not yet
  * queued are freed; queued ones finish harmlessly into buffers that are then
  * dropped. */
-static dlrun_status queue_plan(put_plan *pl) {
+static dlrun_status queue_plan(put_plan *pl, dlrun_workers *workers) {
   dlrun_status st = DLRUN_OK;
+  dlrun_workers_hold(workers);
   for (size_t i = 0; i < pl->n; i++) {
     copy_task *t = pl->tasks[i];
     if (!t) continue;
@@ -292,7 +293,12 @@ static dlrun_status queue_plan(put_plan *pl) {
     if (deps != stack_deps) dlrun_free(deps);
     if (st) break;
     pl->tasks[i] = NULL; /* the queue owns it now */
+    if (i % 64 == 63) { /* let the workers start on what is queued */
+      dlrun_workers_release(workers);
+      dlrun_workers_hold(workers);
+    }
   }
+  dlrun_workers_release(workers);
   return st;
 }
 
@@ -343,7 +349,7 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
     plan_free(&pl);
     return st;
   }
-  if ((st = queue_plan(&pl))) {
+  if ((st = queue_plan(&pl, dlrun_sharding_device(dst, 0)->rt->workers))) {
     plan_free(&pl);
     dlrun_array_release(*out);
     *out = NULL;

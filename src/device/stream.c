@@ -36,6 +36,7 @@ struct dlrun_workers {
   pthread_t *threads;
   int nthreads, started;
   int idle;        /* threads waiting for work */
+  int holding;     /* batches being queued: wake the threads once, at the end */
   int ready_count; /* streams in the ready queue */
   bool stop;
 };
@@ -78,7 +79,7 @@ static void push_ready(dlrun_workers *w, dlrun_stream *s) {
   else w->ready_head = s;
   w->ready_tail = s;
   w->ready_count++;
-  pthread_cond_signal(&w->ready_cv);
+  if (!w->holding) pthread_cond_signal(&w->ready_cv);
 }
 
 /* Park t on the first of its dependencies not yet done. Returns false when
@@ -235,6 +236,18 @@ void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, si
   while (*link != &job) link = &(*link)->link;
   *link = job.link;
   while (job.helpers > 0) pthread_cond_wait(&w->jobs_cv, &w->mu);
+  pthread_mutex_unlock(&w->mu);
+}
+
+void dlrun_workers_hold(dlrun_workers *w) {
+  pthread_mutex_lock(&w->mu);
+  w->holding++;
+  pthread_mutex_unlock(&w->mu);
+}
+
+void dlrun_workers_release(dlrun_workers *w) {
+  pthread_mutex_lock(&w->mu);
+  if (--w->holding == 0 && w->ready_head) pthread_cond_broadcast(&w->ready_cv);
   pthread_mutex_unlock(&w->mu);
 }
 

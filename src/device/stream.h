@@ -65,6 +65,12 @@ dlrun_status dlrun_stream_enqueue_after(dlrun_stream *s, const dlrun_event *deps
 void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, size_t i),
                             void *ctx);
 
+/* Queue a batch of tasks without waking a thread for each: between hold and
+ * release, queued streams wait; release wakes the threads once. Pairs
+ * nest. */
+void dlrun_workers_hold(dlrun_workers *w);
+void dlrun_workers_release(dlrun_workers *w);
+
 /* An event marking everything queued on s so far. */
 dlrun_event dlrun_stream_record(dlrun_stream *s);
 
