@@ -51,6 +51,11 @@ void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const ch
 int dlrun_lua_released_error(lua_State *L, int idx);
 void dlrun_lua_errors_open(lua_State *L);
 
+/* Create the metatable `tname` with the metamethods `meta` and __name
+ * `shown` (what messages call the type); leaves it on the stack. */
+void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
+                             const luaL_Reg *meta);
+
 /* ---- runtime and devices (lruntime.c, ldevice.c) ---- */
 /* The runtime of this Lua state (the process default), created on first use. */
 dlrun_runtime *dlrun_lua_runtime(lua_State *L);

@@ -433,13 +433,10 @@ void dlrun_lua_array_open(lua_State *L) {
   lua_call(L, 1, 1);
   lua_setfield(L, LUA_REGISTRYINDEX, FORMAT_KEY);
 
-  luaL_newmetatable(L, DLRUN_ARRAY_MT);
-  lua_pushliteral(L, "Array");
-  lua_setfield(L, -2, "__name");
   static const luaL_Reg meta[] = {
       {"__len", array_len}, {"__tostring", array_tostring}, {NULL, NULL},
   };
-  luaL_setfuncs(L, meta, 0);
+  dlrun_lua_new_metatable(L, DLRUN_ARRAY_MT, "Array", meta);
   lua_pushboolean(L, 1);
   lua_pushcclosure(L, array_release, 1);
   lua_setfield(L, -2, "__gc");

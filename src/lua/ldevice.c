@@ -115,13 +115,10 @@ static int device_lt(lua_State *L) {
 }
 
 void dlrun_lua_device_open(lua_State *L) {
-  luaL_newmetatable(L, DLRUN_DEVICE_MT);
   static const luaL_Reg meta[] = {
       {"__index", device_index}, {"__tostring", device_tostring}, {"__lt", device_lt},
       {NULL, NULL},
   };
-  luaL_setfuncs(L, meta, 0);
-  lua_pushliteral(L, "Device");
-  lua_setfield(L, -2, "__name");
+  dlrun_lua_new_metatable(L, DLRUN_DEVICE_MT, "Device", meta);
   lua_pop(L, 1);
 }

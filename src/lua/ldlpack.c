@@ -339,15 +339,11 @@ void dlrun_lua_dlpack_open(lua_State *L) {
       {NULL, NULL},
   };
   luaL_setfuncs(L, funcs, 0);
-  luaL_newmetatable(L, DLRUN_CAPSULE_MT);
-  lua_pushcfunction(L, capsule_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, capsule_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, capsule_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushliteral(L, "Capsule");
-  lua_setfield(L, -2, "__name");
+  static const luaL_Reg meta[] = {
+      {"__index", capsule_index}, {"__gc", capsule_gc}, {"__tostring", capsule_tostring},
+      {NULL, NULL},
+  };
+  dlrun_lua_new_metatable(L, DLRUN_CAPSULE_MT, "Capsule", meta);
   lua_pop(L, 1);
   /* Arrays gain the DLPack methods. */
   luaL_getmetatable(L, DLRUN_ARRAY_MT);

@@ -579,25 +579,18 @@ void dlrun_lua_sharding_open(lua_State *L) {
   lua_setfield(L, LUA_REGISTRYINDEX, SPEC_MT_KEY);
   lua_pop(L, 1);
 
-  luaL_newmetatable(L, DLRUN_MESH_MT);
-  lua_pushcfunction(L, mesh_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, mesh_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushcfunction(L, mesh_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushliteral(L, "Mesh");
-  lua_setfield(L, -2, "__name");
+  static const luaL_Reg mesh_meta[] = {
+      {"__index", mesh_index}, {"__tostring", mesh_tostring}, {"__gc", mesh_gc},
+      {NULL, NULL},
+  };
+  dlrun_lua_new_metatable(L, DLRUN_MESH_MT, "Mesh", mesh_meta);
   lua_pop(L, 1);
 
-  luaL_newmetatable(L, DLRUN_SHARDING_MT);
   static const luaL_Reg meta[] = {
       {"__tostring", sharding_tostring}, {"__gc", sharding_gc}, {"__eq", sharding_eq},
       {NULL, NULL},
   };
-  luaL_setfuncs(L, meta, 0);
-  lua_pushliteral(L, "Sharding");
-  lua_setfield(L, -2, "__name");
+  dlrun_lua_new_metatable(L, DLRUN_SHARDING_MT, "Sharding", meta);
   static const luaL_Reg methods[] = {
       {"shard_shape", l_shard_shape},
       {"devices_indices_map", l_devices_indices_map},

@@ -2,6 +2,14 @@
  * order: errors first (every other area raises through them). */
 #include "binding.h"
 
+void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
+                             const luaL_Reg *meta) {
+  luaL_newmetatable(L, tname);
+  luaL_setfuncs(L, meta, 0);
+  lua_pushstring(L, shown);
+  lua_setfield(L, -2, "__name");
+}
+
 int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_errors_open(L);
   lua_newtable(L);
