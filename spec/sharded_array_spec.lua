@@ -5,8 +5,9 @@
 -- from per-device pieces (make_array_from_single_device_arrays,
 -- make_array_from_callback).
 --
--- Every expectation about a layout comes from the reference below, which
--- applies jax.md's rules directly (it never asks the implementation).
+-- Every expectation about a layout comes from the reference in
+-- spec/layout_model.lua, which applies jax.md's rules directly (it never asks
+-- the implementation).
 -- The busted process runs on the default runtime: 8 sim devices (ids 0..7)
 -- and the host cpu device.
 -- Run from the repository root: busted spec/sharded_array_spec.lua
@@ -16,43 +17,15 @@ local helpers = require "helpers"
 
 local expect_error = helpers.expect_error
 
-local DEV = dl.devices()
-local HOST = dl.host_device()
-local function D(id) return DEV[id + 1] end
-
-local ITEMSIZE = {
-  bool = 1, int8 = 1, int16 = 2, int32 = 4, int64 = 8,
-  uint8 = 1, uint16 = 2, uint32 = 4, uint64 = 8,
-  float16 = 2, bfloat16 = 2, float32 = 4, float64 = 8, complex64 = 8, complex128 = 16,
-}
-
-local function round256(n) return (n + 255) // 256 * 256 end
-
----------------------------------------------------------------------------
--- Reference layouts (jax.md): meshes built from device ids, shard indices,
--- replica ids.
----------------------------------------------------------------------------
-
--- A mesh over the devices with these ids (row-major order), with the flat
--- device list kept for the reference.
-local function mesh_of(ids, sizes, names)
-  local flat = {}
-  for i, id in ipairs(ids) do flat[i] = D(id) end
-  local pos = 0
-  local function nest(a)
-    local t = {}
-    for i = 1, sizes[a] do
-      if a == #sizes then
-        pos = pos + 1
-        t[i] = flat[pos]
-      else
-        t[i] = nest(a + 1)
-      end
-    end
-    return t
-  end
-  return {mesh = dl.Mesh(nest(1), names), flat = flat, sizes = sizes, names = names}
-end
+-- The reference (jax.md's layout rules) and the memory utilities shared with
+-- spec/transfer_spec.lua live in spec/layout_model.lua.
+local model = require "layout_model"
+local D, HOST, ITEMSIZE, round256 = model.D, model.HOST, model.ITEMSIZE, model.round256
+local mesh_of, named_layout = model.mesh_of, model.named_layout
+local named, single = model.named, model.single
+local product, block_shape = model.product, model.block_shape
+local nest_values, block_values = model.nest_values, model.block_values
+local settle, memory = model.settle, model.memory
 
 local function ids_of(devices)
   local ids = {}
@@ -60,133 +33,9 @@ local function ids_of(devices)
   return ids
 end
 
--- The shards of `shape` under `spec` (a dl.P value) on mesh info `M`, in the
--- mesh's flat order: {device=, index=, replica_id=}.
-local function named_layout(M, spec, shape)
-  local axis = {}
-  for a, n in ipairs(M.names) do axis[n] = a end
-  local out = {}
-  for f = 1, #M.flat do
-    local coords, rem = {}, f - 1
-    for a = #M.sizes, 1, -1 do
-      coords[a] = rem % M.sizes[a]
-      rem = rem // M.sizes[a]
-    end
-    local index = {}
-    for d = 1, #shape do
-      local entry = d <= spec.n and spec[d] or nil
-      local names = entry == nil and {} or type(entry) == "string" and {entry} or entry
-      local p, k = 1, 0
-      for _, n in ipairs(names) do
-        k = k * M.sizes[axis[n]] + coords[axis[n]]
-        p = p * M.sizes[axis[n]]
-      end
-      local size = shape[d] // p
-      index[d] = {k * size + 1, (k + 1) * size}
-    end
-    out[f] = {device = M.flat[f], index = index}
-  end
-  for f = 1, #out do
-    local r = 0
-    for g = 1, f - 1 do
-      local same = true
-      for d = 1, #shape do
-        same = same and out[g].index[d][1] == out[f].index[d][1]
-          and out[g].index[d][2] == out[f].index[d][2]
-      end
-      if same then r = r + 1 end
-    end
-    out[f].replica_id = r
-  end
-  return out
-end
-
-local function full_index(shape)
-  local index = {}
-  for d = 1, #shape do index[d] = {1, shape[d]} end
-  return index
-end
-
-local function block_shape(index)
-  local s = {}
-  for d = 1, #index do s[d] = index[d][2] - index[d][1] + 1 end
-  return s
-end
-
-local function product(shape)
-  local n = 1
-  for _, v in ipairs(shape) do n = n * v end
-  return n
-end
-
--- 0-based row-major offsets of the elements of box `index` in `shape`.
-local function box_positions(shape, index)
-  local strides, s = {}, 1
-  for d = #shape, 1, -1 do
-    strides[d] = s
-    s = s * shape[d]
-  end
-  local out = {}
-  local function rec(d, off)
-    if d > #shape then
-      out[#out + 1] = off
-      return
-    end
-    for i = index[d][1], index[d][2] do rec(d + 1, off + (i - 1) * strides[d]) end
-  end
-  rec(1, 0)
-  return out
-end
-
--- Nested list of `shape` from a flat list of values (the value itself for 0-d).
-local function nest_values(values, shape)
-  local pos = 0
-  local function build(d)
-    if d > #shape then
-      pos = pos + 1
-      return values[pos]
-    end
-    local t = {}
-    for i = 1, shape[d] do t[i] = build(d + 1) end
-    return t
-  end
-  return build(1)
-end
-
--- The nested values of box `index` of an array of `shape` whose row-major
--- values are `flat` (0-based offsets map to flat[offset + 1]).
-local function block_values(flat, shape, index)
-  local vals = {}
-  for i, p in ipairs(box_positions(shape, index)) do vals[i] = flat[p + 1] end
-  return nest_values(vals, block_shape(index))
-end
-
 ---------------------------------------------------------------------------
 -- Memory
 ---------------------------------------------------------------------------
-
-local ALL_DEVICES = {}
-for i, d in ipairs(DEV) do ALL_DEVICES[i] = d end
-ALL_DEVICES[#ALL_DEVICES + 1] = HOST
-
-local function settle()
-  for _, d in ipairs(ALL_DEVICES) do d:synchronize() end
-  collectgarbage()
-  collectgarbage()
-  for _, d in ipairs(ALL_DEVICES) do d:synchronize() end
-end
-
--- bytes_in_use and num_allocs of both memory kinds of every device.
-local function memory()
-  local m = {}
-  for _, d in ipairs(ALL_DEVICES) do
-    for _, kind in ipairs {"device", "pinned_host"} do
-      local s = d:memory_stats(kind)
-      m[tostring(d) .. " " .. kind] = {bytes = s.bytes_in_use, allocs = s.num_allocs}
-    end
-  end
-  return m
-end
 
 local function same_memory(before, after, what)
   for key, b in pairs(before) do
@@ -216,24 +65,13 @@ end
 ---------------------------------------------------------------------------
 
 -- x has `layout` (list of expected shards in order), memory kind `kind`, the
--- full values `flat` (row-major) of `shape`.
+-- full values `flat` (row-major) of `shape`; each shard's data also has the
+-- block's shape and lives on one device.
 local function check_shards(x, layout, kind, flat, shape, dtype)
-  local shards = x.addressable_shards
-  assert.are.equal(#layout, #shards, "number of shards")
-  for k, want in ipairs(layout) do
-    local sh = shards[k]
-    assert(rawequal(want.device, sh.device),
-           ("shard %d: device %s, expected %s"):format(k, tostring(sh.device), tostring(want.device)))
-    assert.are.same(want.index, sh.index, "shard " .. k .. " index")
-    assert.are.equal(want.replica_id, sh.replica_id, "shard " .. k .. " replica_id")
-    local data = sh.data
+  model.check_shards(x, layout, kind, flat, shape, dtype, function(k, want, data)
     assert.are.same(block_shape(want.index), data.shape, "shard " .. k .. " data shape")
-    assert.are.equal(dtype, data.dtype)
     assert.are.equal(1, #data:devices())
-    assert(rawequal(want.device, data:devices()[1]), "shard " .. k .. " data device")
-    assert.are.equal(kind, data.sharding.memory_kind, "shard " .. k .. " memory kind")
-    assert.are.same(block_values(flat, shape, want.index), data:tolist(), "shard " .. k .. " data")
-  end
+  end)
 end
 
 ---------------------------------------------------------------------------
@@ -245,25 +83,6 @@ local M42 = mesh_of({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2}, {"x", "y"})
 local MP = mesh_of({7, 3, 5, 1, 6, 2, 4, 0}, {2, 4}, {"a", "b"})
 local M4 = mesh_of({6, 2, 4, 0}, {4}, {"x"})
 local M222 = mesh_of({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2}, {"x", "y", "z"})
-
--- A target: the Sharding value, its memory kind and the reference layout.
-local function named(M, spec, kind)
-  local s = kind and dl.NamedSharding(M.mesh, spec, kind) or dl.NamedSharding(M.mesh, spec)
-  return {
-    sharding = s,
-    kind = kind or "device",
-    layout = function(shape) return named_layout(M, spec, shape) end,
-  }
-end
-
-local function single(dev, kind)
-  local s = kind and dl.SingleDeviceSharding(dev, kind) or dl.SingleDeviceSharding(dev)
-  return {
-    sharding = s,
-    kind = kind or "device",
-    layout = function(shape) return {{device = dev, index = full_index(shape), replica_id = 0}} end,
-  }
-end
 
 local CASES = {
   {"a 1-D mesh, rows split P('x')", named(M8, dl.P("x")), {16, 33}},

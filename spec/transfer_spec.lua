@@ -6,8 +6,9 @@
 -- donation, errors, device_get, randomised round trips, out-of-memory
 -- rollback and asynchrony.
 --
--- Expected layouts and byte counts come from the reference below, which
--- applies jax.md's rules directly (it never asks the implementation).
+-- Expected layouts and byte counts come from the reference (in
+-- spec/layout_model.lua and below), which applies jax.md's rules directly (it
+-- never asks the implementation).
 -- The busted process runs on the default runtime: 8 sim devices (ids 0..7)
 -- and the host cpu device.
 -- Run from the repository root: busted spec/transfer_spec.lua
@@ -17,167 +18,23 @@ local helpers = require "helpers"
 
 local expect_error = helpers.expect_error
 
-local DEV = dl.devices()
-local HOST = dl.host_device()
-local function D(id) return DEV[id + 1] end
+-- The reference (jax.md's layout rules) and the memory utilities shared with
+-- spec/sharded_array_spec.lua live in spec/layout_model.lua.
+local model = require "layout_model"
+local D, HOST, ITEMSIZE, round256 = model.D, model.HOST, model.ITEMSIZE, model.round256
+local mesh_of, named, single = model.mesh_of, model.named, model.single
+local product, block_shape, same_index = model.product, model.block_shape, model.same_index
+local nest_values = model.nest_values
+local settle, memory = model.settle, model.memory
 
 local DTYPES = {
   "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
   "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
 }
-local ITEMSIZE = {
-  bool = 1, int8 = 1, int16 = 2, int32 = 4, int64 = 8,
-  uint8 = 1, uint16 = 2, uint32 = 4, uint64 = 8,
-  float16 = 2, bfloat16 = 2, float32 = 4, float64 = 8, complex64 = 8, complex128 = 16,
-}
-
-local function round256(n) return (n + 255) // 256 * 256 end
 
 ---------------------------------------------------------------------------
--- Reference layouts (jax.md)
+-- Reference bytes and transfer statistics (jax.md)
 ---------------------------------------------------------------------------
-
--- A mesh over the devices with these ids (row-major), with its flat device
--- list kept for the reference.
-local function mesh_of(ids, sizes, names)
-  local flat = {}
-  for i, id in ipairs(ids) do flat[i] = D(id) end
-  local pos = 0
-  local function nest(a)
-    local t = {}
-    for i = 1, sizes[a] do
-      if a == #sizes then
-        pos = pos + 1
-        t[i] = flat[pos]
-      else
-        t[i] = nest(a + 1)
-      end
-    end
-    return t
-  end
-  return {mesh = dl.Mesh(nest(1), names), flat = flat, sizes = sizes, names = names}
-end
-
-local function product(shape)
-  local n = 1
-  for _, v in ipairs(shape) do n = n * v end
-  return n
-end
-
-local function block_shape(index)
-  local s = {}
-  for d = 1, #index do s[d] = index[d][2] - index[d][1] + 1 end
-  return s
-end
-
-local function same_index(a, b)
-  for d = 1, #a do
-    if a[d][1] ~= b[d][1] or a[d][2] ~= b[d][2] then return false end
-  end
-  return true
-end
-
-local function full_index(shape)
-  local index = {}
-  for d = 1, #shape do index[d] = {1, shape[d]} end
-  return index
-end
-
--- Shards of `shape` under `spec` (a dl.P value) on mesh info M, in flat mesh
--- order: {device=, index=, replica_id=}.
-local function named_layout(M, spec, shape)
-  local axis = {}
-  for a, n in ipairs(M.names) do axis[n] = a end
-  local out = {}
-  for f = 1, #M.flat do
-    local coords, rem = {}, f - 1
-    for a = #M.sizes, 1, -1 do
-      coords[a] = rem % M.sizes[a]
-      rem = rem // M.sizes[a]
-    end
-    local index = {}
-    for d = 1, #shape do
-      local entry = d <= spec.n and spec[d] or nil
-      local names = entry == nil and {} or type(entry) == "string" and {entry} or entry
-      local p, k = 1, 0
-      for _, n in ipairs(names) do
-        k = k * M.sizes[axis[n]] + coords[axis[n]]
-        p = p * M.sizes[axis[n]]
-      end
-      local size = shape[d] // p
-      index[d] = {k * size + 1, (k + 1) * size}
-    end
-    local r = 0
-    for g = 1, f - 1 do
-      if same_index(out[g].index, index) then r = r + 1 end
-    end
-    out[f] = {device = M.flat[f], index = index, replica_id = r}
-  end
-  return out
-end
-
--- A target: {sharding=, kind=, layout=function(shape)}.
-local function named(M, spec, kind)
-  return {
-    sharding = kind and dl.NamedSharding(M.mesh, spec, kind) or dl.NamedSharding(M.mesh, spec),
-    kind = kind or "device",
-    layout = function(shape) return named_layout(M, spec, shape) end,
-    describe = ("%s on mesh %s of %s"):format(tostring(spec), table.concat(M.sizes, "x"),
-                                              table.concat((function()
-                                                local t = {}
-                                                for i, d in ipairs(M.flat) do t[i] = d.id end
-                                                return t
-                                              end)(), ",")) .. " " .. (kind or "device"),
-  }
-end
-
-local function single(dev, kind)
-  return {
-    sharding = kind and dl.SingleDeviceSharding(dev, kind) or dl.SingleDeviceSharding(dev),
-    kind = kind or "device",
-    layout = function(shape) return {{device = dev, index = full_index(shape), replica_id = 0}} end,
-    describe = tostring(dev) .. " " .. (kind or "device"),
-  }
-end
-
--- 0-based row-major offsets of the elements of box `index` in `shape`.
-local function box_positions(shape, index)
-  local strides, s = {}, 1
-  for d = #shape, 1, -1 do
-    strides[d] = s
-    s = s * shape[d]
-  end
-  local out = {}
-  local function rec(d, off)
-    if d > #shape then
-      out[#out + 1] = off
-      return
-    end
-    for i = index[d][1], index[d][2] do rec(d + 1, off + (i - 1) * strides[d]) end
-  end
-  rec(1, 0)
-  return out
-end
-
-local function nest_values(values, shape)
-  local pos = 0
-  local function build(d)
-    if d > #shape then
-      pos = pos + 1
-      return values[pos]
-    end
-    local t = {}
-    for i = 1, shape[d] do t[i] = build(d + 1) end
-    return t
-  end
-  return build(1)
-end
-
-local function block_values(flat, shape, index)
-  local vals = {}
-  for i, p in ipairs(box_positions(shape, index)) do vals[i] = flat[p + 1] end
-  return nest_values(vals, block_shape(index))
-end
 
 -- The bytes of box `index` of a row-major array of `shape` whose bytes are
 -- `bytes` (elements of `esize` bytes).
@@ -243,32 +100,12 @@ end
 -- Memory and checks
 ---------------------------------------------------------------------------
 
-local ALL_DEVICES = {}
-for i, d in ipairs(DEV) do ALL_DEVICES[i] = d end
-ALL_DEVICES[#ALL_DEVICES + 1] = HOST
-
-local function settle()
-  for _, d in ipairs(ALL_DEVICES) do d:synchronize() end
-  collectgarbage()
-  collectgarbage()
-  for _, d in ipairs(ALL_DEVICES) do d:synchronize() end
-end
-
-local function memory()
-  local m = {}
-  for _, d in ipairs(ALL_DEVICES) do
-    for _, kind in ipairs {"device", "pinned_host"} do
-      m[tostring(d) .. " " .. kind] = d:memory_stats(kind).bytes_in_use
-    end
-  end
-  return m
-end
-
--- after - before for each pool, as {key = delta} without the zeros.
+-- after - before of bytes_in_use for each pool (memory() records), as
+-- {key = delta} without the zeros.
 local function growth(before, after)
   local g = {}
   for k, v in pairs(after) do
-    if v ~= before[k] then g[k] = v - before[k] end
+    if v.bytes ~= before[k].bytes then g[k] = v.bytes - before[k].bytes end
   end
   return g
 end
@@ -300,21 +137,9 @@ end
 local ZERO = {bytes_moved = 0, local_bytes = 0, copies = 0, shares = 0}
 
 -- y has `layout` (in order), memory `kind`, dtype and the row-major values
--- `flat` of `shape`.
+-- `flat` of `shape`, shard by shard and as a whole.
 local function check_shards(y, layout, kind, flat, shape, dtype)
-  local shards = y.addressable_shards
-  assert.are.equal(#layout, #shards, "number of shards")
-  for k, want in ipairs(layout) do
-    local sh = shards[k]
-    assert(rawequal(want.device, sh.device),
-           ("shard %d: device %s, expected %s"):format(k, tostring(sh.device), tostring(want.device)))
-    assert.are.same(want.index, sh.index, "shard " .. k .. " index")
-    assert.are.equal(want.replica_id, sh.replica_id, "shard " .. k .. " replica_id")
-    assert.are.equal(dtype, sh.data.dtype)
-    assert.are.equal(kind, sh.data.sharding.memory_kind, "shard " .. k .. " memory kind")
-    assert(rawequal(want.device, sh.data:devices()[1]), "shard " .. k .. " data device")
-    assert.are.same(block_values(flat, shape, want.index), sh.data:tolist(), "shard " .. k .. " data")
-  end
+  model.check_shards(y, layout, kind, flat, shape, dtype)
   assert.are.same(nest_values(flat, shape), y:tolist())
 end
 
