@@ -21,8 +21,15 @@ typedef struct piece {
   int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
 } piece;
 
+struct copy_unit {
+  size_t piece;     /* index into the task's pieces */
+  int64_t lo0, hi0; /* the part [lo0, hi0) of the piece along dimension `dim` */
+  int dim;
+};
 typedef struct copy_unit copy_unit;
 
+/* Most destinations read one piece, copied as one unit: those live inside
+ * the task, so that such a task is a single allocation. */
 typedef struct copy_task {
   dlrun_buffer *dst;
   copy_unit *units; /* the pieces cut for parallel copying; made with the plan */
@@ -33,13 +40,15 @@ typedef struct copy_task {
   int64_t src_shape[DLRUN_MAX_NDIM]; /* shard shape of the source array */
   size_t npieces, cap;
   piece *pieces;
+  piece one_piece;
+  copy_unit one_unit;
 } copy_task;
 
 static void copy_task_free(copy_task *t) {
   for (size_t i = 0; i < t->npieces; i++) dlrun_buffer_release(t->pieces[i].src);
-  dlrun_free(t->units);
+  if (t->units != &t->one_unit) dlrun_free(t->units);
   dlrun_buffer_release(t->dst);
-  dlrun_free(t->pieces);
+  if (t->pieces != &t->one_piece) dlrun_free(t->pieces);
   dlrun_free(t);
 }
 
@@ -53,12 +62,6 @@ static uint64_t piece_bytes(const copy_task *t, const piece *p) {
  * units of about this many bytes, so that idle workers can share one
  * device's copy. */
 #define UNIT_BYTES ((uint64_t)4 << 20)
-
-struct copy_unit {
-  size_t piece;     /* index into the task's pieces */
-  int64_t lo0, hi0; /* the part [lo0, hi0) of the piece along dimension `dim` */
-  int dim;
-};
 
 static void copy_one_unit(void *ctx, size_t i) {
   copy_task *t = ctx;
@@ -101,7 +104,7 @@ static dlrun_status make_units(copy_task *t) {
   int dim;
   size_t n = 0;
   for (size_t i = 0; i < t->npieces; i++) n += unit_count(t, &t->pieces[i], &dim);
-  t->units = dlrun_malloc(n * sizeof *t->units);
+  t->units = n == 1 ? &t->one_unit : dlrun_malloc(n * sizeof *t->units);
   if (!t->units) return dlrun_fail_oom_host(n * sizeof *t->units);
   size_t k = 0;
   for (size_t i = 0; i < t->npieces; i++) {
@@ -144,15 +147,18 @@ static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const siz
       pick = holders[h];
       break;
     }
-  if (t->npieces == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 1; /* most destinations read one piece */
+  if (t->npieces == 0) {
+    t->pieces = &t->one_piece;
+    t->cap = 1;
+  } else if (t->npieces == t->cap) {
+    size_t cap = t->cap * 2;
     piece *grown = dlrun_malloc(cap * sizeof *grown);
     if (!grown) {
       p->st = dlrun_fail_oom_host(cap * sizeof *grown);
       return 1;
     }
-    if (t->npieces) memcpy(grown, t->pieces, t->npieces * sizeof *grown);
-    dlrun_free(t->pieces);
+    memcpy(grown, t->pieces, t->npieces * sizeof *grown);
+    if (t->pieces != &t->one_piece) dlrun_free(t->pieces);
     t->pieces = grown;
     t->cap = cap;
   }
