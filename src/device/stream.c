@@ -200,18 +200,23 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+/* Start one more worker thread, if the set is not full. Called with w->mu
+ * held. Returns whether a thread was started. */
+static bool start_thread(dlrun_workers *w) {
+  if (w->started >= w->nthreads ||
+      pthread_create(&w->threads[w->started], NULL, worker_main, w) != 0)
+    return false;
+  w->started++;
+  return true;
+}
+
 /* Start threads as work appears, up to nthreads: one more whenever the
  * streams waiting (with the one about to be queued) outnumber the idle
  * threads. Called with w->mu held. */
 static dlrun_status ensure_threads(dlrun_workers *w) {
-  if (w->started >= w->nthreads) return DLRUN_OK;
-  if (w->ready_count + 1 <= w->idle) return DLRUN_OK;
-  if (pthread_create(&w->threads[w->started], NULL, worker_main, w) != 0) {
-    if (w->started > 0) return DLRUN_OK; /* the running ones will do */
-    return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot start a worker thread");
-  }
-  w->started++;
-  return DLRUN_OK;
+  if (w->ready_count + 1 <= w->idle || start_thread(w) || w->started > 0)
+    return DLRUN_OK; /* enough idle threads, one more, or the running ones will do */
+  return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot start a worker thread");
 }
 
 void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, size_t i),
@@ -223,9 +228,7 @@ void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, si
     job.link = w->jobs;
     w->jobs = &job;
     /* Start one more thread when none is idle: a failure just means less help. */
-    if (w->idle == 0 && w->started < w->nthreads &&
-        pthread_create(&w->threads[w->started], NULL, worker_main, w) == 0)
-      w->started++;
+    if (w->idle == 0) start_thread(w);
     pthread_cond_broadcast(&w->ready_cv);
     pthread_mutex_unlock(&w->mu);
   }

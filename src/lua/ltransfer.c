@@ -44,46 +44,66 @@ static dlrun_put_options check_put_options(lua_State *L, int idx) {
   return o;
 }
 
+/* Push the result of putting array x (at idx) onto the Sharding userdata at
+ * sharding_idx: x itself when nothing had to change, else a new Array.
+ * Returns the pushed array (anchored by the pushed value). */
+static dlrun_array *push_put(lua_State *L, int idx, dlrun_array *x, int sharding_idx,
+                             const dlrun_put_options *o) {
+  dlrun_array *out;
+  dlrun_lua_check(L, dlrun_device_put(x, dlrun_lua_test_sharding(L, sharding_idx), o, &out));
+  if (out == x) {
+    dlrun_array_release(out);
+    lua_pushvalue(L, idx);
+  } else {
+    dlrun_lua_push_array(L, out, sharding_idx);
+  }
+  return out;
+}
+
+/* Push a new table holding each(value) for every entry of the table at idx,
+ * keys kept; each pushes one value. */
+static void map_tree(lua_State *L, int idx, void (*each)(lua_State *L, int idx, void *ctx),
+                     void *ctx) {
+  luaL_checkstack(L, 4, "tree too deep");
+  lua_newtable(L);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    each(L, lua_gettop(L), ctx);
+    lua_remove(L, -2);
+    lua_rawset(L, -4);
+  }
+}
+
+typedef struct put_args {
+  int target_idx;
+  const dlrun_put_options *o;
+} put_args;
+
 /* Put the value at idx onto the target Sharding userdata at target_idx
  * (0: no target: arrays stay where they are, data goes to the default
  * device); pushes the result. Arrays transfer, trees map, other values become
  * arrays. */
-static void put_value(lua_State *L, int idx, int target_idx, const dlrun_put_options *o) {
+static void put_value(lua_State *L, int idx, void *ctx) {
+  const put_args *a = ctx;
   idx = lua_absindex(L, idx);
   dlrun_array *x = dlrun_lua_test_array(L, idx);
   if (x) {
-    int top = lua_gettop(L);
-    if (!target_idx) {
-      if (!o->donate && o->may_alias != DLRUN_ALIAS_NEVER) {
-        dlrun_lua_check(L, dlrun_array_check_live(x));
-        lua_pushvalue(L, idx);
-        return;
-      }
-      lua_getfield(L, idx, "sharding"); /* stays where it is, as a copy */
-      target_idx = lua_gettop(L);
-    }
-    dlrun_array *out;
-    dlrun_lua_check(L, dlrun_device_put(x, dlrun_lua_test_sharding(L, target_idx), o, &out));
-    if (out == x) {
-      dlrun_array_release(out);
+    if (a->target_idx) {
+      push_put(L, idx, x, a->target_idx, a->o);
+    } else if (!a->o->donate && a->o->may_alias != DLRUN_ALIAS_NEVER) {
+      dlrun_lua_check(L, dlrun_array_check_live(x));
       lua_pushvalue(L, idx);
     } else {
-      dlrun_lua_push_array(L, out, target_idx);
+      lua_getfield(L, idx, "sharding"); /* stays where it is, as a copy */
+      push_put(L, idx, x, lua_gettop(L), a->o);
+      lua_remove(L, -2);
     }
-    if (lua_gettop(L) > top + 1) lua_remove(L, top + 1);
     return;
   }
   if (is_array_tree(L, idx)) {
-    luaL_checkstack(L, 4, "tree too deep");
-    lua_newtable(L);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-      lua_pushvalue(L, -2);
-      lua_insert(L, -2);
-      put_value(L, -1, target_idx, o);
-      lua_remove(L, -2);
-      lua_rawset(L, -4);
-    }
+    map_tree(L, idx, put_value, ctx);
     return;
   }
   /* Lua data: dl.array(data, nil, target). */
@@ -93,7 +113,7 @@ static void put_value(lua_State *L, int idx, int target_idx, const dlrun_put_opt
   lua_getfield(L, lua_upvalueindex(1), "array");
   lua_pushvalue(L, idx);
   lua_pushnil(L);
-  if (target_idx) lua_pushvalue(L, target_idx);
+  if (a->target_idx) lua_pushvalue(L, a->target_idx);
   else lua_pushnil(L);
   lua_call(L, 3, 1);
 }
@@ -114,41 +134,24 @@ static int l_device_put(lua_State *L) {
     dlrun_lua_push_target(L, 2, "device_put");
     target_idx = lua_gettop(L);
   }
-  put_value(L, 1, target_idx, &o);
+  put_args args = {.target_idx = target_idx, .o = &o};
+  put_value(L, 1, &args);
   return 1;
 }
 
-/* dl.device_get(x): arrays materialised on the host cpu device; tables of
- * arrays map element-wise; anything else passes through. */
-static void get_value(lua_State *L, int idx, int host_idx) {
+/* dl.device_get(x): arrays materialised on the host cpu device (the
+ * Sharding userdata at *host_idx); tables of arrays map element-wise;
+ * anything else passes through. */
+static void get_value(lua_State *L, int idx, void *ctx) {
+  int host_idx = *(const int *)ctx;
   idx = lua_absindex(L, idx);
   dlrun_array *x = dlrun_lua_test_array(L, idx);
   if (x) {
-    dlrun_array *out;
-    dlrun_lua_check(L, dlrun_device_put(x, dlrun_lua_test_sharding(L, host_idx), NULL, &out));
-    dlrun_status st = dlrun_array_block_until_ready(out);
-    if (out == x) {
-      dlrun_array_release(out);
-      lua_pushvalue(L, idx);
-    } else {
-      dlrun_lua_push_array(L, out, host_idx);
-    }
-    dlrun_lua_check(L, st);
-    return;
-  }
-  if (!is_array_tree(L, idx)) {
+    dlrun_lua_check(L, dlrun_array_block_until_ready(push_put(L, idx, x, host_idx, NULL)));
+  } else if (is_array_tree(L, idx)) {
+    map_tree(L, idx, get_value, ctx);
+  } else {
     lua_pushvalue(L, idx);
-    return;
-  }
-  luaL_checkstack(L, 4, "tree too deep");
-  lua_newtable(L);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pushvalue(L, -2);
-    lua_insert(L, -2);
-    get_value(L, -1, host_idx);
-    lua_remove(L, -2);
-    lua_rawset(L, -4);
   }
 }
 
@@ -156,7 +159,8 @@ static int l_device_get(lua_State *L) {
   dlrun_lua_check_nargs(L, "device_get", 1);
   lua_settop(L, 1);
   dlrun_lua_push_device_sharding(L, dlrun_host_device(dlrun_lua_runtime(L)));
-  get_value(L, 1, 2);
+  int host_idx = 2;
+  get_value(L, 1, &host_idx);
   return 1;
 }
 
