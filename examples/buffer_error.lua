@@ -11,11 +11,14 @@ local dl = require "dlrun"
 
 local function say(fmt, ...) io.write(fmt:format(...), "\n") end
 
--- The example uses the first 8 devices of the default backend.
+-- The first 8 devices of the default backend (sim or cpu); with fewer, the
+-- example says so on one line and stops with status 1.
 local N_DEVICES = 8
 if dl.device_count() < N_DEVICES then
-  error(("this example needs %d devices, found %d; run it with --devices sim:%d")
-        :format(N_DEVICES, dl.device_count(), N_DEVICES), 0)
+  io.stderr:write(("buffer_error.lua: this example needs %d devices, found %d (devices %s); "
+                   .. "run it with --devices sim:%d\n")
+                  :format(N_DEVICES, dl.device_count(), dl.device_spec(), N_DEVICES))
+  os.exit(1, true)
 end
 local devices = {}
 for i = 1, N_DEVICES do devices[i] = dl.devices()[i] end

@@ -11,10 +11,14 @@ local dl = require "dlrun"
 
 local function say(fmt, ...) io.write(fmt:format(...), "\n") end
 
+-- The first 8 devices of the default backend (sim or cpu); with fewer, the
+-- example says so on one line and stops with status 1.
 local N_DEVICES = 8
 if dl.device_count() < N_DEVICES then
-  error(("this example needs %d devices, found %d; run it with --devices sim:%d")
-        :format(N_DEVICES, dl.device_count(), N_DEVICES), 0)
+  io.stderr:write(("data_parallel.lua: this example needs %d devices, found %d (devices %s); "
+                   .. "run it with --devices sim:%d\n")
+                  :format(N_DEVICES, dl.device_count(), dl.device_spec(), N_DEVICES))
+  os.exit(1, true)
 end
 local devices = {}
 for i = 1, N_DEVICES do devices[i] = dl.devices()[i] end
@@ -47,10 +51,13 @@ say("`data` axis: each of the %d devices holds %d samples (%d bytes).",
 dl.visualize_sharding(batch)
 
 -- 2. The consumer: a training step that takes one shard at a time. It imports
--- the tensor (dl.from_dlpack) and checks every row against the original.
+-- the tensor (dl.from_dlpack) onto the shard's device and checks every row
+-- against the original. It names the device because DLPack cannot: every cpu
+-- device's memory is (kDLCPU, 0). copy = false makes the import fail rather
+-- than copy.
 local steps, checked_rows = 0, 0
 local function train_step(capsule, index, device)
-  local x = dl.from_dlpack(capsule)
+  local x = dl.from_dlpack(capsule, {device = device, copy = false})
   assert(x:devices()[1] == device,
          ("the shard was imported on %s, not on %s"):format(tostring(x:devices()[1]), tostring(device)))
   local first, last = index[1][1], index[1][2]

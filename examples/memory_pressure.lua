@@ -14,11 +14,18 @@ dl.configure{device_memory = "1MiB"}
 
 local function say(fmt, ...) io.write(fmt:format(...), "\n") end
 
+-- The first 8 devices of the default backend, which must be simulated
+-- devices: dl.configure sets the memory of those only (cpu devices use the
+-- host's). Otherwise the example says why on one line and stops with status 1.
 local N_DEVICES = 8
-if dl.device_count() < N_DEVICES then
-  error(("this example needs %d devices, found %d; run it with --devices sim:%d")
-        :format(N_DEVICES, dl.device_count(), N_DEVICES), 0)
+local function refuse(found)
+  io.stderr:write(("memory_pressure.lua: this example needs %d sim devices, whose memory it can "
+                   .. "set, but found %s (devices %s); run it with --devices sim:%d\n")
+                  :format(N_DEVICES, found, dl.device_spec(), N_DEVICES))
+  os.exit(1, true)
 end
+if dl.default_backend() ~= "sim" then refuse("only cpu devices") end
+if dl.device_count() < N_DEVICES then refuse(("%d"):format(dl.device_count())) end
 local devices = {}
 for i = 1, N_DEVICES do devices[i] = dl.devices()[i] end
 

@@ -13,8 +13,8 @@ local dl = require "dlrun"
 local function say(fmt, ...) io.write(fmt:format(...), "\n") end
 
 local n = dl.device_count()
-say("dlrun %s on %s: %d %s devices, host %s", dl.__version__, dl.device_spec(), n,
-    dl.default_backend(), tostring(dl.host_device()))
+say("dlrun %s on %s: %d %s %s, host %s", dl.__version__, dl.device_spec(), n,
+    dl.default_backend(), n == 1 and "device" or "devices", tostring(dl.host_device()))
 
 -- The data: a (2n)x(2n) float32 matrix whose element (r, c), 0-based, is
 -- 100r + c.
