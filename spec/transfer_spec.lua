@@ -456,6 +456,37 @@ describe("device_put aliasing and donation", function()
     assert.are.same(nest_values(FLAT64, SHAPE88), y:tolist())
   end)
 
+  it("gives a new Array sharing every shard for an equivalent sharding that is not equal", function()
+    -- Only an equal sharding (==) gives x itself back. These targets put the
+    -- same blocks on the same devices as the source (equivalent) but differ
+    -- from it (another spec, another kind of sharding): the result is a new
+    -- Array with the target sharding over the source's buffers, with no copy
+    -- and no new memory.
+    local rows = make88(named(M8, dl.P("x")))
+    local one = make88(single(D(4)))
+    local mesh4 = dl.Mesh({D(4)}, {"z"})
+    local cases = {
+      {rows, dl.NamedSharding(M8.mesh, dl.P("x", nil)), 8},
+      {one, dl.NamedSharding(mesh4, dl.P()), 1},
+      {one, dl.NamedSharding(mesh4, dl.P("z")), 1},
+    }
+    rows:block_until_ready()
+    one:block_until_ready()
+    for _, c in ipairs(cases) do
+      local x, target, nshards = c[1], c[2], c[3]
+      assert.is_true(x.sharding:is_equivalent_to(target, 2))
+      assert.is_false(x.sharding == target)
+      settle()
+      local before = memory()
+      local y, st = counted(function() return dl.device_put(x, target) end)
+      assert(not rawequal(x, y), "expected a new Array for " .. tostring(target))
+      assert(rawequal(target, y.sharding), "the result's sharding is not the target")
+      assert.are.same({bytes_moved = 0, local_bytes = 0, copies = 0, shares = nshards}, st)
+      assert.are.same({}, growth(before, memory()))
+      assert.are.same(nest_values(FLAT64, SHAPE88), y:tolist())
+    end
+  end)
+
   it("shares every shard of a replicated array put onto the same devices in another order", function()
     local x = make88(named(M8, dl.P()))
     x:block_until_ready()
