@@ -863,17 +863,17 @@ add {name = "make_mesh({inf}, {'x'})", fn = function() return dl.make_mesh({math
      class = "ValueError", message = {contains = {"make_mesh: ", "axis", "inf"}}}
 add {name = "make_mesh({0}, {'x'})", fn = function() return dl.make_mesh({0}, {"x"}) end,
      class = "ValueError",
-     message = {pattern = "^Number of devices %d+ must equal the product of mesh_shape %(0,%)$"}}
+     message = "make_mesh: every axis size must be at least 1, got mesh_shape (0,)"}
 add {name = "make_mesh({2^62}, {'x'})", fn = function() return dl.make_mesh({1 << 62}, {"x"}) end,
      class = "ValueError",
-     message = {pattern = "^Number of devices %d+ must equal the product of mesh_shape "
+     message = {pattern = "^Number of devices %d+ must be >= the product of mesh_shape "
                           .. "%(4611686018427387904,%)$"}}
 add {name = "make_mesh({2^61+1, 8}, {'x', 'y'}) (product overflows)",
      fn = function() return dl.make_mesh({(1 << 61) + 1, 8}, {"x", "y"}) end, class = "ValueError",
-     message = {contains = {"make_mesh: ", "(2305843009213693953, 8)"}}}
+     message = {contains = "must be >= the product of mesh_shape (2305843009213693953, 8)"}}
 add {name = "make_mesh({2^61+1, 4}, {'x', 'y'}) (product overflows)",
      fn = function() return dl.make_mesh({(1 << 61) + 1, 4}, {"x", "y"}) end, class = "ValueError",
-     message = {contains = "must equal the product of mesh_shape (2305843009213693953, 4)"}}
+     message = {contains = "must be >= the product of mesh_shape (2305843009213693953, 4)"}}
 add {name = "make_mesh({2, 4}, {'x'})", fn = function() return dl.make_mesh({2, 4}, {"x"}) end,
      class = "ValueError", message = "make_mesh: 2 axis sizes but 1 axis names were given"}
 add {name = "make_mesh({2}, 5)", fn = function() return dl.make_mesh({2}, 5) end, class = "TypeError",

@@ -879,13 +879,30 @@ describe("validation", function()
     expect_error("ValueError", "mesh axis 1 has an empty name", dl.Mesh, devs({0}), "")
   end)
 
-  it("make_mesh axis sizes must multiply to the device count (JAX's text)", function()
-    expect_error("ValueError", "Number of devices 8 must equal the product of mesh_shape (4,)",
-                 dl.make_mesh, {4}, {"x"})
-    expect_error("ValueError", "Number of devices 8 must equal the product of mesh_shape (4, 4)",
+  it("make_mesh refuses more devices than there are (JAX's text)", function()
+    expect_error("ValueError", "Number of devices 8 must be >= the product of mesh_shape (16,)",
+                 dl.make_mesh, {16}, {"x"})
+    expect_error("ValueError", "Number of devices 8 must be >= the product of mesh_shape (4, 4)",
                  dl.make_mesh, {4, 4}, {"x", "y"})
-    expect_error("ValueError", "Number of devices 3 must equal the product of mesh_shape (2, 2)",
+    expect_error("ValueError", "Number of devices 3 must be >= the product of mesh_shape (2, 2)",
                  dl.make_mesh, {2, 2}, {"a", "b"}, {D[0], D[1], D[2]})
+    expect_error("ValueError", "make_mesh: every axis size must be at least 1, got mesh_shape (2, 0)",
+                 dl.make_mesh, {2, 0}, {"a", "b"})
+  end)
+
+  it("make_mesh with fewer devices than there are takes the first ones, as jax.make_mesh", function()
+    local m = dl.make_mesh({4}, {"x"})
+    assert.are.equal(4, m.size)
+    local ids = {}
+    for i, d in ipairs(m.devices) do ids[i] = d.id end
+    assert.are.same({0, 1, 2, 3}, ids)
+    local m2 = dl.make_mesh({2, 1}, {"a", "b"}, {D[5], D[3], D[1]})
+    assert.are.same({a = 2, b = 1}, m2.shape)
+    assert.are.equal(D[5], m2.devices[1][1])
+    assert.are.equal(D[3], m2.devices[2][1])
+    local x = dl.arange(8, "int32", dl.NamedSharding(m, dl.P("x")))
+    assert.are.equal(4, #x.addressable_shards)
+    assert.are.same({0, 1, 2, 3, 4, 5, 6, 7}, x:tolist())
   end)
 
   it("make_mesh needs one name per axis size", function()

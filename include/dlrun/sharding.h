@@ -108,6 +108,11 @@ DLRUN_API bool dlrun_sharding_is_equivalent(const dlrun_sharding *a, const dlrun
 /* Equal as JAX's == : the same kind, memory kind, device assignment (mesh
  * devices, axis names and sizes) and spec. Equal implies equivalent. */
 DLRUN_API bool dlrun_sharding_equal(const dlrun_sharding *a, const dlrun_sharding *b);
+/* Equal meshes: the same devices in the same order, axis names and sizes. */
+DLRUN_API bool dlrun_mesh_equal(const dlrun_mesh *a, const dlrun_mesh *b);
+/* Hashes consistent with the equalities: equal objects hash alike. */
+DLRUN_API uint64_t dlrun_mesh_hash(const dlrun_mesh *m);
+DLRUN_API uint64_t dlrun_sharding_hash(const dlrun_sharding *s);
 /* JAX-style text: "NamedSharding(mesh=Mesh('x': 8), spec=PartitionSpec('x',),
  * memory_kind=device)" or "SingleDeviceSharding(device=SimDevice(id=0),
  * memory_kind=device)". Returns buf. */

@@ -103,8 +103,11 @@ void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtyp
 /* ---- meshes and shardings (lsharding.c) ---- */
 void dlrun_lua_check_spec(lua_State *L, int idx, const char *fn, dlrun_partition_spec *spec);
 dlrun_sharding *dlrun_lua_test_sharding(lua_State *L, int idx); /* NULL if not one */
-/* Push a new Sharding userdata taking over one reference to s. */
-void dlrun_lua_push_sharding(lua_State *L, dlrun_sharding *s);
+/* Push the Sharding userdata for s, taking over one reference to s: a new
+ * one, or the state's userdata for an equal sharding (shardings are
+ * interned; s is then released). Returns the pushed userdata's sharding,
+ * borrowed: use it, not s, afterwards. */
+dlrun_sharding *dlrun_lua_push_sharding(lua_State *L, dlrun_sharding *s);
 /* Push the (cached) SingleDeviceSharding of dev; returns it, borrowed. */
 dlrun_sharding *dlrun_lua_push_device_sharding(lua_State *L, dlrun_device *dev);
 /* Push the Sharding userdata for a target at idx (a Device, a Sharding, or
@@ -124,6 +127,17 @@ void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
 void dlrun_lua_array_open(lua_State *L);
+/* ---- trees of tables (ltree.c) ---- */
+/* A table without a metatable. */
+int dlrun_lua_is_plain_table(lua_State *L, int idx);
+/* Pushes the value mapped from the leaf at idx; may raise. */
+typedef void (*dlrun_lua_leaf_fn)(lua_State *L, int idx, void *ctx);
+/* Push the tree at idx mapped leaf by leaf: a new table for every plain
+ * table from which an Array is reachable (keys kept), leaf() of every other
+ * value. Iterative (any depth); each table and each leaf object maps once,
+ * so shared subtrees stay shared and cycles stay cycles. */
+void dlrun_lua_map_tree(lua_State *L, int idx, dlrun_lua_leaf_fn leaf, void *ctx);
+
 void dlrun_lua_transfer_open(lua_State *L);
 void dlrun_lua_dlpack_open(lua_State *L);
 void dlrun_lua_debug_open(lua_State *L);

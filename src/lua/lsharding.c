@@ -93,6 +93,64 @@ static int l_spec_string(lua_State *L) {
   return 1;
 }
 
+/* ---- interning ----
+ * Equal meshes and equal shardings are one Lua value per state (as Devices
+ * are), so they work as one table key and compare with rawequal. A weak
+ * table per type maps a hash to the userdata; on the rare hash collision of
+ * two unequal objects the newer one is simply not interned (== still holds
+ * through __eq). */
+#define INTERNED_MESHES "dlrun.interned_meshes"
+#define INTERNED_SHARDINGS "dlrun.interned_shardings"
+
+typedef struct interning {
+  const char *key;
+  bool (*equal)(void *a, void *b);
+  void (*release)(void *obj);
+} interning;
+
+static bool meshes_equal(void *a, void *b) { return dlrun_mesh_equal(a, b); }
+static bool shardings_equal(void *a, void *b) { return dlrun_sharding_equal(a, b); }
+static void mesh_release(void *m) { dlrun_mesh_release(m); }
+static void sharding_release(void *s) { dlrun_sharding_release(s); }
+static const interning MESHES = {INTERNED_MESHES, meshes_equal, mesh_release};
+static const interning SHARDINGS = {INTERNED_SHARDINGS, shardings_equal, sharding_release};
+
+static void push_weak_table(lua_State *L, const char *key) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "v");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
+/* The userdata on top holds one object pointer (mesh_ud, sharding_ud), just
+ * made. Leave on top the state's userdata for an equal object: an earlier
+ * one (the new object is released at once), or this one, remembered.
+ * Returns the object of the userdata left on top. */
+static void *intern_top(lua_State *L, const interning *how, uint64_t hash) {
+  void **mine = lua_touserdata(L, -1);
+  luaL_checkstack(L, 4, "no room to intern");
+  push_weak_table(L, how->key);
+  void **other = lua_rawgeti(L, -1, (lua_Integer)hash) == LUA_TUSERDATA ? lua_touserdata(L, -1) : NULL;
+  if (other && *other && how->equal(*other, *mine)) {
+    how->release(*mine);
+    *mine = NULL;
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+    return *other;
+  }
+  if (!other || !*other) { /* free slot, or one whose __gc was called by hand */
+    lua_pushvalue(L, -3);
+    lua_rawseti(L, -3, (lua_Integer)hash);
+  }
+  lua_pop(L, 2);
+  return *mine;
+}
+
 /* ---- meshes ---- */
 
 static dlrun_mesh *check_mesh(lua_State *L, int idx, const char *fn) {
@@ -200,6 +258,7 @@ static int l_mesh(lua_State *L) {
   collect_devices(L, 1, 0, naxes, sizes, index, devs, &count, (size_t)cap);
   mesh_ud *u = new_mesh_ud(L);
   dlrun_lua_check(L, dlrun_mesh_create(devs, count, naxes, names, sizes, &u->m));
+  intern_top(L, &MESHES, dlrun_mesh_hash(u->m));
   return 1;
 }
 
@@ -229,15 +288,16 @@ static int l_make_mesh(lua_State *L) {
   size_t available = (size_t)given;
   int64_t product;
   char shape[256];
-  if (dlrun_shape_size(naxes, sizes, &product))
+  for (int a = 0; a < naxes; a++)
+    if (sizes[a] < 1)
+      return dlrun_lua_raise(L, "ValueError", "%s: every axis size must be at least 1, got mesh_shape %s",
+                             fn, dlrun_tuple_string(sizes, naxes, shape, sizeof shape));
+  /* As jax.make_mesh: the first prod(axis_sizes) devices, never fewer. */
+  if (dlrun_shape_size(naxes, sizes, &product) || (uint64_t)product > available)
     return dlrun_lua_raise(L, "ValueError",
-                           "%s: the number of devices %zu must equal the product of mesh_shape "
-                           "%s, which overflows int64",
-                           fn, available, dlrun_tuple_string(sizes, naxes, shape, sizeof shape));
-  if ((uint64_t)product != available)
-    return dlrun_lua_raise(L, "ValueError",
-                           "Number of devices %zu must equal the product of mesh_shape %s",
+                           "Number of devices %zu must be >= the product of mesh_shape %s",
                            available, dlrun_tuple_string(sizes, naxes, shape, sizeof shape));
+  available = (size_t)product;
   dlrun_device **devs = lua_newuserdatauv(L, available * sizeof *devs + 1, 0);
   for (size_t i = 0; i < available; i++) {
     if (lua_isnil(L, 3)) {
@@ -253,6 +313,7 @@ static int l_make_mesh(lua_State *L) {
   }
   mesh_ud *u = new_mesh_ud(L);
   dlrun_lua_check(L, dlrun_mesh_create(devs, available, naxes, names, sizes, &u->m));
+  intern_top(L, &MESHES, dlrun_mesh_hash(u->m));
   return 1;
 }
 
@@ -318,6 +379,14 @@ static int mesh_gc(lua_State *L) {
   return 0;
 }
 
+/* == never raises: a released Mesh equals nothing. */
+static int mesh_eq(lua_State *L) {
+  mesh_ud *a = luaL_testudata(L, 1, DLRUN_MESH_MT);
+  mesh_ud *b = luaL_testudata(L, 2, DLRUN_MESH_MT);
+  lua_pushboolean(L, a && b && a->m && b->m && dlrun_mesh_equal(a->m, b->m));
+  return 1;
+}
+
 /* ---- shardings ---- */
 
 /* Push a Sharding userdata owning `s` (one reference is taken over); its
@@ -349,9 +418,15 @@ static dlrun_sharding *check_self(lua_State *L, const char *fn, int max) {
   return s;
 }
 
-void dlrun_lua_push_sharding(lua_State *L, dlrun_sharding *s) {
+static dlrun_sharding *intern_sharding(lua_State *L) {
+  sharding_ud *u = lua_touserdata(L, -1);
+  return intern_top(L, &SHARDINGS, dlrun_sharding_hash(u->s));
+}
+
+dlrun_sharding *dlrun_lua_push_sharding(lua_State *L, dlrun_sharding *s) {
   sharding_ud *u = new_sharding_ud(L);
   u->s = s;
+  return intern_sharding(L);
 }
 
 static dlrun_memory_kind opt_memory_kind(lua_State *L, int idx, const char *fn) {
@@ -377,6 +452,7 @@ static int l_named_sharding(lua_State *L) {
   lua_setiuservalue(L, -2, 1);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, -2, 2);
+  intern_sharding(L);
   return 1;
 }
 
@@ -388,6 +464,7 @@ static int l_single_device_sharding(lua_State *L) {
   dlrun_memory_kind kind = opt_memory_kind(L, 2, "SingleDeviceSharding");
   sharding_ud *u = new_sharding_ud(L);
   dlrun_lua_check(L, dlrun_single_device_sharding_create(dev, kind, &u->s));
+  intern_sharding(L);
   return 1;
 }
 
@@ -407,10 +484,11 @@ dlrun_sharding *dlrun_lua_push_device_sharding(lua_State *L, dlrun_device *dev) 
   lua_pop(L, 1);
   u = new_sharding_ud(L);
   dlrun_lua_check(L, dlrun_single_device_sharding_create(dev, DLRUN_MEM_DEVICE, &u->s));
+  dlrun_sharding *s = intern_sharding(L);
   lua_pushvalue(L, -1);
   lua_rawsetp(L, -3, dev);
   lua_remove(L, -2);
-  return u->s;
+  return s;
 }
 
 dlrun_sharding *dlrun_lua_push_target(lua_State *L, int idx, const char *fn) {
@@ -494,6 +572,7 @@ static int l_with_memory_kind(lua_State *L) {
   } else {
     dlrun_lua_check(L, dlrun_single_device_sharding_create(dlrun_sharding_device(s, 0), kind, &u->s));
   }
+  intern_sharding(L);
   return 1;
 }
 
@@ -580,7 +659,7 @@ void dlrun_lua_sharding_open(lua_State *L) {
   lua_pop(L, 1);
 
   static const luaL_Reg mesh_meta[] = {
-      {"__index", mesh_index}, {"__tostring", mesh_tostring}, {"__gc", mesh_gc},
+      {"__index", mesh_index}, {"__tostring", mesh_tostring}, {"__gc", mesh_gc}, {"__eq", mesh_eq},
       {NULL, NULL},
   };
   dlrun_lua_new_metatable(L, DLRUN_MESH_MT, "Mesh", mesh_meta);

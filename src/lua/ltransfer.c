@@ -1,28 +1,9 @@
 /* Transfers from Lua: dl.device_put, dl.device_get, assembling sharded
  * arrays from pieces, and the transfer statistics. */
+#include <ctype.h>
+#include <string.h>
+
 #include "binding.h"
-
-/* A plain table (not an Array, Device or Sharding userdata) that holds at
- * least one Array at its top level: a tree to map over. */
-static int has_metatable(lua_State *L, int idx) {
-  if (!lua_getmetatable(L, idx)) return 0;
-  lua_pop(L, 1);
-  return 1;
-}
-
-static int is_array_tree(lua_State *L, int idx) {
-  if (!lua_istable(L, idx) || has_metatable(L, idx)) return 0;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    int found = dlrun_lua_test_array(L, -1) != NULL || is_array_tree(L, lua_gettop(L));
-    lua_pop(L, 1);
-    if (found) {
-      lua_pop(L, 1);
-      return 1;
-    }
-  }
-  return 0;
-}
 
 static dlrun_put_options check_put_options(lua_State *L, int idx) {
   dlrun_put_options o = {.may_alias = DLRUN_ALIAS_DEFAULT};
@@ -60,34 +41,17 @@ static dlrun_array *push_put(lua_State *L, int idx, dlrun_array *x, int sharding
   return out;
 }
 
-/* Push a new table holding each(value) for every entry of the table at idx,
- * keys kept; each pushes one value. */
-static void map_tree(lua_State *L, int idx, void (*each)(lua_State *L, int idx, void *ctx),
-                     void *ctx) {
-  luaL_checkstack(L, 4, "tree too deep");
-  lua_newtable(L);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pushvalue(L, -2);
-    lua_insert(L, -2);
-    each(L, lua_gettop(L), ctx);
-    lua_remove(L, -2);
-    lua_rawset(L, -4);
-  }
-}
-
 typedef struct put_args {
   int target_idx;
   const dlrun_put_options *o;
 } put_args;
 
-/* Put the value at idx onto the target Sharding userdata at target_idx
- * (0: no target: arrays stay where they are, data goes to the default
- * device); pushes the result. Arrays transfer, trees map, other values become
- * arrays. */
-static void put_value(lua_State *L, int idx, void *ctx) {
+/* Put the leaf at idx onto the target Sharding userdata at target_idx (0: no
+ * target: arrays stay where they are, data goes to the default device);
+ * pushes the result. Arrays transfer, other values become arrays. */
+static void put_leaf(lua_State *L, int idx, void *ctx) {
   const put_args *a = ctx;
-  idx = lua_absindex(L, idx);
+  luaL_checkstack(L, 6, "device_put: no room on the Lua stack");
   dlrun_array *x = dlrun_lua_test_array(L, idx);
   if (x) {
     if (a->target_idx) {
@@ -102,10 +66,6 @@ static void put_value(lua_State *L, int idx, void *ctx) {
     }
     return;
   }
-  if (is_array_tree(L, idx)) {
-    map_tree(L, idx, put_value, ctx);
-    return;
-  }
   /* Lua data: dl.array(data, nil, target). */
   if (!dlrun_lua_is_data(L, idx))
     dlrun_lua_raise(L, "TypeError", "device_put: argument 1 (x) must be an Array or data, got %s",
@@ -118,41 +78,180 @@ static void put_value(lua_State *L, int idx, void *ctx) {
   lua_call(L, 3, 1);
 }
 
-/* dl.device_put(x [, target] [, {donate=, may_alias=}]) */
+/* ---- device_put(x, targets): a tree of targets, a prefix of x's tree ---- */
+
+/* Deeper trees of targets are refused: the walk below recurses on them. */
+#define MAX_TARGET_DEPTH 100
+
+typedef struct prefix_walk {
+  const dlrun_put_options *o;
+  int on_path; /* stack index of a table: target tables being walked -> true */
+  char path[256]; /* where the walk is, for messages; "..." ends a long one */
+} prefix_walk;
+
+static int is_identifier(const char *s) {
+  if (!isalpha((unsigned char)s[0]) && s[0] != '_') return 0;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_') return 0;
+  return 1;
+}
+
+/* Append the key at idx to the path ("x.w", "x[2]", "x[\"a b\"]"); returns
+ * the old length, to restore. */
+static size_t path_push(lua_State *L, prefix_walk *w, int idx) {
+  size_t len = strlen(w->path), room = sizeof w->path - len;
+  if (len >= 3 && strcmp(w->path + len - 3, "...") == 0) return len;
+  int n;
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    const char *s = lua_tostring(L, idx);
+    if (is_identifier(s)) n = snprintf(w->path + len, room, ".%s", s);
+    else n = snprintf(w->path + len, room, "[\"%.40s\"]", s);
+  } else if (lua_isinteger(L, idx)) {
+    n = snprintf(w->path + len, room, "[%lld]", (long long)lua_tointeger(L, idx));
+  } else {
+    n = snprintf(w->path + len, room, "[<%s>]", dlrun_lua_typename(L, idx));
+  }
+  if ((size_t)n >= room - 3) strcpy(w->path + (len < sizeof w->path - 4 ? len : sizeof w->path - 4), "...");
+  return len;
+}
+
+static const char *describe(lua_State *L, int idx) {
+  if (dlrun_lua_test_array(L, idx)) return "an Array";
+  if (dlrun_lua_is_plain_table(L, idx)) return "a table";
+  return dlrun_lua_typename(L, idx);
+}
+
+static void check_prefix_keys(lua_State *L, int xi, int ti, prefix_walk *w) {
+  lua_pushnil(L);
+  while (lua_next(L, ti)) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    if (lua_rawget(L, xi) == LUA_TNIL) {
+      path_push(L, w, -2);
+      dlrun_lua_raise(L, "ValueError",
+                      "device_put: the targets must be a tree prefix of x, but the targets have "
+                      "%s and x has no such key",
+                      w->path);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* Push x (at xi) put onto the targets at ti. */
+static void put_prefix(lua_State *L, int xi, int ti, prefix_walk *w, int depth) {
+  luaL_checkstack(L, 8, "device_put: no room on the Lua stack");
+  if (!dlrun_lua_is_plain_table(L, ti)) { /* one target for the whole subtree */
+    if (!dlrun_lua_test_device(L, ti) && !dlrun_lua_test_sharding(L, ti))
+      dlrun_lua_raise(L, "TypeError",
+                      "device_put: the target for %s must be a Device, a Sharding or a table of "
+                      "them, got %s",
+                      w->path, dlrun_lua_typename(L, ti));
+    dlrun_lua_push_target(L, ti, "device_put");
+    put_args a = {.target_idx = lua_gettop(L), .o = w->o};
+    dlrun_lua_map_tree(L, xi, put_leaf, &a);
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pushvalue(L, ti);
+  int cyclic = lua_rawget(L, w->on_path) != LUA_TNIL;
+  lua_pop(L, 1);
+  if (cyclic)
+    dlrun_lua_raise(L, "ValueError",
+                    "device_put: the tree of targets is cyclic at %s; it must be a tree prefix of x",
+                    w->path);
+  if (depth >= MAX_TARGET_DEPTH)
+    dlrun_lua_raise(L, "ValueError",
+                    "device_put: the tree of targets is nested deeper than %d levels at %s",
+                    MAX_TARGET_DEPTH, w->path);
+  if (!dlrun_lua_is_plain_table(L, xi))
+    dlrun_lua_raise(L, "ValueError",
+                    "device_put: the targets must be a tree prefix of x, but at %s the targets "
+                    "have a table and x has %s",
+                    w->path, describe(L, xi));
+  check_prefix_keys(L, xi, ti, w);
+  lua_pushvalue(L, ti);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, w->on_path);
+  lua_newtable(L);
+  int result = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, xi)) { /* key, x */
+    size_t len = path_push(L, w, -2);
+    lua_pushvalue(L, -2);
+    if (lua_rawget(L, ti) == LUA_TNIL) /* key, x, t */
+      dlrun_lua_raise(L, "ValueError",
+                      "device_put: the targets must be a tree prefix of x, but x has %s and the "
+                      "targets have no target for it",
+                      w->path);
+    put_prefix(L, lua_gettop(L) - 1, lua_gettop(L), w, depth + 1); /* key, x, t, put */
+    lua_pushvalue(L, -4);
+    lua_insert(L, -2);
+    lua_rawset(L, result); /* key, x, t */
+    lua_pop(L, 2);
+    w->path[len] = 0;
+  }
+  lua_pushvalue(L, ti);
+  lua_pushnil(L);
+  lua_rawset(L, w->on_path);
+}
+
+/* A plain table in place of the target with nothing after it is the
+ * options when it looks like them: boolean values only (a tree of targets
+ * holds Devices, Shardings and tables). */
+static int looks_like_options(lua_State *L, int idx) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int ok = lua_isboolean(L, -1);
+    lua_pop(L, 1);
+    if (!ok) {
+      lua_pop(L, 1);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* dl.device_put(x [, target] [, {donate=, may_alias=}]): target is a
+ * Device, a Sharding, or a tree of them that is a prefix of x's tree. */
 static int l_device_put(lua_State *L) {
   dlrun_lua_check_nargs(L, "device_put", 3);
   if (lua_gettop(L) < 1) return dlrun_lua_type_error(L, "device_put", 1, "x", "an Array or data");
   int opts_idx = 3;
+  bool target_tree = dlrun_lua_is_plain_table(L, 2);
   /* device_put(x, {options}): a plain table in place of the target. */
-  if (lua_istable(L, 2) && !has_metatable(L, 2) && lua_isnoneornil(L, 3)) opts_idx = 2;
+  if (target_tree && lua_isnoneornil(L, 3) && looks_like_options(L, 2)) {
+    opts_idx = 2;
+    target_tree = false;
+  }
   dlrun_put_options o = check_put_options(L, opts_idx);
   if (o.donate && o.may_alias == DLRUN_ALIAS_ALLOW)
     return dlrun_lua_raise(L, "ValueError", "may_alias and donate cannot be True at the same time.");
   lua_settop(L, opts_idx);
+  if (target_tree) {
+    lua_newtable(L);
+    prefix_walk w = {.o = &o, .on_path = lua_gettop(L), .path = "x"};
+    put_prefix(L, 1, 2, &w, 0);
+    return 1;
+  }
   int target_idx = 0;
   if (opts_idx == 3 && !lua_isnil(L, 2)) {
     dlrun_lua_push_target(L, 2, "device_put");
     target_idx = lua_gettop(L);
   }
   put_args args = {.target_idx = target_idx, .o = &o};
-  put_value(L, 1, &args);
+  dlrun_lua_map_tree(L, 1, put_leaf, &args);
   return 1;
 }
 
 /* dl.device_get(x): arrays materialised on the host cpu device (the
  * Sharding userdata at *host_idx); tables of arrays map element-wise;
  * anything else passes through. */
-static void get_value(lua_State *L, int idx, void *ctx) {
+static void get_leaf(lua_State *L, int idx, void *ctx) {
   int host_idx = *(const int *)ctx;
-  idx = lua_absindex(L, idx);
+  luaL_checkstack(L, 4, "device_get: no room on the Lua stack");
   dlrun_array *x = dlrun_lua_test_array(L, idx);
-  if (x) {
-    dlrun_lua_check(L, dlrun_array_block_until_ready(push_put(L, idx, x, host_idx, NULL)));
-  } else if (is_array_tree(L, idx)) {
-    map_tree(L, idx, get_value, ctx);
-  } else {
-    lua_pushvalue(L, idx);
-  }
+  if (x) dlrun_lua_check(L, dlrun_array_block_until_ready(push_put(L, idx, x, host_idx, NULL)));
+  else lua_pushvalue(L, idx);
 }
 
 static int l_device_get(lua_State *L) {
@@ -160,7 +259,7 @@ static int l_device_get(lua_State *L) {
   lua_settop(L, 1);
   dlrun_lua_push_device_sharding(L, dlrun_host_device(dlrun_lua_runtime(L)));
   int host_idx = 2;
-  get_value(L, 1, &host_idx);
+  dlrun_lua_map_tree(L, 1, get_leaf, &host_idx);
   return 1;
 }
 
@@ -173,7 +272,7 @@ static int l_from_single_device_arrays(lua_State *L) {
   dlrun_lua_check_in(L, fn, dlrun_shape_size(ndim, dims, &size));
   dlrun_sharding *s = dlrun_lua_test_sharding(L, 2);
   if (!s) return dlrun_lua_type_error(L, fn, 2, "sharding", "a Sharding");
-  if (!lua_istable(L, 3) || has_metatable(L, 3))
+  if (!dlrun_lua_is_plain_table(L, 3))
     return dlrun_lua_type_error(L, fn, 3, "arrays", "a list of Arrays");
   lua_Integer len = dlrun_lua_check_len(L, 3, fn, "arrays");
   /* One array per device: a longer list is refused before allocating for it. */
@@ -236,7 +335,7 @@ static int l_from_callback(lua_State *L) {
     /* put the result on dev, in the sharding's memory kind */
     dlrun_sharding *single;
     dlrun_lua_check(L, dlrun_single_device_sharding_create(dev, dlrun_sharding_memory_kind(s), &single));
-    dlrun_lua_push_sharding(L, single);
+    single = dlrun_lua_push_sharding(L, single);
     int target = lua_gettop(L);
     if (dlrun_lua_test_array(L, target - 1)) {
       dlrun_dtype got = dlrun_array_dtype(dlrun_lua_test_array(L, target - 1));
@@ -253,9 +352,10 @@ static int l_from_callback(lua_State *L) {
       int shard_ndim;
       int64_t shard_dims[DLRUN_MAX_NDIM];
       uint64_t nbytes;
+      /* Without a dtype each result keeps its own, as JAX: a mismatch is
+       * the assembly's error, not a silent conversion. */
       dlrun_dtype dt = dtype;
       void *data = dlrun_lua_nested_to_host(L, target - 1, fn, &dt, &shard_ndim, shard_dims, &nbytes);
-      if (dtype == DLRUN_DTYPE_COUNT) dtype = dt;
       dlrun_array *out;
       dlrun_lua_check(L, dlrun_array_from_host(single, dt, shard_ndim, shard_dims, data, nbytes, &out));
       dlrun_lua_push_array(L, out, target);

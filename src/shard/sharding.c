@@ -282,7 +282,8 @@ bool dlrun_sharding_is_equivalent(const dlrun_sharding *a, const dlrun_sharding 
   return true;
 }
 
-static bool mesh_equal(const dlrun_mesh *a, const dlrun_mesh *b) {
+bool dlrun_mesh_equal(const dlrun_mesh *a, const dlrun_mesh *b) {
+  if (!a || !b) return false;
   if (a == b) return true;
   if (a->naxes != b->naxes || a->ndevices != b->ndevices) return false;
   for (int x = 0; x < a->naxes; x++)
@@ -293,7 +294,7 @@ static bool mesh_equal(const dlrun_mesh *a, const dlrun_mesh *b) {
 bool dlrun_sharding_equal(const dlrun_sharding *a, const dlrun_sharding *b) {
   if (!a || !b) return false;
   if (a == b) return true;
-  if (a->named != b->named || a->kind != b->kind || !mesh_equal(a->mesh, b->mesh) ||
+  if (a->named != b->named || a->kind != b->kind || !dlrun_mesh_equal(a->mesh, b->mesh) ||
       a->nentries != b->nentries)
     return false;
   for (int d = 0; d < a->nentries; d++) {
@@ -302,6 +303,39 @@ bool dlrun_sharding_equal(const dlrun_sharding *a, const dlrun_sharding *b) {
       if (a->axes[d][k] != b->axes[d][k]) return false;
   }
   return true;
+}
+
+/* FNV-1a, 64 bits: hashes that agree with the equalities above. */
+#define HASH_START 14695981039346656037ull
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+static uint64_t mesh_hash(uint64_t h, const dlrun_mesh *m) {
+  h = hash_bytes(h, &m->naxes, sizeof m->naxes);
+  for (int x = 0; x < m->naxes; x++) {
+    h = hash_bytes(h, &m->sizes[x], sizeof m->sizes[x]);
+    h = hash_bytes(h, m->names[x], strlen(m->names[x]) + 1);
+  }
+  return hash_bytes(h, m->devices, m->ndevices * sizeof *m->devices);
+}
+
+uint64_t dlrun_mesh_hash(const dlrun_mesh *m) { return m ? mesh_hash(HASH_START, m) : 0; }
+
+uint64_t dlrun_sharding_hash(const dlrun_sharding *s) {
+  if (!s) return 0;
+  uint64_t h = mesh_hash(HASH_START, s->mesh);
+  unsigned char head[2] = {s->named, (unsigned char)s->kind};
+  h = hash_bytes(h, head, sizeof head);
+  h = hash_bytes(h, &s->nentries, sizeof s->nentries);
+  for (int d = 0; d < s->nentries; d++) {
+    int n = s->spec.entries[d].naxes;
+    h = hash_bytes(h, &n, sizeof n);
+    h = hash_bytes(h, s->axes[d], (size_t)n * sizeof s->axes[d][0]);
+  }
+  return h;
 }
 
 const char *dlrun_sharding_describe(const dlrun_sharding *s, char *buf, size_t n) {
