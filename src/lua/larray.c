@@ -226,6 +226,10 @@ static int l_tolist(lua_State *L) {
   return 1;
 }
 
+/* Two copies (device to a host buffer, buffer to the string) are the least
+ * Lua 5.4 allows: it cannot fill a string in place (luaL_Buffer's result is
+ * a copy of its box too, and measured slower here; lua_pushexternalstring
+ * is Lua 5.5's). */
 static int l_tobytes(lua_State *L) {
   dlrun_array *a = check_live(L, "tobytes", 1);
   void *host = read_all(L, a);
