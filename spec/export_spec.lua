@@ -204,11 +204,30 @@ describe("dl.export, strategy replica", function()
     assert.are.same(VALUES, imported(r.capsule))
   end)
 
-  it("takes the first replica when opts.device holds none", function()
-    local r = dl.export(make(named(M4, dl.P())), {strategy = "replica", device = D[0]})
-    assert.are.equal(0, r.bytes_moved)
-    assert.are.equal(D[4], r.device)
-    assert.are.same({kDLExtDev, 4}, r.capsule.device)
+  it("raises a ValueError naming the replicas' devices when opts.device holds none", function()
+    expect_error("ValueError", 'export: strategy "replica" found no replica on SimDevice(id=0); '
+                 .. "the array's replicas are on [SimDevice(id=4), SimDevice(id=5), "
+                 .. 'SimDevice(id=6), SimDevice(id=7)]; pass one of those as device, or use '
+                 .. 'strategy "gather"',
+                 dl.export, make(named(M4, dl.P())), {strategy = "replica", device = D[0]})
+    expect_error("ValueError", 'export: strategy "replica" found no replica on SimDevice(id=2); '
+                 .. "the array's replicas are on [SimDevice(id=5)]; pass one of those as "
+                 .. 'device, or use strategy "gather"',
+                 dl.export, make(D[5]), {strategy = "replica", device = D[2]})
+  end)
+
+  it("names the platform of each replica, so a cpu device never reads as a sim one", function()
+    local C0 = dl.devices("cpu")[1]
+    local mixed = make(named(dl.Mesh({D[0], H}, {"x"}), dl.P()))
+    assert.is_true(mixed.is_fully_replicated)
+    expect_error("ValueError", 'export: strategy "replica" found no replica on SimDevice(id=1); '
+                 .. "the array's replicas are on [SimDevice(id=0), CpuDevice(id=0)]; pass one "
+                 .. 'of those as device, or use strategy "gather"',
+                 dl.export, mixed, {strategy = "replica", device = D[1]})
+    local r = dl.export(mixed, {strategy = "replica", device = C0})
+    assert.are.equal(H, r.device)
+    assert.are.same({kDLCPU, 0}, r.capsule.device)
+    assert.are.same(VALUES, imported(r.capsule))
   end)
 
   it("exports a replicated array on a 4x2 mesh and one split over a size-1 axis", function()
@@ -491,6 +510,63 @@ print(s.strategy, s.bytes_moved, s.reason)
 end)
 
 --------------------------------------------------------------------------
+describe("dl.export bytes_moved", function()
+  -- Run fn(...) while a count hook, every few VM instructions, resets the runtime's
+  -- transfer statistics and makes a transfer of its own, as another thread or Lua state
+  -- sharing the runtime may at any time (spec/stress/stress_lua_states.c does it from a
+  -- real second state): an export counts only what it copied itself.
+  local function interfered(fn, ...)
+    local other = make(D[7])
+    local interruptions = 0
+    debug.sethook(function()
+      interruptions = interruptions + 1
+      dl.reset_transfer_stats()
+      dl.device_put(other, D[6]) -- 256 bytes that are not the export's
+    end, "", 3)
+    local ok, r = pcall(fn, ...)
+    debug.sethook()
+    assert(ok, r)
+    assert.is_true(interruptions > 0)
+    return r
+  end
+
+  local cases = {
+    {"gather", split8, {strategy = "gather"}, N},
+    {"gather then dl_device to the host", split8, {strategy = "gather", dl_device = {kDLCPU, 0}}, 2 * N},
+    {"host", split8, {strategy = "host"}, N},
+    {"auto (gather)", split8, nil, N},
+    {"replica", replicated8, {strategy = "replica", device = D[3]}, 0},
+    {"shards, each copied", split8, {strategy = "shards", copy = true}, N},
+    {"gather of a one-device array", function() return make(D[2]) end, {strategy = "gather"}, 0},
+  }
+  for _, case in ipairs(cases) do
+    local what, build, opts, want = case[1], case[2], case[3], case[4]
+    it(("is exact for %s while another transfer resets and copies"):format(what), function()
+      local x = build()
+      local r = interfered(dl.export, x, opts)
+      assert.are.equal(want, r.bytes_moved)
+    end)
+  end
+
+  it("is exact for try_export, direct and by fallback, while another transfer interferes", function()
+    local direct = interfered(dl.try_export, make(D[0]), {dl_device = {kDLCPU, 0}})
+    assert.are.equal("direct", direct.strategy)
+    assert.are.equal(N, direct.bytes_moved)
+    local fallback = interfered(dl.try_export, split8(), {strategy = "host"})
+    assert.are.equal("host", fallback.strategy)
+    assert.are.equal(N, fallback.bytes_moved)
+  end)
+
+  it("is still counted in the runtime's statistics", function()
+    local x = split8()
+    dl.reset_transfer_stats()
+    local r = dl.export(x, {strategy = "gather", dl_device = {kDLCPU, 0}})
+    assert.are.equal(2 * N, r.bytes_moved)
+    assert.are.equal(2 * N, moved())
+  end)
+end)
+
+--------------------------------------------------------------------------
 describe("dl.export errors", function()
   it("rejects a value that is not an Array", function()
     expect_error("TypeError", "export: argument 1 (x) must be an Array, got nil", dl.export, nil)
@@ -628,6 +704,16 @@ describe("dl.is_dlpack_exportable", function()
       end
     end)
   end
+
+  it("never raises: more than one argument is false, even for an exportable array", function()
+    local x = make(D[2])
+    assert.is_true(dl.is_dlpack_exportable(x))
+    assert.are.same({true, false}, {pcall(dl.is_dlpack_exportable, x, {copy = true})})
+    assert.are.same({true, false}, {pcall(dl.is_dlpack_exportable, x, nil)})
+    assert.are.same({true, false}, {pcall(dl.is_dlpack_exportable, x, 1, 2)})
+    assert.are.same({true, false}, {pcall(dl.is_dlpack_exportable, split8(), "x")})
+    assert.are.same({true, false}, {pcall(dl.is_dlpack_exportable)})
+  end)
 end)
 
 --------------------------------------------------------------------------
@@ -699,12 +785,13 @@ describe("dl.try_export", function()
   end)
 
   it("re-raises exactly the value __dlpack__ raised, and falls back only on BufferError", function()
+    -- try_export's direct attempt is __dlpack__ through dl._dlpack_counted (which also
+    -- says what that export copied): make it raise.
     local x = make(D[0])
-    local methods = select(2, debug.getupvalue(getmetatable(x).__index, 1))
-    local original = methods.__dlpack__
+    local original = dl._dlpack_counted
     assert.are.equal("function", type(original))
     local raise, calls
-    methods.__dlpack__ = function(self, opts)
+    dl._dlpack_counted = function(self, opts)
       calls = calls + 1
       if calls == 1 then error(raise, 0) end
       return original(self, opts)
@@ -726,7 +813,7 @@ describe("dl.try_export", function()
       assert.are.equal(0, r.bytes_moved)
       assert.are.same(VALUES, imported(r.capsule))
     end)
-    methods.__dlpack__ = original
+    dl._dlpack_counted = original
     assert(ok, failure)
   end)
 

@@ -112,9 +112,21 @@ typedef enum dlrun_alias_mode {
   DLRUN_ALIAS_NEVER    /* always copy */
 } dlrun_alias_mode;
 
+typedef struct dlrun_transfer_stats {
+  uint64_t bytes_moved; /* bytes copied from one device (or memory kind) to another */
+  uint64_t local_bytes; /* bytes copied within one device memory (relayout) */
+  uint64_t copies;      /* box copies made */
+  uint64_t shares;      /* shards reused without a copy */
+} dlrun_transfer_stats;
+
 typedef struct dlrun_put_options {
   dlrun_alias_mode may_alias;
   bool donate; /* the input is deleted afterwards; its buffers may be reused */
+  /* Optional (NULL: unused). Caller-owned; on success the put writes its own
+   * counts here (all zero when `src` itself is returned), whatever other
+   * threads do meanwhile; on failure it is left as it was. The runtime's
+   * totals are counted as well. */
+  dlrun_transfer_stats *stats;
 } dlrun_put_options;
 
 /* Lay `src` out by `sharding`: device to device, each needed byte moved
@@ -127,14 +139,10 @@ typedef struct dlrun_put_options {
 DLRUN_API dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *sharding,
                                         const dlrun_put_options *options, dlrun_array **out);
 
-typedef struct dlrun_transfer_stats {
-  uint64_t bytes_moved; /* bytes copied from one device (or memory kind) to another */
-  uint64_t local_bytes; /* bytes copied within one device memory (relayout) */
-  uint64_t copies;      /* box copies made */
-  uint64_t shares;      /* shards reused without a copy */
-} dlrun_transfer_stats;
-
-/* Transfer statistics of a runtime since its start or the last reset. */
+/* Transfer statistics of a runtime since its start or the last reset: one
+ * set per runtime, shared by every thread and Lua state using it (a reset
+ * anywhere resets them for all). To count one transfer's own copies, use
+ * dlrun_put_options.stats instead of differences of these. */
 DLRUN_API void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out);
 DLRUN_API void dlrun_transfer_stats_reset(dlrun_runtime *rt);
 

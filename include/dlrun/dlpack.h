@@ -56,6 +56,10 @@ typedef struct dlrun_export_options {
   int copy;             /* -1: copy only if needed; 0: never; 1: always */
   bool has_stream;      /* absent: wait for the array's data */
   int64_t stream;       /* sim devices: -1 = do not wait */
+  /* Optional (NULL: unused). Caller-owned; on success receives the copies
+   * this export made (dl_device moves, copy = 1), all zero when it shares
+   * the array's memory. The runtime's totals are counted as well. */
+  dlrun_transfer_stats *stats;
 } dlrun_export_options;
 
 /* A tensor handed out by an export: exactly one of the two is set. The
@@ -68,8 +72,8 @@ typedef struct dlrun_exported {
 
 /* Export a single-device array. JAX's errors and texts: a multi-device array
  * (BufferError), a version below 0.5, an unknown device type, a copy needed
- * with copy = 0 (ValueError), an unsupported stream (BufferError). Exporting
- * never consumes the array. */
+ * with copy = 0 (ValueError; memory kinds are named when only they differ),
+ * an unsupported stream (BufferError). Exporting never consumes the array. */
 DLRUN_API dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
                                     dlrun_exported *out);
 
@@ -89,7 +93,9 @@ typedef struct dlrun_import_options {
 } dlrun_import_options;
 
 /* Import a producer's tensor into a new array on `rt`'s devices. Exactly
- * one of legacy / versioned is given. Everything is checked before taking
+ * one of legacy / versioned is given. A tensor dlrun itself exported (with
+ * stream -1 or not) is read only once the exported data is written: a copy
+ * waits for it, a shared buffer becomes ready with it. Everything is checked before taking
  * ownership: on failure the producer still owns the tensor and its deleter
  * has not been called — except for an unknown major version, where (as the
  * protocol says) the deleter is called and DLRUN_ERR_BUFFER returned. On

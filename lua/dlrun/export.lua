@@ -12,9 +12,13 @@
 -- "shards": {strategy = "shards", bytes_moved =, shards = {{capsule=, index=, device=,
 --   replica_id=}, ...}}: every distinct block once (replica_id 0), in assignment order.
 -- "auto" adds `reason`, in plain words; try_export's fallback adds `buffer_error`, the
--- BufferError that __dlpack__ raised. bytes_moved is the growth of dl.transfer_stats()
--- bytes_moved + local_bytes over the call (every byte the export copied).
+-- BufferError that __dlpack__ raised. bytes_moved is every byte this call copied
+-- (bytes_moved + local_bytes of its own transfers and exports, counted from their plans):
+-- other threads and Lua states sharing the runtime, and dl.reset_transfer_stats, do not
+-- change it.
 --
+-- opts.device: where "gather" gathers, which replica "replica" exports (a ValueError when
+-- none lives there), and the target of "auto"; "host" and "shards" do not use it.
 -- "auto": a one-device array (on opts.device, if given) exports as it is (strategy
 -- "gather"); a fully replicated one exports a replica ("replica"; when opts.device is
 -- given, only if a replica lives there); otherwise it is gathered onto the target
@@ -36,6 +40,9 @@
 --               \"replica\", \"host\" or \"shards\")"
 --   ValueError "export: strategy \"replica\" needs a fully replicated array, but the array
 --               is sharded as {tostring(sharding)}"
+--   ValueError "export: strategy \"replica\" found no replica on {device}; the array's
+--               replicas are on [{device}, ...]; pass one of those as device, or use
+--               strategy \"gather\""
 --   ValueError "export: copy=false forbids copies, but strategy \"{s}\" had to copy {size}
 --               to put the array on {device}; pass copy=nil, or use strategy \"replica\"
 --               or \"shards\""
@@ -117,18 +124,24 @@ local function dlpack_options(opts)
   return o
 end
 
+-- Bytes are counted per call from each transfer's own plan (dl._put_counted,
+-- dl._dlpack_counted), never from dl.transfer_stats(): those totals are shared by every
+-- state and thread of the runtime.
 return function(dl)
-  local function moved()
-    local s = dl.transfer_stats()
-    return s.bytes_moved + s.local_bytes
-  end
-
   -- The device of a one-device array (raises the core's RuntimeError when deleted).
   local function first_device(x) return x.addressable_shards[1].device end
 
+  -- x on `device` (keeping its memory kind), and the bytes that copied.
   local function gather(x, device)
     local target = dl.SingleDeviceSharding(device, x.sharding.memory_kind)
-    return dl.device_put(x, target)
+    return dl._put_counted(x, target)
+  end
+
+  -- ensure_single_device, and the bytes it copied.
+  local function single_device(x, device)
+    local here = first_device(x)
+    if x.sharding.num_devices == 1 and (device == nil or device == here) then return x, 0 end
+    return gather(x, device or here)
   end
 
   function dl.ensure_single_device(...)
@@ -139,13 +152,13 @@ return function(dl)
       fail("TypeError", "ensure_single_device: argument 2 (device) must be a Device, got %s",
            typename(device))
     end
-    local here = first_device(x)
-    if x.sharding.num_devices == 1 and (device == nil or device == here) then return x end
-    return gather(x, device or here)
+    return (single_device(x, device))
   end
 
+  -- Never raises: anything but one Array that __dlpack__ takes as it is, extra
+  -- arguments included, is false.
   function dl.is_dlpack_exportable(...)
-    errors.check_nargs("is_dlpack_exportable", 1, ...)
+    if select("#", ...) > 1 then return false end
     local x = ...
     if not is_array(x) then return false end
     local ok, result = pcall(function()
@@ -154,17 +167,16 @@ return function(dl)
     return ok and result == true
   end
 
-  -- Export the one-device array y; `start` is the stats reading at the call's start.
-  local function single(strategy, y, opts, start, reason)
+  -- Export the one-device array y; `before` is what the strategy copied to make y.
+  local function single(strategy, y, opts, before, reason)
     local device = first_device(y)
-    local capsule = y:__dlpack__(dlpack_options(opts))
-    return {strategy = strategy, bytes_moved = moved() - start, capsule = capsule,
+    local capsule, n = dl._dlpack_counted(y, dlpack_options(opts))
+    return {strategy = strategy, bytes_moved = before + n, capsule = capsule,
             device = device, reason = reason}
   end
 
-  -- A strategy's own copy (before __dlpack__) under copy=false is an error.
-  local function refuse_copy(strategy, opts, start, device)
-    local n = moved() - start
+  -- A strategy's own copy (n bytes, before __dlpack__) under copy=false is an error.
+  local function refuse_copy(strategy, opts, n, device)
     if opts.copy == false and n > 0 then
       fail("ValueError", 'export: copy=false forbids copies, but strategy "%s" had to copy %s '
            .. 'to put the array on %s; pass copy=nil, or use strategy "replica" or "shards"',
@@ -174,71 +186,79 @@ return function(dl)
 
   local run = {}
 
-  function run.gather(x, opts, start, reason)
+  function run.gather(x, opts, reason)
     local device = opts.device or first_device(x)
-    local y = dl.ensure_single_device(x, device)
-    refuse_copy("gather", opts, start, device)
-    return single("gather", y, opts, start, reason)
+    local y, n = single_device(x, device)
+    refuse_copy("gather", opts, n, device)
+    return single("gather", y, opts, n, reason)
   end
 
-  function run.host(x, opts, start, reason)
+  function run.host(x, opts, reason)
     local host = dl.host_device()
-    local y = dl.device_put(x, host)
-    refuse_copy("host", opts, start, host)
-    return single("host", y, opts, start, reason)
+    local y, n = dl._put_counted(x, host)
+    refuse_copy("host", opts, n, host)
+    return single("host", y, opts, n, reason)
   end
 
-  function run.replica(x, opts, start, reason)
+  function run.replica(x, opts, reason)
     if not x.is_fully_replicated then
       fail("ValueError", 'export: strategy "replica" needs a fully replicated array, but the '
            .. "array is sharded as %s", tostring(x.sharding))
     end
     local shards = x.addressable_shards
-    local pick = shards[1]
+    local pick = opts.device == nil and shards[1] or nil
     for _, shard in ipairs(shards) do
       if shard.device == opts.device then
         pick = shard
         break
       end
     end
-    return single("replica", pick.data, opts, start, reason)
+    if pick == nil then
+      local held = {}
+      for i, shard in ipairs(shards) do held[i] = tostring(shard.device) end
+      fail("ValueError", 'export: strategy "replica" found no replica on %s; the array\'s '
+           .. 'replicas are on [%s]; pass one of those as device, or use strategy "gather"',
+           tostring(opts.device), table.concat(held, ", "))
+    end
+    return single("replica", pick.data, opts, 0, reason)
   end
 
-  function run.shards(x, opts, start)
-    local list = {}
+  function run.shards(x, opts)
+    local list, total = {}, 0
     local o = dlpack_options(opts)
     for _, shard in ipairs(x.addressable_shards) do
       if shard.replica_id == 0 then
-        list[#list + 1] = {capsule = shard.data:__dlpack__(o), index = shard.index,
+        local capsule, n = dl._dlpack_counted(shard.data, o)
+        total = total + n
+        list[#list + 1] = {capsule = capsule, index = shard.index,
                            device = shard.device, replica_id = shard.replica_id}
       end
     end
-    return {strategy = "shards", bytes_moved = moved() - start, shards = list}
+    return {strategy = "shards", bytes_moved = total, shards = list}
   end
 
-  function run.auto(x, opts, start)
+  function run.auto(x, opts)
     local shards = x.addressable_shards -- the deleted-array error, first
     local here = shards[1].device
     local target = opts.device or here
     if #shards == 1 and target == here then
-      return run.gather(x, opts, start,
+      return run.gather(x, opts,
                         ("already on one device (%s): exported without a copy"):format(tostring(here)))
     end
     if x.is_fully_replicated then
       local on_target = opts.device == nil
       for _, shard in ipairs(shards) do on_target = on_target or shard.device == target end
       if on_target then
-        return run.replica(x, opts, start, "fully replicated: exported one replica without a copy")
+        return run.replica(x, opts, "fully replicated: exported one replica without a copy")
       end
     end
     local need = (x.nbytes + 255) // 256 * 256
     local ok, stats = pcall(target.memory_stats, target, x.sharding.memory_kind)
     local free = ok and stats.largest_free_block_bytes or math.maxinteger
     if free >= need then
-      return run.gather(x, opts, start,
-                        ("gathered onto %s, which has room"):format(tostring(target)))
+      return run.gather(x, opts, ("gathered onto %s, which has room"):format(tostring(target)))
     end
-    return run.host(x, opts, start,
+    return run.host(x, opts,
                     ("%s cannot hold %s (largest free block %s): gathered into host memory")
                     :format(tostring(target), format_bytes(x.nbytes), format_bytes(free)))
   end
@@ -248,8 +268,7 @@ return function(dl)
     opts = check_options(opts, fn)
     -- A deleted array raises the core's own RuntimeError, whatever the strategy.
     if x:is_deleted() then first_device(x) end
-    local start = moved()
-    return run[opts.strategy or "auto"](x, opts, start)
+    return run[opts.strategy or "auto"](x, opts)
   end
 
   function dl.export(...)
@@ -263,11 +282,9 @@ return function(dl)
     local x, opts = ...
     check_array(x, "try_export")
     opts = check_options(opts, "try_export")
-    local start = moved()
-    local ok, capsule = pcall(x.__dlpack__, x, dlpack_options(opts))
+    local ok, capsule, n = pcall(dl._dlpack_counted, x, dlpack_options(opts))
     if ok then
-      return {strategy = "direct", bytes_moved = moved() - start, capsule = capsule,
-              device = first_device(x)}
+      return {strategy = "direct", bytes_moved = n, capsule = capsule, device = first_device(x)}
     end
     if not errors.BufferError:is_instance(capsule) then error(capsule, 0) end
     local result = export(x, opts, "try_export")

@@ -124,6 +124,7 @@ class dlrun_export_options(C.Structure):
         ("copy", C.c_int),
         ("has_stream", C.c_bool),
         ("stream", C.c_int64),
+        ("stats", C.c_void_p),
     ]
 
 

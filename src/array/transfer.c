@@ -334,6 +334,7 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
   if (st) return st;
   bool may_share = o.may_alias != DLRUN_ALIAS_NEVER;
   if (may_share && !o.donate && dlrun_sharding_equal(src->sharding, dst)) {
+    if (o.stats) *o.stats = (dlrun_transfer_stats){0};
     dlrun_array_retain(src);
     *out = src;
     return DLRUN_OK;
@@ -362,6 +363,7 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
     return st;
   }
   dlrun_count_transfer(dlrun_sharding_device(dst, 0)->rt, &pl.stats);
+  if (o.stats) *o.stats = pl.stats;
   plan_free(&pl);
   if (o.donate) dlrun_array_delete(src);
   return DLRUN_OK;

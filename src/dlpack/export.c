@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "core/trace_impl.h"
+#include "dlpack_impl.h"
 #include "dlrun/dlpack.h"
 
 _Static_assert(sizeof(DLDevice) == 8, "DLDevice layout");
@@ -122,6 +123,27 @@ static void delete_versioned(DLManagedTensorVersioned *self) {
   if (self && live_remove(self)) release_export(self->manager_ctx);
 }
 
+bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVersioned *versioned,
+                         dlrun_event *ready, dlrun_runtime **rt) {
+  const void *managed = legacy ? (const void *)legacy : (const void *)versioned;
+  bool found = false;
+  pthread_mutex_lock(&live_mu);
+  if (live_cap && managed) {
+    size_t j = slot_of(managed, live_cap);
+    while (live_slots[j] && live_slots[j] != managed) j = (j + 1) & (live_cap - 1);
+    /* Listed, so its deleter cannot run before we unlock. */
+    found = live_slots[j] == managed &&
+            (legacy ? legacy->deleter == delete_legacy : versioned->deleter == delete_versioned);
+  }
+  if (found) {
+    const export_ctx *ctx = legacy ? legacy->manager_ctx : versioned->manager_ctx;
+    *ready = ctx->buf->ready;
+    *rt = ctx->rt;
+  }
+  pthread_mutex_unlock(&live_mu);
+  return found;
+}
+
 /* Where an array lives, in DLPack terms: host-visible memory (cpu devices,
  * pinned host memory) is (kDLCPU, 0); sim device memory (kDLExtDev, id). */
 static DLDevice dl_device_of(const dlrun_buffer *b) {
@@ -195,14 +217,35 @@ static dlrun_status check_options(const dlrun_array *a, const dlrun_export_optio
   return DLRUN_OK;
 }
 
-/* A fresh copy of the array in `dev`'s `kind` memory. */
+/* "SimDevice(id=0)", or with the memory kind when `with_kind`. */
+static const char *place_text(const dlrun_device *d, dlrun_memory_kind kind, bool with_kind,
+                              char *buf, size_t n) {
+  if (with_kind) snprintf(buf, n, "%s (memory_kind=%s)", d->name, dlrun_memory_kind_name(kind));
+  else snprintf(buf, n, "%s", d->name);
+  return buf;
+}
+
+dlrun_status dlrun_copy_false_error(const dlrun_device *dest, dlrun_memory_kind dest_kind,
+                                    const dlrun_device *src, dlrun_memory_kind src_kind) {
+  bool same = dest == src;
+  char want[96], have[96];
+  return dlrun_fail(DLRUN_ERR_VALUE,
+                    "Specified device=%s which requires a copy since the source device is %s, "
+                    "however copy=False. Set copy=True or copy=None to perform the requested "
+                    "operation.",
+                    place_text(dest, dest_kind, same, want, sizeof want),
+                    place_text(src, src_kind, same, have, sizeof have));
+}
+
+/* A fresh copy of the array in `dev`'s `kind` memory; its counts go to
+ * *stats. */
 static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind kind,
-                            dlrun_buffer **out) {
+                            dlrun_transfer_stats *stats, dlrun_buffer **out) {
   dlrun_sharding *s;
   dlrun_status st = dlrun_single_device_sharding_create(dev, kind, &s);
   if (st) return st;
   dlrun_array *copy;
-  dlrun_put_options never = {.may_alias = DLRUN_ALIAS_NEVER};
+  dlrun_put_options never = {.may_alias = DLRUN_ALIAS_NEVER, .stats = stats};
   st = dlrun_device_put(a, s, &never, &copy);
   dlrun_sharding_release(s);
   if (st) return st;
@@ -288,18 +331,16 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
     goto fail;
   bool move = o.has_dl_device && !same_place(b, target);
   if (move && o.copy == 0) {
-    st = dlrun_fail(DLRUN_ERR_VALUE,
-                    "Specified device=%s which requires a copy since the source device is %s, "
-                    "however copy=False. Set copy=True or copy=None to perform the requested "
-                    "operation.",
-                    target->name, b->dev->name);
+    /* A move lands in the target's device memory. */
+    st = dlrun_copy_false_error(target, DLRUN_MEM_DEVICE, b->dev, b->kind);
     goto fail;
   }
   bool copied = move || o.copy == 1;
+  dlrun_transfer_stats counted = {0};
   if (copied) {
     dlrun_buffer *fresh;
     /* A move lands in the target's device memory; a plain copy stays put. */
-    if ((st = copy_to(a, target, move ? DLRUN_MEM_DEVICE : b->kind, &fresh))) goto fail;
+    if ((st = copy_to(a, target, move ? DLRUN_MEM_DEVICE : b->kind, &counted, &fresh))) goto fail;
     dlrun_buffer_release(b);
     b = fresh;
   }
@@ -309,6 +350,7 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   if ((st = build(a, b, dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, copied,
                   out)))
     goto fail;
+  if (o.stats) *o.stats = counted;
   dlrun_trace_event(NULL, "dlpack", "export", start,
                     "\"device\": \"%s\", \"bytes\": %llu, \"versioned\": %s, \"copied\": %s",
                     b->dev->name, (unsigned long long)b->nbytes, versioned ? "true" : "false",

@@ -15,6 +15,7 @@
 #include "core/status_impl.h"
 #include "core/trace_impl.h"
 #include "core/text.h"
+#include "dlpack_impl.h"
 #include "dlrun/dlpack.h"
 
 typedef struct producer {
@@ -162,9 +163,11 @@ static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array
 }
 
 /* Wrap the producer's memory on the target: the array owns the tensor from
- * now on. The release hook is set only once nothing can fail, so that a
- * failure leaves the tensor with its producer. */
-static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dlrun_array **out) {
+ * now on, and its data is ready with `ready`. The release hook is set only
+ * once nothing can fail, so that a failure leaves the tensor with its
+ * producer. */
+static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dlrun_event ready,
+                         dlrun_array **out) {
   /* The layout travels with the buffer, so arrays sharing it read it right. */
   size_t layout_bytes = l->row_major ? 0 : (size_t)l->ndim * sizeof(int64_t);
   producer *owned = dlrun_malloc(sizeof *owned);
@@ -189,6 +192,7 @@ static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dl
   dlrun_buffer *b = bufs[0];
   if (strides) memcpy(strides, l->strides, layout_bytes);
   b->strides = strides;
+  b->ready = ready;
   if ((st = dlrun_array_wrap(l->dtype, l->ndim, l->dims, target, bufs, out))) {
     dlrun_free(owned);
     return st;
@@ -242,13 +246,18 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
                                       dest_kind == DLRUN_MEM_PINNED_HOST
                                 : dest == l.source && dest_kind == DLRUN_MEM_DEVICE;
   bool aligned = ((uintptr_t)l.data % l.esize) == 0;
+  /* dlrun's own export, perhaps made with stream -1: its data may still be
+   * being written. A copy waits for it; a wrap of the same runtime becomes
+   * ready with it (an event of another runtime is waited for here). */
+  dlrun_event ready = {0};
+  dlrun_runtime *producer_rt = NULL;
+  if (dlrun_export_source(legacy, versioned, &ready, &producer_rt) && producer_rt != rt) {
+    dlrun_event_wait(ready);
+    ready = (dlrun_event){0};
+  }
   char text[256];
   if (o.copy == 0 && !same_place)
-    st = dlrun_fail(DLRUN_ERR_VALUE,
-                    "Specified device=%s which requires a copy since the source device is %s, "
-                    "however copy=False. Set copy=True or copy=None to perform the requested "
-                    "operation.",
-                    dest->name, l.source->name);
+    st = dlrun_copy_false_error(dest, dest_kind, l.source, DLRUN_MEM_DEVICE);
   else if (o.copy == 0 && !l.compact)
     st = dlrun_fail(DLRUN_ERR_VALUE,
                     "from_dlpack: the tensor's strides %s are not compact, so importing it needs "
@@ -260,9 +269,10 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
                     "importing it needs a copy, but copy=False",
                     l.esize);
   else if (o.copy == 1 || !same_place || !l.compact || !aligned) {
+    dlrun_event_wait(ready);
     if (!(st = copy_in(&l, target, out))) call_deleter(p);
   } else {
-    st = wrap(&l, target, p, out);
+    st = wrap(&l, target, p, ready, out);
   }
   if (!st)
     dlrun_trace_event(NULL, "dlpack", "import", start,

@@ -190,10 +190,19 @@ static dlrun_export_options check_export_options(lua_State *L, int idx, const ch
   return o;
 }
 
-static int export_to_capsule(lua_State *L, const char *fn) {
+/* Bytes a transfer copied: between devices or memory kinds, and within one. */
+static lua_Integer copied_bytes(const dlrun_transfer_stats *s) {
+  return (lua_Integer)(s->bytes_moved + s->local_bytes);
+}
+
+/* Push a Capsule exporting the array at 1; with `counted`, also the bytes
+ * this export copied. */
+static int export_to_capsule(lua_State *L, const char *fn, int counted) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, fn);
   dlrun_lua_check_nargs(L, fn, 2);
   dlrun_export_options o = check_export_options(L, 2, fn);
+  dlrun_transfer_stats stats;
+  o.stats = &stats;
   /* The capsule exists (empty) before the export, so nothing can leak. */
   dlrun_lua_pushcapsule(L, NULL, NULL);
   capsule_ud *c = lua_touserdata(L, -1);
@@ -201,11 +210,42 @@ static int export_to_capsule(lua_State *L, const char *fn) {
   dlrun_lua_check(L, dlrun_export(a, &o, &e));
   c->legacy = e.legacy;
   c->versioned = e.versioned;
-  return 1;
+  if (!counted) return 1;
+  lua_pushinteger(L, copied_bytes(&stats));
+  return 2;
 }
 
-static int l_dlpack(lua_State *L) { return export_to_capsule(L, "__dlpack__"); }
-static int l_to_dlpack(lua_State *L) { return export_to_capsule(L, "to_dlpack"); }
+static int l_dlpack(lua_State *L) { return export_to_capsule(L, "__dlpack__", 0); }
+static int l_to_dlpack(lua_State *L) { return export_to_capsule(L, "to_dlpack", 0); }
+
+/* dl._dlpack_counted(x, opts) -> capsule, bytes: x:__dlpack__(opts) (same
+ * errors) and the bytes that export itself copied, for lua/dlrun/export.lua.
+ * Per call: other threads' or states' transfers do not count. */
+static int l_dlpack_counted(lua_State *L) { return export_to_capsule(L, "__dlpack__", 1); }
+
+/* dl._put_counted(x, target) -> array, bytes: dl.device_put(x, target) for
+ * one Array and a Device or Sharding, with the bytes that put copied (x
+ * itself and 0 when nothing had to change). For lua/dlrun/export.lua. */
+static int l_put_counted(lua_State *L) {
+  dlrun_array *x = dlrun_lua_check_array(L, 1, "_put_counted");
+  dlrun_lua_check_nargs(L, "_put_counted", 2);
+  if (lua_isnoneornil(L, 2))
+    return dlrun_lua_type_error(L, "_put_counted", 2, "target", "a Device or a Sharding");
+  dlrun_sharding *target = dlrun_lua_push_target(L, 2, "_put_counted");
+  int target_idx = lua_gettop(L);
+  dlrun_transfer_stats stats;
+  dlrun_put_options o = {.may_alias = DLRUN_ALIAS_DEFAULT, .stats = &stats};
+  dlrun_array *out;
+  dlrun_lua_check(L, dlrun_device_put(x, target, &o, &out));
+  if (out == x) {
+    dlrun_array_release(out);
+    lua_pushvalue(L, 1);
+  } else {
+    dlrun_lua_push_array(L, out, target_idx);
+  }
+  lua_pushinteger(L, copied_bytes(&stats));
+  return 2;
+}
 
 static int l_dlpack_device(lua_State *L) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, "__dlpack_device__");
@@ -336,6 +376,8 @@ void dlrun_lua_dlpack_open(lua_State *L) {
       {"to_dlpack", l_to_dlpack},
       {"from_dlpack", l_from_dlpack},
       {"live_exports", l_live_exports},
+      {"_dlpack_counted", l_dlpack_counted},
+      {"_put_counted", l_put_counted},
       {NULL, NULL},
   };
   luaL_setfuncs(L, funcs, 0);

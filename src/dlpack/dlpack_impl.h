@@ -1,0 +1,20 @@
+/* Internal: what DLPack import and export share. */
+#ifndef DLRUN_DLPACK_IMPL_H
+#define DLRUN_DLPACK_IMPL_H
+
+#include "array/array_impl.h"
+#include "dlrun/dlpack.h"
+
+/* When the tensor (one of legacy / versioned) is an export of dlrun whose
+ * deleter has not run: true, with the ready event of the exported buffer
+ * and its runtime. False for any other producer's tensor. */
+bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVersioned *versioned,
+                         dlrun_event *ready, dlrun_runtime **rt);
+
+/* JAX's ValueError for copy=False when data in `src` memory must be copied
+ * to `dest`; the memory kinds are named when the devices are the same, so
+ * that the two places never read alike. */
+dlrun_status dlrun_copy_false_error(const dlrun_device *dest, dlrun_memory_kind dest_kind,
+                                    const dlrun_device *src, dlrun_memory_kind src_kind);
+
+#endif
