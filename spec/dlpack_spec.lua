@@ -269,6 +269,18 @@ describe("export devices", function()
                  x.__dlpack__, x, {dl_device = {kDLExtDev, 3}, copy = false})
   end)
 
+  it("dl_device={12, 1} with copy=false on a pinned_host sim-1 array names both memory kinds", function()
+    local x = arange6(pinned(D[1]))
+    expect_error("ValueError", "Specified device=SimDevice(id=1) (memory_kind=device) which requires "
+                 .. "a copy since the source device is SimDevice(id=1) (memory_kind=pinned_host), "
+                 .. "however copy=False. Set copy=True or copy=None to perform the requested "
+                 .. "operation.",
+                 x.__dlpack__, x, {dl_device = {kDLExtDev, 1}, copy = false})
+    local c = x:__dlpack__{dl_device = {kDLExtDev, 1}, max_version = {1, 1}}
+    assert.are.same({kDLExtDev, 1}, c.device)
+    assert.is_true(c.is_copied)
+  end)
+
   it("dl_device={12, 2} with copy=false on a cpu array raises JAX's ValueError", function()
     local x = arange6(H)
     expect_error("ValueError", copy_false_text(D[2], H),
@@ -395,6 +407,34 @@ describe("stream", function()
     expect_error("BufferError", "to_dlpack: stream must be nil or an integer, got number",
                  dl.to_dlpack, x, {stream = 1.5})
   end)
+
+  -- stream=-1 does not wait for the array's data; dlrun importing its own export must
+  -- still read the data only once written. A fill of 16 MiB runs on the device's stream
+  -- for milliseconds, so without that ordering the imports read the memory before the
+  -- fill (each round fills a new value, so old contents never pass).
+  local function check_self_import(what, import)
+    it("dl.from_dlpack of a stream=-1 export " .. what .. " reads the data once written", function()
+      local n = 4 * 1024 * 1024
+      local wrong = {}
+      for round = 1, 6 do
+        local v = 1000 * round + 7
+        local x = dl.full({n}, v, "int32", D[1])
+        local y = import(x:__dlpack__{stream = -1, max_version = round % 2 == 0 and {1, 1} or nil})
+        local got = {y:_elements(1, 1)[1], y:_elements(n // 2, 1)[1], y:_elements(n, 1)[1]}
+        if got[1] ~= v or got[2] ~= v or got[3] ~= v then
+          wrong[#wrong + 1] = ("round %d: %d, %d, %d instead of %d"):format(round, got[1], got[2],
+                                                                           got[3], v)
+        end
+        x, y = nil, nil
+        gc()
+      end
+      assert.are.same({}, wrong)
+    end)
+  end
+  check_self_import("onto its own device (shared)", function(c) return dl.from_dlpack(c) end)
+  check_self_import("onto another device (copied)", function(c) return dl.from_dlpack(c, {device = D[2]}) end)
+  check_self_import("onto the host (copied)", function(c) return dl.from_dlpack(c, {device = H}) end)
+  check_self_import("with copy=true", function(c) return dl.from_dlpack(c, {copy = true}) end)
 
   it("a refused stream makes no export", function()
     local x = arange6(H)
@@ -910,6 +950,18 @@ describe("from_dlpack device and copy", function()
   it("copy=false when a host capsule must go to a sim device raises JAX's ValueError", function()
     local c = arange6(H):__dlpack__{max_version = {1, 1}}
     expect_error("ValueError", copy_false_text(D[2], H), dl.from_dlpack, c, {device = D[2], copy = false})
+  end)
+
+  it("copy=false when a sim capsule must go to its device's pinned_host memory names both kinds", function()
+    local c = arange6(D[4]):__dlpack__()
+    expect_error("ValueError", "Specified device=SimDevice(id=4) (memory_kind=pinned_host) which "
+                 .. "requires a copy since the source device is SimDevice(id=4) "
+                 .. "(memory_kind=device), however copy=False. Set copy=True or copy=None to "
+                 .. "perform the requested operation.",
+                 dl.from_dlpack, c, {device = pinned(D[4]), copy = false})
+    local y = dl.from_dlpack(c, {device = pinned(D[4])})
+    assert.are.equal("pinned_host", y.sharding.memory_kind)
+    assert.are.same(VALUES6, y:tolist())
   end)
 
   it("copy=false when a sim capsule must go to the host raises JAX's ValueError", function()

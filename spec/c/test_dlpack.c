@@ -1471,6 +1471,168 @@ static void test_import_more(void) {
   }
 }
 
+/* ---- per-call transfer counts, self-imports, memory-kind messages ------- */
+
+/* Resets the runtime's statistics and makes transfers of its own until
+ * told to stop: another user of the runtime. */
+typedef struct interferer {
+  dlrun_array *src;
+  atomic_bool stop;
+  atomic_long rounds;
+} interferer;
+
+static void *interfere(void *arg) {
+  interferer *it = arg;
+  while (!atomic_load(&it->stop)) {
+    dlrun_transfer_stats_reset(rt);
+    dlrun_array *out = NULL;
+    dlrun_put_options never = {.may_alias = DLRUN_ALIAS_NEVER};
+    if (dlrun_device_put(it->src, on_sim1, &never, &out) == DLRUN_OK) dlrun_array_release(out);
+    atomic_fetch_add(&it->rounds, 1);
+  }
+  return NULL;
+}
+
+static void test_counts(void) {
+  TEST("device_put and export report their own copies in options.stats") {
+    int64_t dims[1] = {64};
+    dlrun_array *a = iota_f32(on_sim0, 1, dims), *out = NULL;
+    dlrun_transfer_stats got = {.bytes_moved = 99, .local_bytes = 99, .copies = 99, .shares = 99};
+    dlrun_put_options with_stats = {.stats = &got};
+    CHECK(dlrun_device_put(a, on_sim0, &with_stats, &out) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(out == a, "an equal sharding gives the array itself");
+    CHECK(got.bytes_moved == 0 && got.local_bytes == 0 && got.copies == 0 && got.shares == 0,
+          "returned as it is: %llu %llu %llu %llu", (unsigned long long)got.bytes_moved,
+          (unsigned long long)got.local_bytes, (unsigned long long)got.copies,
+          (unsigned long long)got.shares);
+    dlrun_array_release(out);
+    CHECK(dlrun_device_put(a, on_sim1, &with_stats, &out) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(got.bytes_moved == 256 && got.local_bytes == 0 && got.copies == 1 && got.shares == 0,
+          "to sim 1: moved %llu local %llu copies %llu", (unsigned long long)got.bytes_moved,
+          (unsigned long long)got.local_bytes, (unsigned long long)got.copies);
+    dlrun_array_release(out);
+    dlrun_put_options never = {.may_alias = DLRUN_ALIAS_NEVER, .stats = &got};
+    CHECK(dlrun_device_put(a, on_sim0, &never, &out) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(got.bytes_moved == 0 && got.local_bytes == 256, "a local copy: moved %llu local %llu",
+          (unsigned long long)got.bytes_moved, (unsigned long long)got.local_bytes);
+    dlrun_array_release(out);
+    got = (dlrun_transfer_stats){.bytes_moved = 7};
+    CHECK(dlrun_device_put(a, NULL, &with_stats, &out) == DLRUN_ERR_VALUE, "NULL sharding");
+    CHECK(got.bytes_moved == 7, "a failed put wrote its stats");
+
+    dlrun_exported e;
+    dlrun_export_options plain = {.copy = -1, .stats = &got};
+    CHECK(dlrun_export(a, &plain, &e) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(got.bytes_moved == 0 && got.local_bytes == 0 && got.copies == 0, "shared export counted");
+    call_deleter(&e);
+    dlrun_export_options to_host = {.copy = -1, .has_dl_device = true, .device_type = kDLCPU,
+                                    .stats = &got};
+    CHECK(dlrun_export(a, &to_host, &e) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(got.bytes_moved == 256 && got.local_bytes == 0 && got.copies == 1,
+          "dl_device host: moved %llu local %llu", (unsigned long long)got.bytes_moved,
+          (unsigned long long)got.local_bytes);
+    call_deleter(&e);
+    dlrun_export_options copy = {.copy = 1, .stats = &got};
+    CHECK(dlrun_export(a, &copy, &e) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(got.bytes_moved == 0 && got.local_bytes == 256, "copy=1: moved %llu local %llu",
+          (unsigned long long)got.bytes_moved, (unsigned long long)got.local_bytes);
+    call_deleter(&e);
+    dlrun_array_release(a);
+    CHECK(dlrun_live_exports(rt) == 0, "live exports");
+  }
+  TEST("per-call counts stay exact while another thread resets and transfers") {
+    int64_t dims[1] = {1024};
+    dlrun_array *a = iota_f32(on_sim0, 1, dims);
+    interferer it = {.src = iota_f32(on_sim0, 1, dims)};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, interfere, &it) == 0, "pthread_create");
+    long wrong = 0;
+    for (int i = 0; i < 400 || atomic_load(&it.rounds) < 50; i++) {
+      dlrun_transfer_stats got;
+      dlrun_exported e;
+      dlrun_export_options to_host = {.copy = -1, .has_dl_device = true, .device_type = kDLCPU,
+                                      .stats = &got};
+      if (dlrun_export(a, &to_host, &e) != DLRUN_OK) {
+        wrong++;
+        continue;
+      }
+      wrong += got.bytes_moved != 4096 || got.local_bytes != 0;
+      call_deleter(&e);
+      dlrun_array *out = NULL;
+      dlrun_put_options o = {.stats = &got};
+      if (dlrun_device_put(a, on_host, &o, &out) == DLRUN_OK) {
+        wrong += got.bytes_moved != 4096 || got.copies != 1;
+        dlrun_array_release(out);
+      } else {
+        wrong++;
+      }
+    }
+    atomic_store(&it.stop, true);
+    pthread_join(th, NULL);
+    CHECK(wrong == 0, "%ld exports or puts counted other transfers' bytes", wrong);
+    CHECK(atomic_load(&it.rounds) >= 50, "the other thread ran %ld rounds",
+          (long)atomic_load(&it.rounds));
+    dlrun_array_release(it.src);
+    dlrun_array_release(a);
+    CHECK(dlrun_live_exports(rt) == 0, "live exports");
+  }
+  TEST("importing a stream -1 export reads it only once written (shared and copied)") {
+    int64_t dims[1] = {1 << 20};
+    int64_t wrong = 0;
+    for (int round = 0; round < 8; round++) {
+      dlrun_scalar value = {.kind = DLRUN_SCALAR_FLOAT, .re = 100.0 + round};
+      dlrun_array *a = NULL, *b = NULL;
+      CHECK(dlrun_array_full(on_sim0, DLRUN_FLOAT32, 1, dims, &value, &a) == DLRUN_OK, "%s",
+            dlrun_last_error());
+      dlrun_export_options nowait = {.copy = -1, .has_stream = true, .stream = -1,
+                                     .has_max_version = round % 2, .max_major = 1};
+      dlrun_exported e;
+      CHECK(dlrun_export(a, &nowait, &e) == DLRUN_OK, "%s", dlrun_last_error());
+      dlrun_sharding *targets[] = {NULL, on_sim1, on_host, on_sim0};
+      dlrun_import_options o = {.target = targets[round % 4], .copy = round % 4 == 3 ? 1 : -1};
+      CHECK(dlrun_import(rt, e.legacy, e.versioned, &o, &b) == DLRUN_OK, "%s", dlrun_last_error());
+      float first = 0, last = 0;
+      dlrun_array_read(b, 0, 4, &first);
+      dlrun_array_read(b, (uint64_t)(dims[0] - 1) * 4, 4, &last);
+      wrong += (first != (float)value.re) + (last != (float)value.re);
+      dlrun_array_release(b);
+      dlrun_array_release(a);
+    }
+    CHECK(wrong == 0, "%lld elements read before the fill wrote them", (long long)wrong);
+    dlrun_device_synchronize(sim0);
+    CHECK(dlrun_live_exports(rt) == 0, "live exports");
+  }
+  TEST("copy=False between memory kinds of one device names both kinds") {
+    int64_t dims[1] = {4};
+    dlrun_sharding *pinned0 = NULL;
+    CHECK(dlrun_single_device_sharding_create(sim0, DLRUN_MEM_PINNED_HOST, &pinned0) == DLRUN_OK,
+          "%s", dlrun_last_error());
+    dlrun_array *p = iota_f32(pinned0, 1, dims), *s = iota_f32(on_sim0, 1, dims), *out = NULL;
+    dlrun_exported e;
+    dlrun_export_options to_sim0 = {.copy = 0, .has_dl_device = true, .device_type = kDLExtDev};
+    CHECK(dlrun_export(p, &to_sim0, &e) == DLRUN_ERR_VALUE, "copy=0 pinned to device accepted");
+    CHECK(strcmp(dlrun_last_error(),
+                 "Specified device=SimDevice(id=0) (memory_kind=device) which requires a copy "
+                 "since the source device is SimDevice(id=0) (memory_kind=pinned_host), however "
+                 "copy=False. Set copy=True or copy=None to perform the requested operation.") == 0,
+          "\"%s\"", dlrun_last_error());
+    CHECK(dlrun_export(s, NULL, &e) == DLRUN_OK, "%s", dlrun_last_error());
+    dlrun_import_options into_pinned = {.target = pinned0, .copy = 0};
+    CHECK(dlrun_import(rt, e.legacy, e.versioned, &into_pinned, &out) == DLRUN_ERR_VALUE,
+          "copy=0 device to pinned accepted");
+    CHECK(strcmp(dlrun_last_error(),
+                 "Specified device=SimDevice(id=0) (memory_kind=pinned_host) which requires a "
+                 "copy since the source device is SimDevice(id=0) (memory_kind=device), however "
+                 "copy=False. Set copy=True or copy=None to perform the requested operation.") == 0,
+          "\"%s\"", dlrun_last_error());
+    call_deleter(&e);
+    dlrun_array_release(p);
+    dlrun_array_release(s);
+    dlrun_sharding_release(pinned0);
+    CHECK(dlrun_live_exports(rt) == 0, "live exports");
+  }
+}
+
 static void test_waits_and_exhaustion(void) {
   TEST("an export with no stream waits for the array's data to be written") {
     int64_t dims[1] = {1 << 20};
@@ -1757,6 +1919,7 @@ int main(int argc, char **argv) {
   test_export_errors();
   test_import_more();
   test_waits_and_exhaustion();
+  test_counts();
   test_transposed_downstream();
   test_roundtrips();
 
