@@ -15,6 +15,10 @@
  * and reads and reshards an array the host pushed into every state
  * (dlrun_lua_pusharray). Both states finish their loops before either
  * closes: collecting a pushed Array deletes the host's array (see README).
+ * They also reset the shared transfer statistics now and then and check that
+ * each dl.export's bytes_moved is exactly its own; before the threads start,
+ * the same is checked deterministically with a second state whose transfers
+ * and resets run in the middle of the first one's exports.
  *
  * Capsules cross states: `send(capsule, ...)` in one state takes the tensor
  * out of the capsule (dlrun_lua_takecapsule) and queues it, under a mutex,
@@ -205,6 +209,16 @@ static const char *const CHUNK[] = {
     "    if rnd(2) == 1 then z:delete() end\n",
     "  end\n",
     "  cap, g = nil, nil\n",
+    /* export's bytes_moved is this call's own, whatever the other state does */
+    "  if rnd(4) == 1 then dl.reset_transfer_stats() end\n",
+    "  if rnd(3) == 1 then\n",
+    "    local here = y.sharding.num_devices == 1 and y.addressable_shards[1].device == host\n",
+    "                 and y.sharding.memory_kind == 'device'\n",
+    "    local want_moved = here and 0 or y.nbytes\n",
+    "    local r = dl.export(y, {strategy = 'host'})\n",
+    "    check(r.bytes_moved == want_moved, 'export of %s[%d] to the host: bytes_moved %d, not %d',\n",
+    "          dtype, n, r.bytes_moved, want_moved)\n",
+    "  end\n",
     /* one shard over DLPack */
     "  local shards = y.addressable_shards\n",
     "  local sh = shards[rnd(#shards)].data\n",
@@ -446,10 +460,8 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
-/* setup(state): libraries, package.path, dlrun on the shared runtime, and
- * the globals CHUNK uses. */
-static int setup(lua_State *L) {
-  state *s = lua_touserdata(L, 1);
+/* Libraries, package.path, and dlrun on the shared runtime as global dl. */
+static void open_dlrun(lua_State *L) {
   luaL_openlibs(L);
   lua_getglobal(L, "package");
   lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", lua_dir, lua_dir);
@@ -459,6 +471,12 @@ static int setup(lua_State *L) {
   lua_pop(L, 1);
   dlrun_lua_open(L, rt);
   lua_setglobal(L, "dl");
+}
+
+/* setup(state): open_dlrun, and the globals CHUNK uses. */
+static int setup(lua_State *L) {
+  state *s = lua_touserdata(L, 1);
+  open_dlrun(L);
   lua_pushinteger(L, s->id + 1);
   lua_setglobal(L, "ID");
   lua_pushinteger(L, (lua_Integer)s->iters);
@@ -553,6 +571,84 @@ static bool probe_pinned(const dlrun_config *cfg) {
   return st == DLRUN_OK;
 }
 
+/* ---- export counts beside a second state, deterministically ----
+ *
+ * Two states on this thread share the runtime. State A exports while a
+ * count hook, every few instructions, runs PEER_CODE in state B: B resets
+ * the runtime's transfer statistics and makes a transfer of its own. Each
+ * of A's exports must report exactly the bytes it copied itself. */
+
+static lua_State *peer;
+
+static const char PEER_SETUP[] = "Z = dl.arange(256, 'float32', dl.devices('sim')[1])\n";
+static const char PEER_CODE[] =
+    "dl.reset_transfer_stats()\n"
+    "local z = dl.device_put(Z, dl.devices('sim')[2])\n";
+
+static const char EXPORTER[] =
+    "local x = dl.arange(1024, 'float32', dl.NamedSharding(dl.make_mesh({8}, {'x'}), dl.P('x')))\n"
+    "x:block_until_ready()\n"
+    "local calls = 0\n"
+    "debug.sethook(function() calls = calls + 1; in_peer() end, '', 3)\n"
+    "local g = dl.export(x, {strategy = 'gather'})\n"
+    "local h = dl.export(x, {strategy = 'host'})\n"
+    "local c = dl.export(x, {strategy = 'gather', dl_device = {1, 0}})\n"
+    "local s = dl.export(x, {strategy = 'shards', copy = true})\n"
+    "debug.sethook()\n"
+    "return calls, g.bytes_moved, h.bytes_moved, c.bytes_moved, s.bytes_moved\n";
+
+static int l_in_peer(lua_State *L) {
+  if (luaL_dostring(peer, PEER_CODE) != LUA_OK) {
+    lua_pushfstring(L, "peer: %s", lua_tostring(peer, -1));
+    lua_pop(peer, 1);
+    return lua_error(L);
+  }
+  return 0;
+}
+
+static int open_exporter(lua_State *L) {
+  open_dlrun(L);
+  lua_register(L, "in_peer", l_in_peer);
+  return 0;
+}
+
+static int open_peer(lua_State *L) {
+  open_dlrun(L);
+  if (luaL_dostring(L, PEER_SETUP) != LUA_OK) return lua_error(L);
+  return 0;
+}
+
+static void check_export_counts_beside_peer(void) {
+  lua_State *a = luaL_newstate();
+  peer = luaL_newstate();
+  CHECK(a && peer, "cannot create two Lua states");
+  if (!a || !peer) goto done;
+  lua_pushcfunction(peer, open_peer);
+  if (lua_pcall(peer, 0, 0, 0) != LUA_OK) {
+    CHECK(false, "peer state: %s", lua_tostring(peer, -1));
+    goto done;
+  }
+  lua_pushcfunction(a, open_exporter);
+  if (lua_pcall(a, 0, 0, 0) != LUA_OK || luaL_loadstring(a, EXPORTER) != LUA_OK ||
+      lua_pcall(a, 0, 5, 0) != LUA_OK) {
+    CHECK(false, "exporting state: %s", lua_tostring(a, -1));
+    goto done;
+  }
+  lua_Integer calls = lua_tointeger(a, -5);
+  CHECK(calls > 0, "the peer never ran during the exports");
+  static const char *const what[] = {"gather", "host", "gather to the host", "shards, copied"};
+  static const lua_Integer want[] = {4096, 4096, 8192, 4096};
+  for (int i = 0; i < 4; i++)
+    CHECK(lua_tointeger(a, -4 + i) == want[i],
+          "export (%s) beside a peer that reset and moved bytes %lld times: bytes_moved %lld, "
+          "expected %lld", what[i], (long long)calls, (long long)lua_tointeger(a, -4 + i),
+          (long long)want[i]);
+done:
+  if (a) lua_close(a);
+  if (peer) lua_close(peer);
+  peer = NULL;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -603,6 +699,8 @@ int main(int argc, char **argv) {
       return summary();
     }
   }
+
+  check_export_counts_beside_peer();
 
   for (int i = 0; i < NSTATES; i++) {
     pthread_mutex_init(&inboxes[i].mu, NULL);
