@@ -538,6 +538,29 @@ describe("dl.make_array_from_single_device_arrays", function()
                  dl.make_array_from_single_device_arrays, {8, 2}, s, pieces)
   end)
 
+  it("names the devices, not their ids, when the sharding and the arrays span platforms", function()
+    -- CpuDevice(id=0) and SimDevice(id=0) share an id: ids alone would read alike.
+    local s = dl.NamedSharding(dl.Mesh({D(0), HOST}, {"x"}), dl.P("x"))
+    local function piece(dev) return dl.array({{1.0, 2.0}}, "float32", dev) end
+    expect_error("ValueError",
+                 "Addressable devices and per-device arrays devices do not match. Sharding "
+                   .. "contains devices {CpuDevice(id=0)} that are not present in per-device "
+                   .. "arrays. Per-device arrays contain devices {SimDevice(id=1)} that are not "
+                   .. "present in the sharding.",
+                 dl.make_array_from_single_device_arrays, {2, 2}, s, {piece(D(1)), piece(D(0))})
+    expect_error("ValueError",
+                 "When making an array from single-device arrays, the input arrays must be from "
+                   .. "distinct devices, but got devices [SimDevice(id=0), SimDevice(id=0)]",
+                 dl.make_array_from_single_device_arrays, {2, 2}, s, {piece(D(0)), piece(D(0))})
+    local sims = dl.NamedSharding(dl.Mesh({D(0), D(1)}, {"x"}), dl.P("x"))
+    expect_error("ValueError",
+                 "Addressable devices and per-device arrays devices do not match. Sharding "
+                   .. "contains devices {SimDevice(id=1)} that are not present in per-device "
+                   .. "arrays. Per-device arrays contain devices {CpuDevice(id=0)} that are not "
+                   .. "present in the sharding.",
+                 dl.make_array_from_single_device_arrays, {2, 2}, sims, {piece(D(0)), piece(HOST)})
+  end)
+
   it("raises JAX's ValueError for mismatched dtypes", function()
     local pieces = pieces_for(layout_xy, flat, shape, "float32")
     pieces[4] = dl.array({{1}, {2}}, "int32", D(3))

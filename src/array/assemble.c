@@ -10,19 +10,26 @@
 #include "core/status_impl.h"
 #include "core/text.h"
 
+/* Set order: platform name, then id (as Devices sort in Lua). */
 static int compare_ids(const void *a, const void *b) {
-  int x = (*(dlrun_device *const *)a)->id, y = (*(dlrun_device *const *)b)->id;
-  return (x > y) - (x < y);
+  const dlrun_device *x = *(dlrun_device *const *)a, *y = *(dlrun_device *const *)b;
+  int c = strcmp(x->platform->name, y->platform->name);
+  return c ? c : (x->id > y->id) - (x->id < y->id);
 }
 
 /* Append "[0, 0]" lists (in the given order) or "{0, 3}" sets (sorted, as
- * Python prints small sets) of device ids to buf. */
+ * Python prints small sets) of device ids to buf; with `names`, the device
+ * names instead ("{CpuDevice(id=0), SimDevice(id=0)}"), for messages about
+ * devices of several platforms, whose ids alone would read alike. */
 static size_t append_ids(char *buf, size_t used, size_t n, const char *open, const char *close,
-                         dlrun_device **devs, size_t count) {
+                         dlrun_device **devs, size_t count, bool names) {
   if (open[0] == '{') qsort(devs, count, sizeof *devs, compare_ids);
   used += (size_t)snprintf(buf + used, used < n ? n - used : 0, "%s", open);
-  for (size_t i = 0; i < count && used < n; i++)
-    used += (size_t)snprintf(buf + used, n - used, "%s%d", i ? ", " : "", devs[i]->id);
+  for (size_t i = 0; i < count && used < n; i++) {
+    const char *sep = i ? ", " : "";
+    if (names) used += (size_t)snprintf(buf + used, n - used, "%s%s", sep, devs[i]->name);
+    else used += (size_t)snprintf(buf + used, n - used, "%s%d", sep, devs[i]->id);
+  }
   if (used < n) used += (size_t)snprintf(buf + used, n - used, "%s", close);
   return used;
 }
@@ -64,12 +71,19 @@ static dlrun_status place(dlrun_sharding *s, dlrun_array *const *arrays, size_t 
     if (by_pos[pos]) duplicate = true;
     by_pos[pos] = arrays[k];
   }
+  /* Ids as JAX prints them, unless the sharding and the arrays span platforms. */
+  const dlrun_platform *first = dlrun_sharding_device(s, 0)->platform;
+  bool names = false;
+  for (size_t i = 0; i < dlrun_sharding_device_count(s); i++)
+    names |= dlrun_sharding_device(s, i)->platform != first;
+  for (size_t k = 0; k < n; k++) names |= devs[k]->platform != first;
   dlrun_status st = DLRUN_OK;
   if (duplicate) {
     size_t used = (size_t)snprintf(msg, sizeof msg,
                                    "When making an array from single-device arrays, the input "
-                                   "arrays must be from distinct devices, but got device IDs ");
-    append_ids(msg, used, sizeof msg, "[", "]", devs, n);
+                                   "arrays must be from distinct devices, but got %s ",
+                                   names ? "devices" : "device IDs");
+    append_ids(msg, used, sizeof msg, "[", "]", devs, n, names);
     st = dlrun_fail(DLRUN_ERR_VALUE, "%s", msg);
   } else {
     for (size_t i = 0; i < n; i++)
@@ -81,13 +95,13 @@ static dlrun_status place(dlrun_sharding *s, dlrun_array *const *arrays, size_t 
                                      "Addressable devices and per-device arrays devices do not match.");
       if (nmissing) {
         used += (size_t)snprintf(msg + used, sizeof msg - used, " Sharding contains devices ");
-        used = append_ids(msg, used, sizeof msg, "{", "}", missing, nmissing);
+        used = append_ids(msg, used, sizeof msg, "{", "}", missing, nmissing, names);
         used += (size_t)snprintf(msg + used, used < sizeof msg ? sizeof msg - used : 0,
                                  " that are not present in per-device arrays.");
       }
       if (nextra && used < sizeof msg) {
         used += (size_t)snprintf(msg + used, sizeof msg - used, " Per-device arrays contain devices ");
-        used = append_ids(msg, used, sizeof msg, "{", "}", devs, nextra);
+        used = append_ids(msg, used, sizeof msg, "{", "}", devs, nextra, names);
         if (used < sizeof msg)
           snprintf(msg + used, sizeof msg - used, " that are not present in the sharding.");
       }
