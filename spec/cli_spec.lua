@@ -66,6 +66,24 @@ local function run(opts)
   return { out = out, err = read_all(errfile), code = code }
 end
 
+-- run_on_terminal{args...} -> { out = what the terminal showed, code = exit
+-- status }, running dlrun under a pseudo-terminal (util-linux `script`), so
+-- stdin, stdout and stderr are all a terminal; nil when `script` is missing.
+local function run_on_terminal(args)
+  local p = io.popen("command -v script")
+  local found = p:read("l")
+  p:close()
+  if not found then return nil end
+  local cmd = { quote(EXE) }
+  for _, a in ipairs(args) do cmd[#cmd + 1] = quote(a) end
+  local outfile = temp_file()
+  local line = ("script -qec %s /dev/null </dev/null >%s"):format(
+    quote(table.concat(cmd, " ")), quote(outfile))
+  local _, how, code = os.execute(line)
+  if how == "signal" then code = 128 + code end
+  return { out = read_all(outfile), code = code }
+end
+
 -- Asserts that `text` contains `part` literally, showing both on failure.
 local function assert_has(text, part)
   assert(text:find(part, 1, true),
@@ -104,6 +122,17 @@ describe("dlrun command", function()
       assert.are.equal("", r.err)
     end)
 
+    it("--help says how sizes are read and rounded, and what stdin and --trace do", function()
+      local r = run{ "--help" }
+      assert.are.equal(0, r.code)
+      assert_has(r.out, "at least 4KiB, rounded down to a multiple of 256 bytes.")
+      assert_has(r.out, "the memories of all devices together fit in\n"
+                        .. "                        host RAM")
+      assert_has(r.out, "With no script, no -e and no -v,\n"
+                        .. "the script is read from stdin when stdin is not a terminal.")
+      assert_has(r.out, "complete at exit, os.exit too")
+    end)
+
     it("-h is --help", function()
       local r = run{ "-h" }
       assert.are.equal(0, r.code)
@@ -118,11 +147,12 @@ describe("dlrun command", function()
       assert.are.equal("", r.out)
     end)
 
-    it("no script and no -e prints usage to stderr and exits 1", function()
-      local r = run{}
+    it("no script and no -e on a terminal prints usage to stderr and exits 1", function()
+      local r = run_on_terminal{}
+      if not r then return pending("util-linux script is not installed") end
       assert.are.equal(1, r.code)
-      assert_has(r.err, "usage: dlrun")
-      assert.are.equal("", r.out)
+      assert_starts(r.out, "usage: dlrun [options] [script [args...]]\r\n")
+      assert_has(r.out, "read from stdin when stdin is not a terminal")
     end)
 
     it("an option missing its value fails", function()
@@ -195,6 +225,40 @@ print(arg[-1], arg[-2], arg[-3], arg[-4])
       local r = run{ script, "x" }
       assert.are.equal(0, r.code, r.err)
       assert.are.equal("after shebang\tx\n", r.out)
+    end)
+
+    -- As lua5.4 does (issue 10, item 14): `echo 'print(1)' | dlrun`.
+    it("with no script, no -e and no -v, come from stdin when it is not a terminal", function()
+      local r = run{ stdin = "print('from stdin', arg[0], select('#', ...))\n" }
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("from stdin\t" .. EXE .. "\t0\n", r.out)
+      assert.are.equal("", r.err)
+    end)
+
+    it("come from stdin after -l and the options, but not after -e or -v", function()
+      local r = run{ "-l", "g=string", "--devices", "sim:2", stdin = "print(g == string)" }
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("true\n", r.out)
+      r = run{ "-e", "print('e')", stdin = "print('stdin')" }
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("e\n", r.out)
+      r = run{ "-v", stdin = "print('stdin')" }
+      assert.are.equal(0, r.code, r.err)
+      assert_starts(r.out, "dlrun ")
+      assert.is_nil(r.out:find("stdin", 1, true))
+    end)
+
+    it("an empty stdin is an empty script", function()
+      local r = run{}
+      assert.are.equal(0, r.code, r.err)
+      assert.are.equal("", r.out)
+      assert.are.equal("", r.err)
+    end)
+
+    it("a failing stdin script reports its error as a script would", function()
+      local r = run{ stdin = "error('boom')" }
+      assert.are.equal(1, r.code)
+      assert_starts(r.err, "dlrun: stdin:1: boom\n")
     end)
 
     it("'-' reads the script from stdin", function()

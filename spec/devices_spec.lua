@@ -73,6 +73,22 @@ local function child_raw(body, options, env)
   return run_code(PRELUDE .. body, options, child_env(env))
 end
 
+-- Run `code` under the system lua5.4 with this process's module paths and
+-- environment `env` (as child_env makes it). Returns stdout, stderr, status;
+-- or nil and a reason when busted itself runs inside dlrun (an instrumented
+-- module may not load into plain lua5.4).
+local function plain_lua(code, env)
+  if package.preload["dlrun.core"] then return nil, "busted runs inside dlrun" end
+  local saved = helpers.exe
+  helpers.exe = "lua5.4"
+  local full = child_env(env)
+  full.LUA_PATH, full.LUA_CPATH = package.path, package.cpath
+  full.LUA_INIT, full.LUA_INIT_5_4 = "", ""
+  local out, err, status = helpers.run({"-e", code}, nil, full)
+  helpers.exe = saved
+  return out, err, status
+end
+
 -- A `catch` result from a child must be the dlrun error `name` with exactly
 -- `message`.
 local function assert_caught(r, name, message)
@@ -380,26 +396,37 @@ describe("device specs", function()
       assert.are.same(GOOD_SPECS[4][2], r)
     end)
 
+    -- Checked when dlrun starts, as --devices is (issue 10, item 6): the
+    -- script never runs.
     for _, case in ipairs(BAD_SPECS) do
       if case[1] ~= "" then
-        it(("%q fails at first use with a ValueError"):format(case[1]), function()
-          local r = child("emit(catch(dl.devices))", nil, {DLRUN_DEVICES = case[1]})
-          assert.is_false(r.ok)
-          assert.are.equal("ValueError", r.name)
-          assert(r.message:find(case[2], 1, true),
-                 ("message %q does not contain %q"):format(r.message, case[2]))
+        it(("%q is refused before the script runs, naming the variable"):format(case[1]), function()
+          local out, err, status = child_raw('print("ran")', nil, {DLRUN_DEVICES = case[1]})
+          assert.are.equal("", out)
+          assert.are.equal("dlrun: ValueError: DLRUN_DEVICES: " .. case[2] .. "\n", err)
+          assert.are.equal(1, status)
         end)
       end
     end
 
-    it("an uncaught bad spec ends the command with status 1 and the message", function()
-      local out, err, status = child_raw('dl.devices() print("unreachable")', nil,
-                                         {DLRUN_DEVICES = "sim:0"})
+    it("is refused before the script runs even when the script never uses a device", function()
+      local out, err, status = helpers.run({"-e", "print(1)"}, nil,
+                                           {DLRUN_DEVICES = "bogus", DLRUN_DEVICE_MEMORY = ""})
       assert.are.equal("", out)
+      assert.are.equal('dlrun: ValueError: DLRUN_DEVICES: unknown platform "bogus" in device '
+                         .. 'spec "bogus" (expected sim, cpu, or auto)\n', err)
       assert.are.equal(1, status)
-      local line = first_line(err)
-      assert(line:find("^dlrun: ValueError: "), err)
-      assert(line:find(BAD_SPECS[2][2], 1, true), err)
+    end)
+
+    it("under plain lua5.4, a bad spec fails at the module's first use", function()
+      local out, err, status = plain_lua('local dl = require "dlrun"; print("loaded"); '
+                                           .. 'local ok, e = pcall(dl.devices); print(ok, e)',
+                                         {DLRUN_DEVICES = "sim:0"})
+      if out == nil then return pending(err) end
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      assert.are.equal("loaded\nfalse\tValueError: DLRUN_DEVICES: " .. BAD_SPECS[2][2] .. "\n",
+                       out)
     end)
   end)
 
@@ -672,13 +699,27 @@ local SIZE_HINT = ' (expected a positive number with an optional unit: B, KiB, M
 local GOOD_SIZES = {
   {"64MiB", 64 * MiB},
   {"1MiB", MiB},
-  {"1.5KiB", 1536},
+  {"1.5MiB", 1536 * KiB},
   {"2GB", 2000000000},
   {" 64 MiB ", 64 * MiB},
   {"4096B", 4096},
-  {"1000", 768},
+  {"4KiB", 4096},
+  {"5000", 4864},
+  {"4.9e3", 4864},
+}
+
+-- Sizes below the 4 KiB minimum, and the byte counts they name: refused on
+-- every way in rather than silently rounded (issue 10, item 5).
+local TOO_SMALL = {
+  {"1e3", 1000},
+  {"1KB", 1000},
+  {"1KiB", 1024},
+  {"4095B", 4095},
   {"256", 256},
 }
+local function too_small(bytes)
+  return ("device memory of %d bytes is too small (at least 4096 bytes)"):format(bytes)
+end
 
 -- Bad size strings and their exact messages (src/device/spec.c).
 local BAD_SIZES = {
@@ -710,12 +751,12 @@ describe("device memory capacity", function()
       end)
     end
 
-    it("a number of bytes works (67108864) and is rounded down to 256 (1000 -> 768)", function()
+    it("a number of bytes works (67108864) and is rounded down to 256 (5000 -> 4864)", function()
       local r = child("dl.configure{devices = 'sim:2', device_memory = 64 * 1024 * 1024}\n"
                       .. SIM_LIMITS)
       assert.are.same({64 * MiB, 64 * MiB}, r)
-      r = child("dl.configure{devices = 'sim:2', device_memory = 1000}\n" .. SIM_LIMITS)
-      assert.are.same({768, 768}, r)
+      r = child("dl.configure{devices = 'sim:2', device_memory = 5000}\n" .. SIM_LIMITS)
+      assert.are.same({4864, 4864}, r)
       r = child("dl.configure{devices = 'sim:1', device_memory = 1048576.0}\n" .. SIM_LIMITS)
       assert.are.same({MiB}, r)
     end)
@@ -737,17 +778,21 @@ describe("device memory capacity", function()
       end)
     end
 
-    it("less than 256 bytes is a ValueError from configure itself", function()
-      local r = child([[
-        local as_number = catch(dl.configure, {device_memory = 100})
-        local as_string = catch(dl.configure, {device_memory = "255B"})
-        emit{as_number = as_number, as_string = as_string, use = catch(dl.devices)}
-      ]])
-      assert_caught(r.as_number, "ValueError", "device memory of 100 bytes is too small (at least 256)")
-      assert_caught(r.as_string, "ValueError", "device memory of 255 bytes is too small (at least 256)")
-      -- and the refused value was not kept: the runtime still starts.
-      assert.is_true(r.use.ok, r.use.str)
-    end)
+    for _, case in ipairs(TOO_SMALL) do
+      it(("%q (%d bytes) is a ValueError from configure itself"):format(case[1], case[2]), function()
+        local r = child(([[
+          local as_string = catch(dl.configure, {device_memory = %q})
+          local as_number = catch(dl.configure, {device_memory = %d})
+          emit{as_number = as_number, as_string = as_string, use = catch(dl.devices),
+               limit = stats(dl.devices()[1]).bytes_limit}
+        ]]):format(case[1], case[2]))
+        assert_caught(r.as_string, "ValueError", too_small(case[2]))
+        assert_caught(r.as_number, "ValueError", too_small(case[2]))
+        -- and the refused value was not kept: the runtime starts with the default.
+        assert.is_true(r.use.ok, r.use.str)
+        assert(r.limit > 64 * MiB, r.limit)
+      end)
+    end
   end)
 
   describe("through DLRUN_DEVICE_MEMORY", function()
@@ -760,12 +805,23 @@ describe("device memory capacity", function()
 
     for _, case in ipairs(BAD_SIZES) do
       if case[1] ~= "" then
-        it(("%q fails at first use with a ValueError naming the variable"):format(case[1]), function()
-          local r = child("emit(catch(dl.devices))", nil, {DLRUN_DEVICE_MEMORY = case[1]})
-          assert_caught(r, "ValueError", "DLRUN_DEVICE_MEMORY: " .. case[2])
+        it(("%q is refused before the script runs, naming the variable"):format(case[1]), function()
+          local out, err, status = child_raw('print("ran")', nil, {DLRUN_DEVICE_MEMORY = case[1]})
+          assert.are.equal("", out)
+          assert.are.equal("dlrun: ValueError: DLRUN_DEVICE_MEMORY: " .. case[2] .. "\n", err)
+          assert.are.equal(1, status)
         end)
       end
     end
+
+    it("under plain lua5.4, a bad size fails at the module's first use", function()
+      local out, err, status = plain_lua('local ok, e = pcall(require("dlrun").devices); print(e)',
+                                         {DLRUN_DEVICE_MEMORY = "1KB"})
+      if out == nil then return pending(err) end
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      assert.are.equal("ValueError: DLRUN_DEVICE_MEMORY: " .. too_small(1000) .. "\n", out)
+    end)
 
     it("empty counts as unset", function()
       local r = child("emit(stats(dl.devices()[1]).bytes_limit)", nil,
@@ -774,10 +830,15 @@ describe("device memory capacity", function()
       assert.are.equal(default, r)
     end)
 
-    it("less than 256 bytes fails at first use", function()
-      local r = child("emit(catch(dl.devices))", nil, {DLRUN_DEVICE_MEMORY = "100"})
-      assert_caught(r, "ValueError", "device memory of 100 bytes is too small (at least 256)")
-    end)
+    for _, case in ipairs(TOO_SMALL) do
+      it(("%q is refused before the script runs, naming the variable"):format(case[1]), function()
+        local out, err, status = child_raw('print("ran")', nil, {DLRUN_DEVICE_MEMORY = case[1]})
+        assert.are.equal("", out)
+        assert.are.equal("dlrun: ValueError: DLRUN_DEVICE_MEMORY: " .. too_small(case[2]) .. "\n",
+                         err)
+        assert.are.equal(1, status)
+      end)
+    end
 
     it("dl.configure{device_memory=} wins over it", function()
       local r = child("dl.configure{devices = 'sim:1', device_memory = 1048576}\n" .. SIM_LIMITS,
@@ -808,19 +869,161 @@ describe("device memory capacity", function()
       end)
     end
 
-    it("less than 256 bytes is refused before the script runs", function()
-      local out, err, status = child_raw('print("ran")', {"--device-memory", "100"})
-      assert.are.equal("", out)
-      assert.are.equal("dlrun: ValueError: device memory of 100 bytes is too small (at least 256)\n",
-                       err)
-      assert.are.equal(1, status)
-    end)
+    for _, case in ipairs(TOO_SMALL) do
+      it(("%q is refused before the script runs"):format(case[1]), function()
+        local out, err, status = child_raw('print("ran")', {"--device-memory", case[1]})
+        assert.are.equal("", out)
+        assert.are.equal("dlrun: ValueError: " .. too_small(case[2]) .. "\n", err)
+        assert.are.equal(1, status)
+      end)
+    end
 
     it("wins over DLRUN_DEVICE_MEMORY", function()
       local r = child(SIM_LIMITS, {"--devices", "sim:1", "--device-memory", "1MiB"},
                       {DLRUN_DEVICE_MEMORY = "2MiB"})
       assert.are.same({MiB}, r)
     end)
+  end)
+end)
+
+-- ---------------------------------------------------------------------------
+-- Default capacities and over-commit (issue 10, item 4): by default the
+-- memories of all devices together fit in host RAM; an explicit device memory
+-- that over-commits is said once on stderr.
+-- ---------------------------------------------------------------------------
+
+-- Host RAM as the rule counts it: physical memory (MemTotal).
+local function host_ram()
+  local f = assert(io.open("/proc/meminfo"))
+  local kib = tonumber(f:read("a"):match("MemTotal:%s*(%d+) kB"))
+  f:close()
+  return kib * 1024
+end
+
+local function round_4k(n) return n // 4096 * 4096 end
+
+-- Every memory of every device: {platform, kind, bytes_limit} in device order.
+local ALL_LIMITS = [[
+  local out = {}
+  for _, p in ipairs{"sim", "cpu"} do
+    local ok, ds = pcall(dl.devices, p)
+    for _, d in ipairs(ok and ds or {}) do
+      for _, k in ipairs{"device", "pinned_host"} do
+        out[#out + 1] = {p, k, stats(d, k).bytes_limit}
+      end
+    end
+  end
+  emit(out)
+]]
+
+-- The rule's capacity of each memory for `nsim` sim and `ncpu` cpu devices.
+local function expected_limits(nsim, ncpu)
+  local ram, half = host_ram(), host_ram() // 2
+  local others = nsim + 2 * ncpu
+  local other = round_4k((nsim > 0 and ram - half or ram) // others)
+  local sim = nsim > 0 and math.min(round_4k(half // nsim), 16 * 1024 * MiB) or nil
+  local out = {}
+  for _ = 1, nsim do
+    out[#out + 1] = {"sim", "device", sim}
+    out[#out + 1] = {"sim", "pinned_host", other}
+  end
+  for _ = 1, ncpu do
+    out[#out + 1] = {"cpu", "device", other}
+    out[#out + 1] = {"cpu", "pinned_host", other}
+  end
+  return out
+end
+
+local function total(limits)
+  local sum = 0
+  for _, l in ipairs(limits) do sum = sum + l[3] end
+  return sum
+end
+
+-- dlrun_format_bytes: "1.00TiB".
+local function human(bytes)
+  local units, v, u = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}, bytes, 0
+  if bytes < 1024 then return bytes .. "B" end
+  while v >= 1024 and u < 6 do v, u = v / 1024, u + 1 end
+  return ("%.2f%s"):format(v, units[u])
+end
+
+describe("default capacities", function()
+  for _, case in ipairs{{"sim:8", 8, 1}, {"sim:4096", 4096, 1}, {"sim:8,cpu:2", 8, 2},
+                        {"cpu:4", 0, 4}} do
+    it(("of %s add up to at most host RAM, by the documented rule"):format(case[1]), function()
+      local r = child(ALL_LIMITS, {"--devices", case[1]})
+      assert(total(r) <= host_ram(), ("%d > %d"):format(total(r), host_ram()))
+      assert.are.same(expected_limits(case[2], case[3]), r)
+    end)
+  end
+
+  it("are the same from DLRUN_DEVICES (auto is sim:8)", function()
+    local r = child(ALL_LIMITS, nil, {DLRUN_DEVICES = "auto"})
+    assert.are.same(expected_limits(8, 1), r)
+  end)
+
+  it("with an explicit device memory, only the sim devices' device memory changes", function()
+    local r = child(ALL_LIMITS, {"--devices", "sim:2", "--device-memory", "64MiB"})
+    local want = expected_limits(2, 1)
+    want[1][3], want[3][3] = 64 * MiB, 64 * MiB
+    assert.are.same(want, r)
+  end)
+end)
+
+describe("an explicit device memory that over-commits host RAM", function()
+  -- 8 sim devices of 1 TiB each, with the defaults of the other memories.
+  local function note()
+    local others = expected_limits(8, 1)
+    local sum = 8 * 1024 * 1024 * MiB
+    for _, l in ipairs(others) do
+      if not (l[1] == "sim" and l[2] == "device") then sum = sum + l[3] end
+    end
+    return ("dlrun: warning: device memory of 1.00TiB on each of 8 sim devices over-commits "
+            .. "host RAM: the memories of all devices add up to %s, more than the %s of RAM, so "
+            .. "filling them may get the process killed instead of raising "
+            .. "ResourceExhaustedError\n"):format(human(sum), human(host_ram()))
+  end
+
+  -- Uses the runtime several ways; the note must still come once.
+  local USE = [[
+    local a = #dl.devices()
+    local b = dl.device_count()
+    local x = dl.zeros({4}, "float32"); x:block_until_ready()
+    emit{a, b, stats(dl.devices()[1]).bytes_limit}
+  ]]
+  local ONE_TIB = 1024 * 1024 * MiB
+
+  it("is said once on stderr when it comes from --device-memory", function()
+    local out, err, status = child_raw(USE, {"--devices", "sim:8", "--device-memory", "1TiB"})
+    assert.are.equal(0, status, err)
+    assert.are.equal(("{[1]=8,[2]=8,[3]=%d}"):format(ONE_TIB), out)
+    assert.are.equal(note(), err)
+  end)
+
+  it("is said once on stderr when it comes from DLRUN_DEVICE_MEMORY", function()
+    local out, err, status = child_raw(USE, nil, {DLRUN_DEVICES = "sim:8",
+                                                  DLRUN_DEVICE_MEMORY = "1TiB"})
+    assert.are.equal(0, status, err)
+    assert.are.equal(("{[1]=8,[2]=8,[3]=%d}"):format(ONE_TIB), out)
+    assert.are.equal(note(), err)
+  end)
+
+  it("is said once on stderr when it comes from dl.configure{device_memory=}", function()
+    local out, err, status = child_raw('dl.configure{devices = "sim:8", device_memory = "1TiB"}\n'
+                                       .. USE)
+    assert.are.equal(0, status, err)
+    assert.are.equal(("{[1]=8,[2]=8,[3]=%d}"):format(ONE_TIB), out)
+    assert.are.equal(note(), err)
+  end)
+
+  it("is not said when the explicit size fits, nor for the defaults", function()
+    local _, err, status = child_raw(USE, {"--devices", "sim:8", "--device-memory", "64MiB"})
+    assert.are.equal(0, status, err)
+    assert.are.equal("", err)
+    _, err, status = child_raw(USE, {"--devices", "sim:8"})
+    assert.are.equal(0, status, err)
+    assert.are.equal("", err)
   end)
 end)
 

@@ -70,10 +70,82 @@ describe("dlrun --trace", function()
     assert.truthy(summary:find("track 2 host thread 1\n", 1, true), summary)
   end)
 
-  it("reports an unwritable trace file and exits 1", function()
-    local _, err, status = helpers.run({"--trace", "/nonexistent-dir/t.json", "-e", "print(1)"})
+  it("refuses an unwritable trace file before the script runs, with status 1", function()
+    local out, err, status = helpers.run({"--trace", "/nonexistent-dir/t.json", "-e", "print('ran')"})
+    assert.are.equal("", out)
+    assert.are.equal('dlrun: RuntimeError: cannot write the trace file "/nonexistent-dir/t.json": '
+                       .. "No such file or directory\n", err)
     assert.are.equal(1, status)
-    assert.truthy(err:find('dlrun: RuntimeError: cannot write the trace file "/nonexistent-dir/t.json"', 1, true), err)
+  end)
+
+  it("creates the file before the script runs", function()
+    local trace = os.tmpname()
+    os.remove(trace)
+    local code = ("print(io.open(%q) ~= nil)"):format(trace)
+    local out, err, status = helpers.run({"--trace", trace, "-e", code})
+    assert.are.equal("true\n", out)
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    os.remove(trace)
+  end)
+
+  -- A script ending with os.exit skips the end of main; the trace must be
+  -- complete all the same (issue 10, item 2).
+  for _, ending in ipairs{"os.exit(3)", "os.exit(3, true)", "os.exit(true)"} do
+    it(("is complete when the script ends with %s"):format(ending), function()
+      local trace = os.tmpname()
+      local code = PIPELINE .. ending .. "\n"
+      local out, err, status = helpers.run({"--trace", trace, "--stats", "-"}, code,
+                                           {DLRUN_DEVICES = ""})
+      assert.are.equal("done\n", out)
+      assert.are.equal(ending == "os.exit(true)" and 0 or 3, status)
+      assert.truthy(err:find("^dlrun stats %(sim:8,cpu:1%)\n"), err)
+      local summary = python_summary(trace)
+      os.remove(trace)
+      assert.truthy(summary:find("name arange 8\n", 1, true), summary)
+      assert.truthy(summary:find("name copy 8\n", 1, true), summary)
+      assert.truthy(summary:find("name export 1\n", 1, true), summary)
+      assert.truthy(summary:find("copy_bytes 4096\n", 1, true), summary)
+      assert.truthy(summary:find("track 1 SimDevice(id=7)\n", 1, true), summary)
+    end)
+  end
+
+  -- Events are streamed to the file, not kept: a run of 150000 events takes
+  -- no more memory than one of 3000 (kept, they cost about 220 bytes each).
+  it("keeps memory flat however many events there are", function()
+    local code = [[
+      local dl = require "dlrun"
+      local dev = dl.devices()[1]
+      for i = 1, tonumber(arg[1]) do   -- alloc, fill and free: 3 events each
+        local b = dl.zeros({1}, "uint8", dev)
+        b:delete()
+      end
+      collectgarbage()
+      local f = io.open("/proc/self/status")
+      local kib = f:read("a"):match("VmHWM:%s*(%d+) kB")
+      f:close()
+      io.write(kib)
+    ]]
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write(code)
+    f:close()
+    local peak, sizes = {}, {}
+    for i, n in ipairs{1000, 50000} do
+      local trace = os.tmpname()
+      local out, err, status = helpers.run({"--trace", trace, script, tostring(n)}, nil,
+                                           {DLRUN_DEVICES = ""})
+      assert.are.equal(0, status, err)
+      peak[i] = tonumber(out)
+      local t = assert(io.open(trace))
+      sizes[i] = t:seek("end")
+      t:close()
+      os.remove(trace)
+    end
+    os.remove(script)
+    assert(sizes[2] > 40 * sizes[1], ("trace sizes %d and %d"):format(sizes[1], sizes[2]))
+    -- kept in memory, 147000 more events would take over 30 MiB
+    assert(peak[2] - peak[1] < 4096, ("peak RSS grew from %d KiB to %d KiB"):format(peak[1], peak[2]))
   end)
 
   it("needs a value", function()
@@ -137,6 +209,75 @@ describe("dlrun --stats", function()
 end)
 
 describe("progress on stderr", function()
+  -- Under a pseudo-terminal (util-linux `script`), with transfers in flight
+  -- for seconds, everything the script writes starts on a clean line: the
+  -- progress line ("...(99%)" ESC[K) is erased (CR ESC[K) first (issue 10,
+  -- item 13).
+  it("is erased before the script writes to the terminal", function()
+    local p = io.popen("command -v script")
+    local found = p:read("l")
+    p:close()
+    if not found then return pending("util-linux script is not installed") end
+    local code = [[
+      local dl = require "dlrun"
+      local d = dl.devices()
+      local x = dl.zeros({1024 * 1024}, "float32", d[1])
+      local queue, n = {}, 0
+      local function now()
+        local p = io.popen("date +%s.%N")
+        local t = tonumber(p:read("l"))
+        p:close()
+        return t
+      end
+      -- Keep a chain of copies in flight (eight queued) for `secs` seconds.
+      local function busy(secs)
+        local stop = now() + secs
+        repeat
+          for _ = 1, 20 do
+            n = n + 1
+            x = dl.device_put(x, d[n % 2 + 1])
+            queue[#queue + 1] = x
+            if #queue > 8 then table.remove(queue, 1):block_until_ready() end
+          end
+        until now() >= stop
+      end
+      busy(2)
+      print("from print")
+      busy(0.6)
+      io.write("from io.write\n")
+      busy(0.6)
+      io.stderr:write("from io.stderr:write\n")
+      busy(0.6)
+      io.write("partial")
+      busy(0.6)
+      io.write(" line\n")
+      x:block_until_ready()
+    ]]
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write(code)
+    f:close()
+    local out_file = os.tmpname()
+    local cmd = ("DLRUN_DEVICES= script -qec %s /dev/null </dev/null >%s"):format(
+      helpers.shell_quote(helpers.shell_quote(helpers.exe) .. " --devices sim:2 "
+                          .. helpers.shell_quote(script)), out_file)
+    local _, _, status = os.execute(cmd)
+    f = assert(io.open(out_file, "rb"))
+    local out = f:read("a")
+    f:close()
+    os.remove(script)
+    os.remove(out_file)
+    assert.are.equal(0, status, out)
+    local drawn, erase = "%)\027[K", "\r\027[K"
+    assert.truthy(out:find("\rdlrun: moving data: ", 1, true), out)
+    -- the pty turns "\n" into "\r\n"
+    for _, text in ipairs{"from print\r\n", "from io.write\r\n", "from io.stderr:write\r\n",
+                          "partial line\r\n"} do
+      assert.truthy(out:find(drawn .. erase .. text, 1, true),
+                    ("%q does not follow an erased progress line in %q"):format(text, out))
+    end
+  end)
+
   it("stays quiet when stderr is not a terminal", function()
     local code = [[
       local dl = require "dlrun"

@@ -19,28 +19,45 @@ extern "C" {
 typedef struct dlrun_runtime dlrun_runtime;
 typedef struct dlrun_device dlrun_device;
 
+/* The smallest device memory a configuration may ask for. */
+#define DLRUN_DEVICE_MEMORY_MIN 4096u
+
 typedef struct dlrun_config {
   /* Device spec: "sim:8", "cpu:4", "sim:8,cpu:2", "auto". NULL: the
    * DLRUN_DEVICES environment variable, else "auto". Copied. */
   const char *devices;
-  /* Capacity of each sim device's memory in bytes. 0: DLRUN_DEVICE_MEMORY
-   * (a size string such as "2GiB"), else the default (see README). */
+  /* Capacity of each sim device's memory in bytes, at least
+   * DLRUN_DEVICE_MEMORY_MIN, rounded down to a multiple of 256. 0:
+   * DLRUN_DEVICE_MEMORY (a size string such as "2GiB"), else the default:
+   * the capacities of all memories of all devices together fit in host RAM
+   * (see README, "Devices and memory"). */
   uint64_t device_memory;
 } dlrun_config;
 
 /* Parse a size: "1024", "64KiB", "2GiB", "1.5MiB", "1GB" (decimal units:
  * kB/KB, MB, GB, TB; binary: KiB, MiB, GiB, TiB; suffix "B" optional, case
- * of the unit letters as written). DLRUN_ERR_VALUE naming the text. */
+ * of the unit letters as written); fractions of a byte are dropped.
+ * DLRUN_ERR_VALUE naming the text. */
 DLRUN_API dlrun_status dlrun_parse_size(const char *text, uint64_t *out);
 
 /* Check a device spec without creating anything. DLRUN_ERR_VALUE naming the
  * bad part when malformed. */
 DLRUN_API dlrun_status dlrun_check_device_spec(const char *spec);
 
+/* Check a configuration as dlrun_runtime_create reads it, with its fallbacks
+ * to DLRUN_DEVICES and DLRUN_DEVICE_MEMORY, without creating anything.
+ * config may be NULL. DLRUN_ERR_VALUE naming the variable when one of them
+ * is at fault. */
+DLRUN_API dlrun_status dlrun_check_config(const dlrun_config *config);
+
 /* Create a runtime. *out is owned by the caller: dlrun_runtime_release. */
 DLRUN_API dlrun_status dlrun_runtime_create(const dlrun_config *config,
                                             dlrun_runtime **out);
 DLRUN_API void dlrun_runtime_retain(dlrun_runtime *rt);
+/* NULL, or a one-line note when an explicit device memory makes the
+ * capacities of all the runtime's memories add up to more than host RAM.
+ * Valid while the runtime lives. */
+DLRUN_API const char *dlrun_runtime_memory_note(const dlrun_runtime *rt);
 /* Drop one reference; the last one waits for queued work and frees all. */
 DLRUN_API void dlrun_runtime_release(dlrun_runtime *rt);
 

@@ -17,12 +17,16 @@
 extern "C" {
 #endif
 
-/* Start recording (process-wide; clears earlier events). */
-DLRUN_API void dlrun_trace_start(void);
-/* Stop recording and write the events as Chrome trace-event JSON (opens in
- * Perfetto or chrome://tracing) to `path`. DLRUN_ERR_RUNTIME naming the
- * path when it cannot be written. */
-DLRUN_API dlrun_status dlrun_trace_stop(const char *path);
+/* Start recording (process-wide), streaming the events to `path` as Chrome
+ * trace-event JSON (opens in Perfetto or chrome://tracing). The file is
+ * created (or emptied) now, so an unwritable path fails here, with
+ * DLRUN_ERR_RUNTIME naming it; events go through a fixed-size buffer, so
+ * memory does not grow with the number of events. DLRUN_ERR_RUNTIME when
+ * tracing is already on. */
+DLRUN_API dlrun_status dlrun_trace_start(const char *path);
+/* Stop recording and finish the file. DLRUN_ERR_RUNTIME naming the path when
+ * a write failed, or when tracing was not on. */
+DLRUN_API dlrun_status dlrun_trace_stop(void);
 
 /* Traffic and exports of one device since its runtime started. */
 typedef struct dlrun_device_stats {

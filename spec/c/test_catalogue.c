@@ -468,13 +468,10 @@ static void test_runtime(void) {
   NO_CRASH(dlrun_debug_alloc_failed((dlrun_alloc_kind)99));
   NO_CRASH(dlrun_debug_fail_alloc(DLRUN_ALLOC_HOST, -5));
 
-  STATUS((dlrun_trace_start(), dlrun_trace_stop(NULL)), DLRUN_ERR_VALUE, OUT_NONE, "path",
-         "NULL");
-  STATUS((dlrun_trace_start(), dlrun_trace_stop("/nonexistent-dir/catalogue/trace.json")),
-         DLRUN_ERR_RUNTIME, OUT_NONE,
+  STATUS(dlrun_trace_start(NULL), DLRUN_ERR_VALUE, OUT_NONE, "path", "NULL");
+  STATUS(dlrun_trace_start("/nonexistent-dir/catalogue/trace.json"), DLRUN_ERR_RUNTIME, OUT_NONE,
          "cannot write the trace file \"/nonexistent-dir/catalogue/trace.json\"");
-  STATUS(dlrun_trace_stop("/nonexistent-dir/catalogue/never-started.json"), DLRUN_ERR_RUNTIME,
-         OUT_NONE, "trace");
+  STATUS(dlrun_trace_stop(), DLRUN_ERR_RUNTIME, OUT_NONE, "tracing is not on");
   RETURNS(dlrun_default_runtime_if_started(), NULL); /* this binary never starts it */
   NO_CRASH(dlrun_device_stats_get(NULL, &ds));
   NO_CRASH(dlrun_device_stats_get(sim0, NULL));

@@ -305,6 +305,101 @@ static void test_arrays(void) {
   dlrun_runtime_release(rt);
 }
 
+/* ---- configuration and default capacities (issue 10, items 4-6) ---- */
+
+static uint64_t pool_limit(dlrun_device *d, dlrun_memory_kind k) {
+  dlrun_pool_stats s;
+  dlrun_pool_get_stats(d->pools[k], &s);
+  return s.bytes_limit;
+}
+
+static void test_config(void) {
+  TEST("dlrun_check_config reads the environment as runtime creation does") {
+    setenv("DLRUN_DEVICES", "bogus", 1);
+    unsetenv("DLRUN_DEVICE_MEMORY");
+    CHECK(dlrun_check_config(NULL) == DLRUN_ERR_VALUE, "bad DLRUN_DEVICES accepted");
+    CHECK(strcmp(dlrun_last_error(), "DLRUN_DEVICES: unknown platform \"bogus\" in device spec "
+                                     "\"bogus\" (expected sim, cpu, or auto)") == 0,
+          "%s", dlrun_last_error());
+    dlrun_runtime *rt = NULL;
+    CHECK(dlrun_runtime_create(NULL, &rt) == DLRUN_ERR_VALUE && rt == NULL, "created");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "DLRUN_DEVICES: unknown platform");
+    dlrun_config named = {.devices = "sim:1"};
+    CHECK(dlrun_check_config(&named) == DLRUN_OK, "devices given: %s", dlrun_last_error());
+    setenv("DLRUN_DEVICES", "", 1); /* empty counts as unset */
+    setenv("DLRUN_DEVICE_MEMORY", "1KB", 1);
+    CHECK(dlrun_check_config(NULL) == DLRUN_ERR_VALUE, "1KB accepted");
+    CHECK(strcmp(dlrun_last_error(), "DLRUN_DEVICE_MEMORY: device memory of 1000 bytes is too "
+                                     "small (at least 4096 bytes)") == 0,
+          "%s", dlrun_last_error());
+    dlrun_config sized = {.device_memory = 4096};
+    CHECK(dlrun_check_config(&sized) == DLRUN_OK, "explicit size: %s", dlrun_last_error());
+    unsetenv("DLRUN_DEVICES");
+    unsetenv("DLRUN_DEVICE_MEMORY");
+    CHECK(dlrun_check_config(NULL) == DLRUN_OK, "defaults: %s", dlrun_last_error());
+  }
+  TEST("a device memory below 4 KiB is refused on every way in") {
+    dlrun_config small = {.devices = "sim:1", .device_memory = 4095};
+    dlrun_runtime *rt = NULL;
+    CHECK(dlrun_check_config(&small) == DLRUN_ERR_VALUE, "check accepted 4095");
+    CHECK(dlrun_runtime_create(&small, &rt) == DLRUN_ERR_VALUE, "create accepted 4095");
+    CHECK(strcmp(dlrun_last_error(),
+                 "device memory of 4095 bytes is too small (at least 4096 bytes)") == 0,
+          "%s", dlrun_last_error());
+    CHECK(dlrun_default_configure(NULL, 1000) == DLRUN_ERR_VALUE, "configure accepted 1000");
+    rt = make_runtime("sim:1", 5000); /* rounded down to 256 */
+    CHECK(rt && pool_limit(dlrun_device_get(rt, "sim", 0), DLRUN_MEM_DEVICE) == 4864, "rounding");
+    dlrun_runtime_release(rt);
+  }
+  TEST("default capacities of every memory of every device add up to at most host RAM") {
+    const char *specs[] = {"sim:8", "sim:4096", "sim:1", "cpu:4", "sim:8,cpu:2", "cpu:1"};
+    uint64_t ram = dlrun_host_ram_bytes();
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+      dlrun_runtime *rt = make_runtime(specs[i], 0);
+      if (!rt) continue;
+      uint64_t sum = 0;
+      for (size_t d = 0; d < rt->ndevices; d++)
+        for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) sum += pool_limit(&rt->devices[d], k);
+      CHECK(sum <= ram && sum == rt->memory_total, "%s: %llu of %llu", specs[i],
+            (unsigned long long)sum, (unsigned long long)ram);
+      /* nothing wasted: within 4 KiB per memory of the whole */
+      CHECK(sum + 4096 * 2 * rt->ndevices >= ram, "%s: only %llu", specs[i],
+            (unsigned long long)sum);
+      CHECK(dlrun_runtime_memory_note(rt) == NULL, "%s: note", specs[i]);
+      dlrun_runtime_release(rt);
+    }
+  }
+  TEST("sim:8: half of RAM for the sim devices' memory, the rest shared by the others") {
+    uint64_t ram = dlrun_host_ram_bytes(), half = ram / 2;
+    dlrun_runtime *rt = make_runtime("sim:8", 0);
+    if (rt) {
+      uint64_t sim = (half / 8) & ~4095ull, other = ((ram - half) / 10) & ~4095ull;
+      if (sim > (16ull << 30)) sim = 16ull << 30;
+      CHECK(pool_limit(&rt->devices[0], DLRUN_MEM_DEVICE) == sim, "sim device");
+      CHECK(pool_limit(&rt->devices[7], DLRUN_MEM_PINNED_HOST) == other, "sim pinned");
+      CHECK(pool_limit(rt->host, DLRUN_MEM_DEVICE) == other, "cpu device");
+      CHECK(pool_limit(rt->host, DLRUN_MEM_PINNED_HOST) == other, "cpu pinned");
+    }
+    dlrun_runtime_release(rt);
+  }
+  TEST("an explicit device memory that over-commits host RAM has a note") {
+    dlrun_runtime *rt = make_runtime("sim:2", 64ull << 20);
+    CHECK(rt && dlrun_runtime_memory_note(rt) == NULL, "64 MiB noted");
+    dlrun_runtime_release(rt);
+    rt = make_runtime("sim:2", 1ull << 40);
+    const char *note = dlrun_runtime_memory_note(rt);
+    CHECK(note != NULL, "1 TiB not noted");
+    if (note) {
+      CHECK_STR_CONTAINS(note, "device memory of 1.00TiB on each of 2 sim devices over-commits "
+                               "host RAM: the memories of all devices add up to 2.");
+      CHECK_STR_CONTAINS(note, "so filling them may get the process killed instead of raising "
+                               "ResourceExhaustedError");
+    }
+    CHECK(rt && rt->memory_total > 2ull << 40, "total");
+    dlrun_runtime_release(rt);
+  }
+}
+
 static void test_default_runtime(void) {
   TEST("the default runtime is configured before first use only") {
     CHECK(dlrun_default_configure("sim:2", 1 << 20) == DLRUN_OK, "configure");
@@ -326,6 +421,7 @@ int main(void) {
   test_devices();
   test_streams();
   test_arrays();
+  test_config();
   test_default_runtime();
   return check_summary("runtime");
 }

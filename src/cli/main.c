@@ -2,12 +2,13 @@
  *
  *   dlrun [options] [script [args...]]
  *
- * Scripts, `arg`, `...`, -e, -l, -E, -W and "-" (stdin) behave as in `lua5.4`.
- * The dlrun options (--devices, --device-memory) configure the process-wide
- * default runtime before any Lua code runs. The C half of the module
- * ("dlrun.core") is linked into this executable and registered in
- * package.preload; the Lua half is found through package.path, which gets the
- * dlrun Lua directory prepended (see `push_lua_dir`). */
+ * Scripts, `arg`, `...`, -e, -l, -E, -W, "-" and a script piped in on stdin
+ * behave as in `lua5.4`. The dlrun options (--devices, --device-memory)
+ * configure the process-wide default runtime before any Lua code runs; they,
+ * DLRUN_DEVICES, DLRUN_DEVICE_MEMORY and the --trace file are checked first.
+ * The C half of the module ("dlrun.core") is linked into this executable and
+ * registered in package.preload; the Lua half is found through package.path,
+ * which gets the dlrun Lua directory prepended (see `push_lua_dir`). */
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -49,11 +50,13 @@ typedef struct cli_options {
   char **argv;
   int script;             /* argv index of the script; argc when none */
   int script_is_stdin;    /* the script is "-" (not after "--") */
+  int implicit_stdin;     /* no script, no -e, no -v: stdin, when not a terminal */
   int ignore_env;         /* -E */
   int show_version;       /* -v */
   cli_action *actions;    /* argc entries allocated, nactions used */
   int nactions;
   int has_code;           /* any -e or -l */
+  int has_e;              /* any -e */
   const char *devices;    /* --devices; NULL when not given */
   uint64_t device_memory; /* --device-memory; 0 when not given */
   const char *trace;      /* --trace FILE; NULL when not given */
@@ -67,7 +70,8 @@ static void print_usage(FILE *out) {
         "Run a Lua " LUA_VERSION_MAJOR "." LUA_VERSION_MINOR
         " script with the dlrun module built in.\n"
         "Options come before the script; everything after the script name\n"
-        "goes to the script (in `arg` and `...`).\n"
+        "goes to the script (in `arg` and `...`). With no script, no -e and no -v,\n"
+        "the script is read from stdin when stdin is not a terminal.\n"
         "\n"
         "Options:\n"
         "  -e STAT               execute string STAT (repeatable, run in order)\n"
@@ -76,9 +80,17 @@ static void print_usage(FILE *out) {
         "  -W                    turn warnings on\n"
         "  -v                    print the version, then go on\n"
         "  --devices SPEC        devices of the default runtime, e.g. sim:8,cpu:2\n"
-        "  --device-memory SIZE  memory of each simulated device, e.g. 2GiB\n"
+        "  --device-memory SIZE  memory of each simulated device, e.g. 2GiB: bytes, or a\n"
+        "                        number with a unit KiB, MiB, GiB, TiB (or K, M, G, T;\n"
+        "                        powers of 1024), kB, MB, GB, TB (powers of 1000) or B;\n"
+        "                        at least 4KiB, rounded down to a multiple of 256 bytes.\n"
+        "                        Default: the memories of all devices together fit in\n"
+        "                        host RAM (half of it for the simulated devices); a size\n"
+        "                        that makes them add up to more is noted on stderr\n"
         "  --trace FILE          write a Chrome trace (Perfetto, chrome://tracing) of\n"
-        "                        allocations, copies, exports, imports and deleters\n"
+        "                        allocations, copies, exports, imports and deleters;\n"
+        "                        FILE is created before the script runs and events are\n"
+        "                        streamed to it; it is complete at exit, os.exit too\n"
         "  --stats               at exit, print a per-device table of memory, bytes\n"
         "                        moved and DLPack exports still alive\n"
         "  --version             print the version and exit\n"
@@ -88,8 +100,8 @@ static void print_usage(FILE *out) {
         "\n"
         "Environment:\n"
         "  DLRUN_LUA_DIR         directory holding dlrun/init.lua\n"
-        "  DLRUN_DEVICES         default for --devices (else \"auto\")\n"
-        "  DLRUN_DEVICE_MEMORY   default for --device-memory\n"
+        "  DLRUN_DEVICES         default for --devices (else \"auto\"); checked at start\n"
+        "  DLRUN_DEVICE_MEMORY   default for --device-memory; checked at start\n"
         "  LUA_INIT_5_4, LUA_INIT  Lua code, or @file, run before the script\n",
         out);
 }
@@ -109,8 +121,10 @@ static int usage_error(const char *fmt, const char *what) {
 
 /* A failed dlrun call: "dlrun: ValueError: <message>", exit status 1. */
 static int status_error(dlrun_status status) {
+  cli_progress_write_begin();
   fprintf(stderr, PROGNAME ": %s: %s\n", dlrun_status_name(status),
           dlrun_last_error());
+  cli_progress_write_end(1);
   return EXIT_FAILURE;
 }
 
@@ -214,6 +228,7 @@ static int parse_args(cli_options *o) {
       }
       o->actions[o->nactions++] = (cli_action){arg[1], text};
       o->has_code = 1;
+      o->has_e |= arg[1] == 'e';
       continue;
     }
     case 'E':
@@ -322,8 +337,10 @@ static int call_chunk(lua_State *L, int nargs, int nresults) {
 static int report(lua_State *L, int status, int use_meta) {
   if (status == LUA_OK) return 1;
   const char *text = push_error_text(L, -1, use_meta);
+  cli_progress_write_begin();
   fprintf(stderr, PROGNAME ": %s\n", text);
   fflush(stderr);
+  cli_progress_write_end(1);
   lua_pop(L, 2);
   return 0;
 }
@@ -368,10 +385,11 @@ static int run_lua_init(lua_State *L) {
 
 /* Run the script with its arguments as `...`. */
 static int run_script(lua_State *L, const cli_options *o) {
-  const char *path = o->script_is_stdin ? NULL : o->argv[o->script];
+  int from_stdin = o->script_is_stdin || o->implicit_stdin;
+  const char *path = from_stdin ? NULL : o->argv[o->script];
   int status = luaL_loadfile(L, path); /* skips a first "#" line */
   if (status == LUA_OK) {
-    int nargs = o->argc - o->script - 1;
+    int nargs = o->script < o->argc ? o->argc - o->script - 1 : 0;
     luaL_checkstack(L, nargs + 3, "too many arguments to script");
     for (int i = o->script + 1; i < o->argc; i++) lua_pushstring(L, o->argv[i]);
     status = call_chunk(L, nargs, 0);
@@ -477,6 +495,7 @@ static int protected_main(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   }
   luaL_openlibs(L);
+  cli_progress_guard_output(L);
   if (o->stats) wrap_exit(L);
   register_core(L);
   prepend_lua_dir(L);
@@ -489,9 +508,51 @@ static int protected_main(lua_State *L) {
     else if (a->kind == 'l') ok = run_require(L, a->text);
     else lua_warning(L, "@on", 0);
   }
-  if (ok && o->script < o->argc) ok = run_script(L, o);
+  if (ok && (o->script < o->argc || o->implicit_stdin)) ok = run_script(L, o);
   lua_pushboolean(L, ok);
   return 1;
+}
+
+/* What to finish at exit, whether main returns or the script calls os.exit
+ * (which skips the end of main). */
+static int tracing;
+
+/* Stop the progress line and finish the trace file; idempotent. Returns
+ * whether the trace, if any, was written. */
+static int finish(void) {
+  cli_progress_stop();
+  if (!tracing) return 1;
+  tracing = 0;
+  if (dlrun_trace_stop() == DLRUN_OK) return 1;
+  status_error(DLRUN_ERR_RUNTIME);
+  return 0;
+}
+
+static void finish_at_exit(void) {
+  if (finish()) return;
+  fflush(NULL);
+  _exit(EXIT_FAILURE); /* exit() may not be called again from an atexit handler */
+}
+
+/* Whether the command line asks for something to run; with no script, no -e
+ * and no -v, stdin is the script when it is not a terminal (as in lua5.4). */
+static int has_work(cli_options *o) {
+  if (o->script < o->argc || o->has_e || o->show_version) return 1;
+  o->implicit_stdin = !isatty(STDIN_FILENO);
+  return o->implicit_stdin || o->has_code;
+}
+
+/* Check everything that can be checked before Lua runs: the device
+ * configuration with its environment fallbacks, then the trace file. */
+static int prepare(const cli_options *o) {
+  dlrun_config cfg = {.devices = o->devices, .device_memory = o->device_memory};
+  dlrun_status st = dlrun_check_config(&cfg);
+  if (st == DLRUN_OK) st = dlrun_default_configure(o->devices, o->device_memory);
+  if (st == DLRUN_OK && o->trace) {
+    st = dlrun_trace_start(o->trace);
+    tracing = st == DLRUN_OK;
+  }
+  return st == DLRUN_OK ? PARSE_CONTINUE : status_error(st);
 }
 
 int main(int argc, char **argv) {
@@ -502,14 +563,11 @@ int main(int argc, char **argv) {
     return EXIT_FAILURE;
   }
   int rc = parse_args(&o);
-  if (rc == PARSE_CONTINUE && o.script == argc && !o.has_code && !o.show_version) {
+  if (rc == PARSE_CONTINUE && !has_work(&o)) {
     print_usage(stderr);
     rc = EXIT_FAILURE;
   }
-  if (rc == PARSE_CONTINUE) {
-    dlrun_status st = dlrun_default_configure(o.devices, o.device_memory);
-    if (st != DLRUN_OK) rc = status_error(st);
-  }
+  if (rc == PARSE_CONTINUE) rc = prepare(&o);
   if (rc != PARSE_CONTINUE) {
     free(o.actions);
     return rc;
@@ -518,10 +576,11 @@ int main(int argc, char **argv) {
   lua_State *L = luaL_newstate();
   if (L == NULL) {
     fprintf(stderr, PROGNAME ": cannot create the Lua state: not enough memory\n");
+    finish();
     free(o.actions);
     return EXIT_FAILURE;
   }
-  if (o.trace) dlrun_trace_start();
+  atexit(finish_at_exit);
   cli_progress_start();
   lua_pushcfunction(L, protected_main);
   lua_pushlightuserdata(L, &o);
@@ -529,11 +588,7 @@ int main(int argc, char **argv) {
   int ok = status == LUA_OK && lua_toboolean(L, -1);
   report(L, status, 0); /* outside protected mode: no metamethods */
   lua_close(L);         /* runs the pending __gc and __close */
-  cli_progress_stop();
-  if (o.trace && dlrun_trace_stop(o.trace) != DLRUN_OK) {
-    status_error(DLRUN_ERR_RUNTIME);
-    ok = 0;
-  }
+  if (!finish()) ok = 0;
   if (o.stats) cli_print_stats(stderr);
   free(o.actions);
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -1,4 +1,11 @@
-/* Trace events in memory, written as Chrome trace-event JSON on stop. */
+/* Trace events streamed to a file as Chrome trace-event JSON.
+ *
+ * Each event is written as it happens through one stdio buffer of fixed size,
+ * so a long traced run takes no more memory than a short one. Track names
+ * are kept (they are few: one per device stream and host thread) and their
+ * metadata events are written when a track is first used; the JSON array is
+ * closed on stop. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,22 +16,15 @@
 #include "status_impl.h"
 #include "trace_impl.h"
 
-#define MAX_EVENTS (1u << 20) /* beyond this, events are counted as dropped */
 #define MAX_TRACKS 8192
+#define FILE_BUFFER (64u << 10)
 
 atomic_bool dlrun_tracing;
 
-typedef struct event {
-  int tid;
-  uint64_t ts, dur;
-  char category[12];
-  char name[24];
-  char args[160];
-} event;
-
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static event *events;
-static size_t nevents, capacity, dropped;
+static FILE *out;          /* the trace file while tracing, else NULL */
+static char *out_path;     /* its name, for messages */
+static int write_errno;    /* first write error seen, 0 when none */
 static char *track_names[MAX_TRACKS]; /* tid -> name; devices first come first */
 static int ntracks;
 static atomic_uint_fast64_t origin;
@@ -39,7 +39,15 @@ static uint64_t monotonic_us(void) {
 
 uint64_t dlrun_trace_now(void) { return monotonic_us() - atomic_load(&origin); }
 
-/* The tid of a named track, made on first use. Called with mu held. */
+/* Device streams under one process ("devices"), host threads under another. */
+static int pid_of(const char *track) { return strncmp(track, "host thread", 11) == 0 ? 2 : 1; }
+
+static void note_write_error(void) {
+  if (!write_errno && ferror(out)) write_errno = errno ? errno : EIO;
+}
+
+/* The tid of a named track, made (and announced in the file) on first use.
+ * Called with mu held. Tracks past MAX_TRACKS share the last tid. */
 static int track_id(const char *name) {
   for (int i = 0; i < ntracks; i++)
     if (strcmp(track_names[i], name) == 0) return i + 1;
@@ -47,36 +55,63 @@ static int track_id(const char *name) {
   char *copy = dlrun_strdup(name);
   if (!copy) return MAX_TRACKS;
   track_names[ntracks++] = copy;
+  fprintf(out,
+          ",\n  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+          "\"args\": {\"name\": \"%s\"}}",
+          pid_of(name), ntracks, name);
   return ntracks;
 }
 
-static void clear_locked(void) {
-  dlrun_free(events);
-  events = NULL;
-  nevents = capacity = dropped = 0;
+static void clear_tracks(void) {
   for (int i = 0; i < ntracks; i++) dlrun_free(track_names[i]);
   ntracks = 0;
 }
 
-void dlrun_trace_start(void) {
+static dlrun_status fail_write(const char *path, int err) {
+  return dlrun_fail(DLRUN_ERR_RUNTIME, "cannot write the trace file \"%s\": %s", path,
+                    strerror(err));
+}
+
+dlrun_status dlrun_trace_start(const char *path) {
+  if (!path) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_trace_start: path is NULL");
   pthread_mutex_lock(&mu);
-  clear_locked();
-  atomic_store(&origin, monotonic_us());
+  dlrun_status st = DLRUN_OK;
+  FILE *f = NULL;
+  char *copy = NULL;
+  if (out) {
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "tracing is already on (writing \"%s\")", out_path);
+  } else if (!(f = fopen(path, "we"))) { /* "e": not inherited by child processes */
+    st = fail_write(path, errno);
+  } else if (!(copy = dlrun_strdup(path))) {
+    fclose(f);
+    st = dlrun_fail_oom_host(strlen(path) + 1);
+  } else {
+    setvbuf(f, NULL, _IOFBF, FILE_BUFFER);
+    fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n"
+          "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": "
+          "\"devices\"}},\n"
+          "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 2, \"args\": {\"name\": "
+          "\"host threads\"}}",
+          f);
+    out = f;
+    out_path = copy;
+    write_errno = 0;
+    atomic_store(&origin, monotonic_us());
+    atomic_store(&dlrun_tracing, true);
+  }
   pthread_mutex_unlock(&mu);
-  atomic_store(&dlrun_tracing, true);
+  return st;
 }
 
 void dlrun_trace_event(const char *track, const char *category, const char *name,
                        uint64_t start, const char *args_fmt, ...) {
   if (!dlrun_trace_enabled()) return;
   uint64_t end = dlrun_trace_now();
-  event e = {.ts = start, .dur = end > start ? end - start : 0};
-  snprintf(e.category, sizeof e.category, "%s", category);
-  snprintf(e.name, sizeof e.name, "%s", name);
+  char args[160] = "";
   if (args_fmt) {
     va_list ap;
     va_start(ap, args_fmt);
-    vsnprintf(e.args, sizeof e.args, args_fmt, ap);
+    vsnprintf(args, sizeof args, args_fmt, ap);
     va_end(ap);
   }
   char host_name[32];
@@ -86,63 +121,34 @@ void dlrun_trace_event(const char *track, const char *category, const char *name
     track = host_name;
   }
   pthread_mutex_lock(&mu);
-  e.tid = track_id(track);
-  if (nevents == capacity && capacity < MAX_EVENTS) {
-    size_t grown = capacity ? capacity * 2 : 1024;
-    event *more = dlrun_malloc(grown * sizeof *more);
-    if (more) {
-      if (nevents) memcpy(more, events, nevents * sizeof *more);
-      dlrun_free(events);
-      events = more;
-      capacity = grown;
-    }
+  if (out) { /* tracing may have stopped since the check above */
+    int tid = track_id(track);
+    fprintf(out,
+            ",\n  {\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, "
+            "\"ts\": %llu, \"dur\": %llu, \"args\": {%s}}",
+            category, name, pid_of(track), tid, (unsigned long long)start,
+            (unsigned long long)(end > start ? end - start : 0), args);
+    note_write_error();
   }
-  if (nevents < capacity) events[nevents++] = e;
-  else dropped++;
   pthread_mutex_unlock(&mu);
 }
 
-/* Device streams under one process ("devices"), host threads under another. */
-static int pid_of(const char *track) { return strncmp(track, "host thread", 11) == 0 ? 2 : 1; }
-
-static void write_json(FILE *f) {
-  fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"dropped_events\": %zu},\n"
-             " \"traceEvents\": [\n",
-          dropped);
-  fprintf(f, "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"devices\"}},\n");
-  fprintf(f, "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 2, \"args\": {\"name\": \"host threads\"}}");
-  for (int i = 0; i < ntracks; i++)
-    fprintf(f, ",\n  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
-               "\"args\": {\"name\": \"%s\"}}",
-            pid_of(track_names[i]), i + 1, track_names[i]);
-  for (size_t i = 0; i < nevents; i++) {
-    const event *e = &events[i];
-    const char *track = e->tid <= ntracks ? track_names[e->tid - 1] : "other";
-    fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, "
-               "\"ts\": %llu, \"dur\": %llu, \"args\": {%s}}",
-            e->category, e->name, pid_of(track), e->tid, (unsigned long long)e->ts,
-            (unsigned long long)e->dur, e->args);
-  }
-  fprintf(f, "\n]}\n");
-}
-
-dlrun_status dlrun_trace_stop(const char *path) {
-  if (!path) {
-    atomic_store(&dlrun_tracing, false);
-    return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_trace_stop: path is NULL");
-  }
+dlrun_status dlrun_trace_stop(void) {
   atomic_store(&dlrun_tracing, false);
   pthread_mutex_lock(&mu);
   dlrun_status st = DLRUN_OK;
-  FILE *f = path ? fopen(path, "w") : NULL;
-  if (!f) {
-    st = dlrun_fail(DLRUN_ERR_RUNTIME, "cannot write the trace file \"%s\"", path ? path : "");
+  if (!out) {
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "dlrun_trace_stop: tracing is not on");
   } else {
-    write_json(f);
-    if (fclose(f) != 0)
-      st = dlrun_fail(DLRUN_ERR_RUNTIME, "cannot write the trace file \"%s\"", path);
+    fputs("\n]}\n", out);
+    note_write_error();
+    if (fclose(out) != 0 && !write_errno) write_errno = errno ? errno : EIO;
+    if (write_errno) st = fail_write(out_path, write_errno);
+    out = NULL;
+    dlrun_free(out_path);
+    out_path = NULL;
+    clear_tracks();
   }
-  clear_locked();
   pthread_mutex_unlock(&mu);
   return st;
 }

@@ -59,6 +59,8 @@ struct dlrun_runtime {
   const dlrun_device_group *default_group;
   dlrun_device *host;
   uint64_t accelerator_memory; /* capacity of each accelerator's memory; 0 if none */
+  uint64_t memory_total;       /* capacities of all memories of all devices */
+  char memory_note[320];       /* dlrun_runtime_memory_note; empty when none */
   /* Transfer statistics (dlrun_transfer_stats_get). */
   atomic_uint_fast64_t bytes_moved, local_bytes, copies, shares;
   atomic_int_fast64_t live_exports; /* DLPack exports whose deleter has not run */

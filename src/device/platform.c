@@ -22,16 +22,15 @@ static uint64_t cpu_capacity(dlrun_memory_kind kind, size_t ndevices, uint64_t h
   return host_ram;
 }
 
-/* Each memory of a sim device gets half of host RAM shared among the sim
- * devices, between 64 MiB and 16 GiB; pools reserve address space lazily,
- * so unused capacity costs nothing. */
+/* Each memory of a sim device: at most half of host RAM shared among the sim
+ * devices, and at most 16 GiB; the runtime lowers it further so that all
+ * memories together fit in host RAM. */
 static uint64_t sim_capacity(dlrun_memory_kind kind, size_t ndevices, uint64_t host_ram) {
-  (void)kind; /* pinned host memory gets the same share as device memory */
+  (void)kind;
   uint64_t share = host_ram / 2 / (ndevices ? ndevices : 1);
-  const uint64_t lo = 64ull << 20, hi = 16ull << 30;
-  if (share < lo) share = lo;
+  const uint64_t hi = 16ull << 30;
   if (share > hi) share = hi;
-  return share & ~(uint64_t)((1u << 20) - 1);
+  return share & ~(uint64_t)4095;
 }
 
 static const dlrun_platform sim_platform = {

@@ -19,14 +19,40 @@ static int worker_count(void) {
   return (int)n;
 }
 
-/* DLRUN_DEVICE_MEMORY, when set, must parse. */
-static dlrun_status capacity_from_env(uint64_t *out) {
-  *out = 0;
+static dlrun_status check_device_memory(uint64_t bytes) {
+  if (bytes < DLRUN_DEVICE_MEMORY_MIN)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "device memory of %llu bytes is too small (at least %u bytes)",
+                      (unsigned long long)bytes, DLRUN_DEVICE_MEMORY_MIN);
+  return DLRUN_OK;
+}
+
+/* The device spec and explicit device memory (0: the default) a runtime gets
+ * from `config`, else from DLRUN_DEVICES / DLRUN_DEVICE_MEMORY (empty counts
+ * as unset), checked; a bad variable is named in the message. */
+static dlrun_status resolve_config(const dlrun_config *config, dlrun_device_spec *spec,
+                                   uint64_t *memory) {
+  dlrun_status st;
+  if (config && config->devices) {
+    if ((st = dlrun_parse_device_spec(config->devices, spec))) return st;
+  } else {
+    const char *env = getenv("DLRUN_DEVICES");
+    if ((st = dlrun_parse_device_spec(env && *env ? env : "auto", spec)))
+      return dlrun_fail_prefix(st, "DLRUN_DEVICES: ");
+  }
+  *memory = config ? config->device_memory : 0;
+  if (*memory) return check_device_memory(*memory);
   const char *env = getenv("DLRUN_DEVICE_MEMORY");
   if (!env || !*env) return DLRUN_OK;
-  dlrun_status st = dlrun_parse_size(env, out);
-  if (st) return dlrun_fail_prefix(st, "DLRUN_DEVICE_MEMORY: ");
+  if ((st = dlrun_parse_size(env, memory)) || (st = check_device_memory(*memory)))
+    return dlrun_fail_prefix(st, "DLRUN_DEVICE_MEMORY: ");
   return DLRUN_OK;
+}
+
+dlrun_status dlrun_check_config(const dlrun_config *config) {
+  dlrun_device_spec spec;
+  uint64_t memory;
+  return resolve_config(config, &spec, &memory);
 }
 
 static void destroy_devices(dlrun_runtime *rt, size_t n) {
@@ -38,17 +64,14 @@ static void destroy_devices(dlrun_runtime *rt, size_t n) {
 }
 
 static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_platform *pl,
-                                int id, size_t group_size, uint64_t device_memory,
-                                uint64_t host_ram) {
+                                int id, const uint64_t caps[DLRUN_MEM_KIND_COUNT]) {
   *d = (dlrun_device){.platform = pl, .rt = rt, .id = id};
   snprintf(d->name, sizeof d->name, "%s(id=%d)", pl->class_name, id);
   for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
-    uint64_t cap = pl->default_capacity((dlrun_memory_kind)k, group_size, host_ram);
-    if (k == DLRUN_MEM_DEVICE && pl->is_accelerator && device_memory) cap = device_memory;
     char label[64];
     snprintf(label, sizeof label, k == DLRUN_MEM_DEVICE ? "%s" : "%s pinned_host memory",
              d->name);
-    dlrun_status st = dlrun_pool_create(label, cap, &d->pools[k]);
+    dlrun_status st = dlrun_pool_create(label, caps[k], &d->pools[k]);
     if (st) {
       for (int j = 0; j < k; j++) dlrun_pool_destroy(d->pools[j]);
       return st;
@@ -56,6 +79,62 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
   }
   dlrun_stream_init(&d->stream, rt->workers);
   return DLRUN_OK;
+}
+
+/* Default capacities (README, "Devices and memory"): the memories of all
+ * devices together get at most host RAM, since pools reserve address space
+ * without committing memory, and overfilling RAM meets the OOM killer rather
+ * than an error. Accelerators' device memories share half of it evenly; all
+ * other memories (pinned_host memory, and both memories of cpu devices)
+ * share the rest evenly, or all of it when there is no accelerator. A share
+ * is rounded down to 4 KiB and capped by the platform's own limit (16 GiB
+ * for sim); none is below DLRUN_DEVICE_MEMORY_MIN. */
+typedef struct shares {
+  uint64_t accelerator; /* each accelerator's device memory */
+  uint64_t other;       /* each other memory */
+} shares;
+
+static uint64_t round_share(uint64_t bytes) { return bytes & ~(uint64_t)4095; }
+
+static shares default_shares(const dlrun_device_spec *full, uint64_t host_ram) {
+  uint64_t accelerators = 0, memories = 0;
+  for (size_t g = 0; g < full->ngroups; g++) {
+    memories += DLRUN_MEM_KIND_COUNT * (uint64_t)full->groups[g].count;
+    if (full->groups[g].platform->is_accelerator) accelerators += full->groups[g].count;
+  }
+  shares s = {0, 0};
+  uint64_t rest = host_ram;
+  if (accelerators) {
+    s.accelerator = round_share(host_ram / 2 / accelerators);
+    rest -= host_ram / 2;
+  }
+  s.other = round_share(rest / (memories - accelerators)); /* there is always a cpu device */
+  return s;
+}
+
+static uint64_t capacity_of(const dlrun_platform *pl, dlrun_memory_kind kind, size_t group_size,
+                            uint64_t host_ram, const shares *s, uint64_t device_memory) {
+  bool accel_device = pl->is_accelerator && kind == DLRUN_MEM_DEVICE;
+  if (accel_device && device_memory) return device_memory;
+  uint64_t share = accel_device ? s->accelerator : s->other;
+  uint64_t cap = pl->default_capacity(kind, group_size, host_ram);
+  if (cap > share) cap = share;
+  return cap < DLRUN_DEVICE_MEMORY_MIN ? DLRUN_DEVICE_MEMORY_MIN : cap;
+}
+
+/* When an explicit device memory makes the capacities add up to more than
+ * host RAM, say so in rt->memory_note. */
+static void note_overcommit(dlrun_runtime *rt, uint64_t device_memory, uint64_t host_ram) {
+  if (!device_memory || !rt->accelerator_memory || rt->memory_total <= host_ram) return;
+  const dlrun_device_group *g = rt->default_group;
+  char each[32], total[32], ram[32];
+  snprintf(rt->memory_note, sizeof rt->memory_note,
+           "device memory of %s on each of %zu %s devices over-commits host RAM: the memories "
+           "of all devices add up to %s, more than the %s of RAM, so filling them may get the "
+           "process killed instead of raising ResourceExhaustedError",
+           dlrun_format_bytes(device_memory & ~(uint64_t)(DLRUN_POOL_ALIGN - 1), each, sizeof each),
+           g->count, g->platform->name, dlrun_format_bytes(rt->memory_total, total, sizeof total),
+           dlrun_format_bytes(host_ram, ram, sizeof ram));
 }
 
 /* Lay out devices per spec group, adding the host cpu device when absent. */
@@ -71,14 +150,20 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   if (!rt->devices) return dlrun_fail_oom_host(total * sizeof *rt->devices);
 
   uint64_t host_ram = dlrun_host_ram_bytes();
+  shares sh = default_shares(&full, host_ram);
   size_t at = 0;
   for (size_t g = 0; g < full.ngroups; g++) {
     dlrun_device_group *grp = &rt->groups[g];
     *grp = (dlrun_device_group){.platform = full.groups[g].platform, .first = at,
                                 .count = full.groups[g].count};
+    uint64_t caps[DLRUN_MEM_KIND_COUNT];
+    for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+      caps[k] = capacity_of(grp->platform, (dlrun_memory_kind)k, grp->count, host_ram, &sh,
+                            device_memory);
+      rt->memory_total += (caps[k] & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) * grp->count;
+    }
     for (size_t i = 0; i < grp->count; i++, at++) {
-      dlrun_status st = init_device(rt, &rt->devices[at], grp->platform, (int)i, grp->count,
-                                    device_memory, host_ram);
+      dlrun_status st = init_device(rt, &rt->devices[at], grp->platform, (int)i, caps);
       if (st) {
         destroy_devices(rt, at);
         dlrun_free(rt->devices);
@@ -104,23 +189,17 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   if (!rt->default_group)
     for (size_t g = 0; g < rt->ngroups; g++)
       if (&rt->devices[rt->groups[g].first] == rt->host) rt->default_group = &rt->groups[g];
+  note_overcommit(rt, device_memory, host_ram);
   return DLRUN_OK;
 }
 
 dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **out) {
   DLRUN_NONNULL(out, "dlrun_runtime_create", "out");
   *out = NULL;
-  const char *spec_text = config && config->devices ? config->devices : getenv("DLRUN_DEVICES");
-  if (!spec_text || !*spec_text) spec_text = "auto";
   dlrun_device_spec spec;
-  dlrun_status st = dlrun_parse_device_spec(spec_text, &spec);
-  if (st && !(config && config->devices)) return dlrun_fail_prefix(st, "DLRUN_DEVICES: ");
+  uint64_t device_memory;
+  dlrun_status st = resolve_config(config, &spec, &device_memory);
   if (st) return st;
-  uint64_t device_memory = config ? config->device_memory : 0;
-  if (!device_memory && (st = capacity_from_env(&device_memory))) return st;
-  if (device_memory && device_memory < DLRUN_POOL_ALIGN)
-    return dlrun_fail(DLRUN_ERR_VALUE, "device memory of %llu bytes is too small (at least %u)",
-                      (unsigned long long)device_memory, DLRUN_POOL_ALIGN);
 
   dlrun_runtime *rt = dlrun_calloc(1, sizeof *rt);
   if (!rt) return dlrun_fail_oom_host(sizeof *rt);
@@ -136,6 +215,10 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   }
   *out = rt;
   return DLRUN_OK;
+}
+
+const char *dlrun_runtime_memory_note(const dlrun_runtime *rt) {
+  return rt && rt->memory_note[0] ? rt->memory_note : NULL;
 }
 
 void dlrun_runtime_retain(dlrun_runtime *rt) {
@@ -194,9 +277,7 @@ static bool same_configuration(const dlrun_runtime *rt, const char *devices, uin
 dlrun_status dlrun_default_configure(const char *devices, uint64_t device_memory) {
   dlrun_status st = DLRUN_OK;
   if (devices && (st = dlrun_check_device_spec(devices))) return st;
-  if (device_memory && device_memory < DLRUN_POOL_ALIGN)
-    return dlrun_fail(DLRUN_ERR_VALUE, "device memory of %llu bytes is too small (at least %u)",
-                      (unsigned long long)device_memory, DLRUN_POOL_ALIGN);
+  if (device_memory && (st = check_device_memory(device_memory))) return st;
   pthread_mutex_lock(&default_mu);
   if (default_rt) {
     if (!same_configuration(default_rt, devices, device_memory))

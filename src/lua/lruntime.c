@@ -1,6 +1,8 @@
 /* The runtime as seen from Lua: configure, devices, device_count,
  * default_backend. Each Lua state holds one reference to the process-wide
  * default runtime, dropped when the state closes. */
+#include <stdatomic.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "binding.h"
@@ -38,6 +40,18 @@ static void bind_holder(lua_State *L, bool host) {
   lua_setfield(L, LUA_REGISTRYINDEX, HOST_KEY);
 }
 
+/* An explicit device memory (configure, DLRUN_DEVICE_MEMORY, --device-memory)
+ * that over-commits host RAM is said once per process, on stderr: filling
+ * such memory ends with the kernel killing the process, not with an error. */
+static void note_memory(dlrun_runtime *rt) {
+  static atomic_flag said = ATOMIC_FLAG_INIT;
+  const char *note = dlrun_runtime_memory_note(rt);
+  if (note && !atomic_flag_test_and_set(&said)) {
+    fprintf(stderr, "dlrun: warning: %s\n", note);
+    fflush(stderr);
+  }
+}
+
 dlrun_runtime *dlrun_lua_runtime(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY) == LUA_TUSERDATA) {
     runtime_ref *r = lua_touserdata(L, -1);
@@ -50,6 +64,7 @@ dlrun_runtime *dlrun_lua_runtime(lua_State *L) {
   dlrun_lua_check(L, dlrun_default_runtime(&r->rt));
   dlrun_runtime *rt = r->rt;
   bind_holder(L, false);
+  note_memory(rt);
   return rt;
 }
 
