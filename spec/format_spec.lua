@@ -65,8 +65,8 @@ describe("dlrun.format.repr", function()
         format.repr(fake("uint8", { 3 }, { 0, 255, 7 })))
     end)
 
-    it("prints uint64 values above 2^63-1 that arrive as floats", function()
-      local a = fake("uint64", { 3 }, { 1, 9223372036854775808.0, 18446744073709551616.0 })
+    it("prints uint64 values from 2^63 up, which arrive as their raw bits", function()
+      local a = fake("uint64", { 3 }, { 1, math.mininteger, -1 })
       assert.are.equal(
         "Array([                   1,  9223372036854775808, 18446744073709551615],"
           .. "\n      dtype=uint64)",
@@ -169,13 +169,13 @@ describe("dlrun.format.repr", function()
   end)
 
   describe("floats", function()
-    it("uses a common number of fraction digits", function()
-      assert.are.equal("Array([1.50, 2.25, 3.00], dtype=float32)",
+    it("pads fraction digits with spaces to a common width", function()
+      assert.are.equal("Array([1.5 , 2.25, 3.  ], dtype=float32)",
         format.repr(fake("float32", { 3 }, { 1.5, 2.25, 3.0 })))
     end)
 
     it("aligns signed fractional values", function()
-      assert.are.equal("Array([ 0.500,  0.250, -1.125], dtype=float64)",
+      assert.are.equal("Array([ 0.5  ,  0.25 , -1.125], dtype=float64)",
         format.repr(fake("float64", { 3 }, { 0.5, 0.25, -1.125 })))
     end)
 
@@ -195,7 +195,7 @@ describe("dlrun.format.repr", function()
     it("caps float64 digits at 8 after the point", function()
       assert.are.equal("Array(3.14159265, dtype=float64)",
         format.repr(fake("float64", {}, { math.pi })))
-      assert.are.equal("Array([0.33333333, 0.50000000], dtype=float64)",
+      assert.are.equal("Array([0.33333333, 0.5       ], dtype=float64)",
         format.repr(fake("float64", { 2 }, { 1 / 3, 0.5 })))
     end)
 
@@ -209,18 +209,37 @@ describe("dlrun.format.repr", function()
         format.repr(fake("float16", { 2 }, { F16_0_1, F16_0_2 })))
       assert.are.equal("Array(0.1, dtype=float16)",
         format.repr(fake("float16", {}, { F16_0_1 })))
-      assert.are.equal("Array([0.1000, 0.3333], dtype=float16)",
+      assert.are.equal("Array([0.1   , 0.3333], dtype=float16)",
         format.repr(fake("float16", { 2 }, { F16_0_1, F16_1_3 })))
     end)
 
-    it("prints bfloat16 values short", function()
-      assert.are.equal("Array([0.1, 1.0], dtype=bfloat16)",
+    -- NumPy has no bfloat16; these follow the float rules at bfloat16's
+    -- precision (8 significant bits, float32's exponent range).
+    it("prints bfloat16 values with the fewest digits that read back in bfloat16", function()
+      assert.are.equal("Array([0.1, 1. ], dtype=bfloat16)",
         format.repr(fake("bfloat16", { 2 }, { BF16_0_1, 1.0 })))
+      assert.are.equal("Array([0.334, 3.   ], dtype=bfloat16)",
+        format.repr(fake("bfloat16", { 2 }, { 0.333984375, 3.0 })))
+      -- 1048576 = 2^20: 1.05e6 is nearer to it than to its neighbours
+      -- (1044480 and 1056768), so 3 digits are enough
+      assert.are.equal("Array([1.05e+06, 5.00e-01], dtype=bfloat16)",
+        format.repr(fake("bfloat16", { 2 }, { 1048576.0, 0.5 })))
+      assert.are.equal("Array(3.39e+38, dtype=bfloat16)",
+        format.repr(fake("bfloat16", {}, { 3.3895313892515355e38 })))
+      assert.are.equal("Array(9.e-41, dtype=bfloat16)", -- the smallest subnormal, 2^-133
+        format.repr(fake("bfloat16", {}, { 2.0 ^ -133 })))
     end)
 
-    it("keeps large integral values positional below 1e8", function()
-      assert.are.equal("Array([12345678.,        1.], dtype=float64)",
-        format.repr(fake("float64", { 2 }, { 12345678.0, 1.0 })))
+    it("keeps large integral values positional below 1e8 while max/min <= 1000", function()
+      assert.are.equal("Array([12345678.,    99999.], dtype=float64)",
+        format.repr(fake("float64", { 2 }, { 12345678.0, 99999.0 })))
+    end)
+
+    it("prints integral digits in full, beyond the shortest round trip", function()
+      -- float16 8192: "8190" would read back, but positional output spells
+      -- the integer part out
+      assert.are.equal("Array(8192., dtype=float16)",
+        format.repr(fake("float16", {}, { 8192.0 })))
     end)
 
     it("prints negative zero", function()
@@ -251,6 +270,21 @@ describe("dlrun.format.repr", function()
         format.repr(fake("float64", {}, { 1e8 })))
       assert.are.equal("Array([1.5e+08, 2.0e+00], dtype=float64)",
         format.repr(fake("float64", { 2 }, { 1.5e8, 2.0 })))
+    end)
+
+    it("is used when max/min > 1000, the ratio taken in the dtype", function()
+      assert.are.equal("Array([1.2345678e+07, 1.0000000e+00], dtype=float64)",
+        format.repr(fake("float64", { 2 }, { 12345678.0, 1.0 })))
+      assert.are.equal("Array([5.e-01, 2.e+03], dtype=float64)",
+        format.repr(fake("float64", { 2 }, { 0.5, 2000.0 })))
+      assert.are.equal("Array([0.001, 1.   ], dtype=float64)",
+        format.repr(fake("float64", { 2 }, { 0.001, 1.0 })))
+    end)
+
+    it("extends shorter mantissas with the value's own further digits", function()
+      -- float32 0.3 is 0.30000001192...: NumPy prints its 8th digit, not 0
+      assert.are.equal("Array([3.0000001e-01, 3.3333334e-01, 9.9999997e-06], dtype=float32)",
+        format.repr(fake("float32", { 3 }, { f32(0.3), f32(1 / 3), f32(1e-5) })))
     end)
 
     it("pads exponents to a common number of digits", function()
@@ -289,7 +323,7 @@ describe("dlrun.format.repr", function()
     end)
 
     it("formats complex64 parts at float32 precision", function()
-      assert.are.equal("Array([0.1+0.25j, 2.0-1.50j], dtype=complex64)",
+      assert.are.equal("Array([0.1+0.25j, 2. -1.5j ], dtype=complex64)",
         format.repr(fake("complex64", { 2 }, { { 0.1, 0.25 }, { 2.0, -1.5 } })))
     end)
 
@@ -301,9 +335,9 @@ describe("dlrun.format.repr", function()
 
   describe("summarisation", function()
     it("elides the middle of a 2000-element vector and fetches only the edges", function()
-      local a = fake("float32", { 2000 }, fiota)
+      local a = fake("float32", { 2000 }, function(k) return k + 999.0 end)
       assert.are.equal(
-        "Array([   0.,    1.,    2., ..., 1997., 1998., 1999.], dtype=float32)",
+        "Array([1000., 1001., 1002., ..., 2997., 2998., 2999.], dtype=float32)",
         format.repr(a))
       assert.are.same({ { 1, 3 }, { 1998, 3 } }, a.calls)
       assert.are.equal(6, a.fetched)
@@ -387,13 +421,14 @@ describe("dlrun.format.repr", function()
     end)
 
     it("computes the float format from the shown elements only", function()
-      -- the hidden middle holds 0.125; only integral values are shown
+      -- the hidden middle holds 0.125, which would force scientific
+      -- notation and three fraction digits; only integral values are shown
       local a = fake("float64", { 2000 }, function(k)
         if k == 1000 then return 0.125 end
-        return (k - 1) + 0.0
+        return k + 999.0
       end)
       assert.are.equal(
-        "Array([   0.,    1.,    2., ..., 1997., 1998., 1999.], dtype=float64)",
+        "Array([1000., 1001., 1002., ..., 2997., 2998., 2999.], dtype=float64)",
         format.repr(a))
     end)
   end)
@@ -445,10 +480,10 @@ describe("dlrun.format.repr", function()
 
     it("never wraps before a row's first element", function()
       local shape = {}
-      for i = 1, 40 do shape[i] = 1 end
+      for i = 1, 32 do shape[i] = 1 end
       local a = fake("complex128", shape, { { 1.2345678e100, -2.5e-100 } })
       assert.are.equal(
-        "Array(" .. ("["):rep(40) .. "1.2345678e+100-2.5e-100j" .. ("]"):rep(40) .. ","
+        "Array(" .. ("["):rep(32) .. "1.2345678e+100-2.5e-100j" .. ("]"):rep(32) .. ","
           .. "\n      dtype=complex128)",
         format.repr(a))
     end)
@@ -464,6 +499,24 @@ describe("dlrun.format.repr", function()
         "        38038, 39039]], dtype=int32)",
       }, format.repr(a))
     end)
+  end)
+
+  it("prints the deepest arrays dlrun has (32 dimensions)", function()
+    local shape = {}
+    for i = 1, 32 do shape[i] = 1 end
+    assert.are.equal("Array(" .. ("["):rep(32) .. "7" .. ("]"):rep(32) .. ",\n      dtype=int8)",
+      format.repr(fake("int8", shape, { 7 })))
+  end)
+
+  it("refuses a 100000-dimension shape with a ValueError, not a stack overflow", function()
+    local shape = {}
+    for i = 1, 100000 do shape[i] = 1 end
+    local a = fake("int8", shape, { 7 })
+    local ok, err = pcall(format.repr, a)
+    assert.is_false(ok)
+    assert.are.equal("ValueError", err.name)
+    assert.are.equal("repr: shape has 100000 dimensions, at most 32 are supported", err.message)
+    assert.are.equal(0, #a.calls)
   end)
 
   it("works with objects whose fields come from a metatable", function()
@@ -494,5 +547,47 @@ describe("dlrun.format.deleted_repr", function()
     assert.are.equal(0, #a.calls)
     assert.are.equal("Array(<deleted>, shape=int8[])",
       format.deleted_repr(fake("int8", {}, { 1 })))
+  end)
+end)
+
+-- The table in spec/data/format_cases.lua holds arrays of every dtype and
+-- the text NumPy prints for them (see spec/data/make_format_cases.py).
+local CASES_FILE = "spec/data/format_cases.lua"
+local GENERATOR = "spec/data/make_format_cases.py"
+local PYTHON = "/usr/bin/python3"
+local cases = dofile(CASES_FILE)
+
+local function unhex(h)
+  return (h:gsub("%x%x", function(b) return string.char(tonumber(b, 16)) end))
+end
+
+describe("tostring(Array) prints as NumPy does", function()
+  local ok, dl = pcall(require, "dlrun")
+  for _, c in ipairs(cases.cases) do
+    it(c.name, function()
+      if not ok then return pending("the dlrun module is not built") end
+      assert.are.equal(c.expect, tostring(dl.frombytes(unhex(c.hex), c.shape, c.dtype)))
+    end)
+  end
+end)
+
+describe(CASES_FILE, function()
+  it("is what " .. GENERATOR .. " writes with this machine's NumPy", function()
+    local p = io.popen(PYTHON .. " -c 'import numpy; print(numpy.__version__)' 2>/dev/null")
+    local version = p:read("l")
+    p:close()
+    if not version then
+      return pending(PYTHON .. " with NumPy is missing (scripts/deps.sh installs python3-numpy)")
+    end
+    if version ~= cases.numpy then
+      return pending(("NumPy %s here; the cases were made with NumPy %s"):format(version, cases.numpy))
+    end
+    local g = io.popen(PYTHON .. " " .. GENERATOR)
+    local text = g:read("a")
+    assert.is_true(g:close())
+    local f = assert(io.open(CASES_FILE, "rb"))
+    local committed = f:read("a")
+    f:close()
+    assert.are.equal(committed, text)
   end)
 end)

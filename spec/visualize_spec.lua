@@ -412,6 +412,16 @@ describe("visualize_sharding errors", function()
                      err.message)
   end)
 
+  it("reads opts flat: an unknown key, even one holding opts itself, is a TypeError", function()
+    local x = array({8}, named_sharding(mesh({"x"}, {8}), {"x"}))
+    local opts = {print = false}
+    opts.self = opts
+    local err = raised(visualize_sharding, x, opts)
+    assert.are.equal("TypeError", err.name)
+    assert.are.equal("visualize_sharding: unexpected option 'self' (expected print, quiet, color)",
+                     err.message)
+  end)
+
   it("passes on a dlrun error raised while reading the array", function()
     local deleted = setmetatable({}, {__index = function(_, k)
       error(errors.new("RuntimeError", "Array has been deleted with shape=float32[3]."))

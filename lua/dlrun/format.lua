@@ -31,34 +31,36 @@ edgeitems 3, precision 8; JAX's "Array(" prefix and ", dtype=...)" suffix):
   * 0-d: "Array(3., dtype=float32)". Zero-size: "Array([], dtype=...)"
     for shape (0,), "Array([], shape=(2, 0), dtype=...)" otherwise.
 
-  Elements (all elements of one array are right-aligned to a common width)
-  * bool: "True"/"False"; in arrays of ndim >= 1 True is padded to " True"
-    (NumPy always does this so that columns line up).
-  * integers: decimal; uint64 values above 2^63-1 arrive as floats and are
-    printed as whole numbers (2^64, the float uint64's maximum rounds to,
-    prints as 18446744073709551615).
-  * floats: every value is first rounded to its dtype (float16, bfloat16,
-    float32, float64). Scientific notation is used for the whole array if
-    its largest finite |x| >= 1e8 or its smallest non-zero finite |x| < 1e-4;
-    otherwise positional. (NumPy also switches when max/min > 1000; dlrun
-    does not, so e.g. [0.5, 2000.] stays positional.) Each value gets the
-    fewest digits (at most 8 after the point, in the mantissa for
-    scientific) that read back to the same value of its dtype (e.g. float16
-    0.1 prints "0.1", float32 pi prints "3.1415927"); values needing more
-    than 8 are rounded to 8 and trailing zeros dropped. Then all values are
-    padded with zeros to the largest digit count (like NumPy's
-    floatmode="maxprec_equal", but padding with zeros rather than further
-    exact digits), so "1.", "2.5" become "1.0", "2.5", and integral arrays
-    print as "1.", "-2.". Exponents have at least two digits, padded to a common
-    count: "1.e+20", "1.5e-05", "1.0e-05". Non-finite values print as
-    "nan", "inf", "-inf".
+  Elements (NumPy's formatters; all elements of one array line up)
+  * bool: "True"/"False"; in arrays of ndim >= 1 True is padded to " True".
+  * integers: decimal, right-aligned. uint64 values arrive as their raw
+    bits in a Lua integer (negative from 2^63 up) and print unsigned.
+  * floats (floatmode "maxprec"): every value is first rounded to its dtype
+    (float16, bfloat16, float32, float64). Scientific notation is used for
+    the whole array when, over its finite non-zero |x|, max >= 1e8, min <
+    1e-4 or max/min > 1000 (the ratio rounded to the dtype); otherwise
+    positional. Each value gets the shortest digits that read back to the
+    same value of its dtype (Dragon4's unique mode: float16 0.1 prints
+    "0.1", float32 pi "3.1415927"), with at most 8 digits after the point
+    (or in the mantissa's fraction), the exact value rounded to 8 when more
+    are needed. Positional values print their integer part in full (float16
+    8192 is "8192.", not "8190."), are aligned on the point and padded on
+    the right with spaces: "0.  ", "0.25". Scientific mantissas all get the
+    largest fraction length, shorter ones extended with their own further
+    digits (float32 0.3 as "3.0000001e-01"); exponents have at least two
+    digits, padded to a common count. nan, inf and -inf are right-aligned
+    to the full width. bfloat16, which NumPy lacks, follows the same rules
+    at its own precision.
   * complex: real and imaginary parts are formatted as two float columns
-    (the imaginary column always signed), joined as "1.+2.j", "0.-1.j",
-    "nan+infj".
+    (the imaginary one always signed), joined as "1.+2.j", "0.-1.j",
+    "nan+infj", the "j" placed before the imaginary column's padding.
 ]]
+
+local errors = require "dlrun.errors"
 
 local M = {}
 
+local MAX_NDIM = 32 -- DLRUN_MAX_NDIM
 local LINEWIDTH = 75
 local THRESHOLD = 1000
 local EDGEITEMS = 3
@@ -133,119 +135,204 @@ local function align(strs, minw)
   return strs
 end
 
-local function trim_zeros(s)
-  -- s looks like "-12.34000"; drop trailing zeros after the point.
-  return (s:gsub("(%.%d-)0+$", "%1"))
+-- The p-digit decimal nearest to x > 0: its digits and the decimal exponent
+-- of the first one.
+local function nearest_digits(x, p)
+  local m, e = fmt("%." .. (p - 1) .. "e", x):match("^(%d[.]?%d*)e([-+]%d+)$")
+  return (m:gsub("%.", "")), tonumber(e)
 end
 
-local function reads_back(s, x, round)
-  return round(tonumber(s) + 0.0) == x
+local function reads_back(digits, e, x, round)
+  return round(tonumber(digits .. "e" .. (e - #digits + 1)) + 0.0) == x
 end
 
--- Shortest positional form of x with at most PRECISION fraction digits.
--- Returns integer part (with sign) and fraction digits.
-local function positional_parts(x, round)
-  local s
-  for k = 0, PRECISION do
-    local t = fmt("%." .. k .. "f", x)
-    if reads_back(t, x, round) then s = t break end
+local function is_power_of_two(x)
+  local e = math.floor(math.log(x, 2))
+  return 2.0 ^ e == x or 2.0 ^ (e + 1) == x or 2.0 ^ (e - 1) == x
+end
+
+-- Shortest decimal form of a finite x > 0 that reads back to x in its dtype
+-- (`round`): the digits (no trailing zeros) and the decimal exponent of the
+-- first one, as NumPy's Dragon4 finds them in unique mode. Whether the
+-- nearest p-digit number reads back only gets truer as p grows, so p is
+-- found by bisection.
+local function shortest(x, round)
+  local lo, hi = 1, 17
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    local d, e = nearest_digits(x, mid)
+    if reads_back(d, e, x, round) then hi = mid else lo = mid + 1 end
   end
-  s = s or trim_zeros(fmt("%." .. PRECISION .. "f", x))
-  local ip, fp = s:match("^(-?%d+)%.?(%d*)$")
-  return ip, fp
-end
-
--- Shortest scientific form of x with at most PRECISION mantissa fraction
--- digits. Returns mantissa integer digit (with sign), fraction digits,
--- exponent sign and exponent digits.
-local function scientific_parts(x, round)
-  local s
-  for k = 0, PRECISION do
-    local t = fmt("%." .. k .. "e", x)
-    if reads_back(t, x, round) then s = t break end
-  end
-  if not s then
-    s = fmt("%." .. PRECISION .. "e", x)
-    local m, e = s:match("^(.-)(e.*)$")
-    s = trim_zeros(m) .. e
-  end
-  local ip, fp, es, ed = s:match("^(-?%d)%.?(%d*)e([-+])(%d+)$")
-  ed = ed:gsub("^0+(%d%d)", "%1")
-  return ip, fp, es, ed
-end
-
--- Format a column of float values (already plain Lua numbers) of the given
--- float dtype. `signed` forces a "+" on non-negative values (imaginary
--- parts). Returns a list of strings, right-aligned to a common width.
-local function format_floats(values, fdtype, signed)
-  local round = make_rounder(NARROW[fdtype])
-  local xs = {}
-  local maxabs, minnz = nil, nil
-  for i = 1, #values do
-    local x = round(values[i])
-    xs[i] = x
-    if x == x and x ~= huge and x ~= -huge then
-      local ax = math.abs(x)
-      if not maxabs or ax > maxabs then maxabs = ax end
-      if ax ~= 0 and (not minnz or ax < minnz) then minnz = ax end
+  local digits, e = nearest_digits(x, lo)
+  if is_power_of_two(x) then
+    -- Just above a power of two the values reading back to x reach half
+    -- as far below x as above it: the next p-digit number up from the
+    -- nearest may read back when the nearest does not.
+    for p = 1, lo - 1 do
+      local d, de = nearest_digits(x, p)
+      local up = tostring(math.tointeger(tonumber(d)) + 1)
+      if #up > p then up, de = up:sub(1, p), de + 1 end
+      if reads_back(up, de, x, round) then return (up:gsub("0+$", "")), de end
     end
   end
-  local sci = maxabs ~= nil and (maxabs >= 1e8 or (minnz ~= nil and minnz < 1e-4))
+  return digits, e
+end
 
-  local parts, fdigits, edigits = {}, 0, 2
+-- Split "d.ddde+XX" into integer digit, fraction digits, exponent.
+local function split_sci(s)
+  local ip, fp, ex = s:match("^(%d)%.?(%d*)e([-+]%d+)$")
+  return ip, fp, tonumber(ex)
+end
+
+-- Positional parts of a finite x (NumPy's dragon4_positional, unique,
+-- at most PRECISION fraction digits, trailing zeros trimmed): integer part
+-- with sign and fraction digits.
+local function positional_parts(x, round, plus)
+  local sign = (x < 0 or (x == 0 and 1 / x < 0)) and "-" or (plus and "+" or "")
+  local ax = math.abs(x)
+  local ip, fp
+  if ax == 0 then
+    ip, fp = "0", ""
+  else
+    local d, e = shortest(ax, round)
+    if #d - 1 - e > PRECISION then
+      -- too many digits: round the exact value to PRECISION places
+      ip, fp = fmt("%." .. PRECISION .. "f", ax):match("^(%d+)%.(%d*)$")
+      fp = fp:gsub("0+$", "")
+    elseif e >= #d - 1 then
+      -- the integer part is always printed in full, exactly
+      ip, fp = fmt("%.0f", ax), ""
+    elseif e >= 0 then
+      ip, fp = d:sub(1, e + 1), d:sub(e + 2)
+    else
+      ip, fp = "0", rep("0", -e - 1) .. d
+    end
+  end
+  return sign .. ip, fp
+end
+
+-- Scientific parts of a finite x (dragon4_scientific, unique, at most
+-- PRECISION fraction digits): mantissa integer digit with sign, fraction
+-- digits, exponent.
+local function scientific_parts(x, round, plus)
+  local sign = (x < 0 or (x == 0 and 1 / x < 0)) and "-" or (plus and "+" or "")
+  local ax = math.abs(x)
+  if ax == 0 then return sign .. "0", "", 0 end
+  local d, e = shortest(ax, round)
+  if #d - 1 > PRECISION then
+    local ip, fp, ex = split_sci(fmt("%." .. PRECISION .. "e", ax))
+    return sign .. ip, (fp:gsub("0+$", "")), ex
+  end
+  return sign .. d:sub(1, 1), d:sub(2), e
+end
+
+local function is_finite(x) return x == x and x ~= huge and x ~= -huge end
+
+-- Whether NumPy would print these dtype-rounded values in scientific
+-- notation: judged on the finite non-zero magnitudes; the ratio is computed
+-- in the dtype, as NumPy does (so it may round, or overflow to inf).
+local function wants_scientific(xs, round)
+  local maxv, minv
   for i = 1, #xs do
     local x = xs[i]
-    if x == x and x ~= huge and x ~= -huge then
-      local p
-      if sci then
-        local ip, fp, es, ed = scientific_parts(x, round)
-        p = { ip, fp, es, ed }
-        if #ed > edigits then edigits = #ed end
-      else
-        local ip, fp = positional_parts(x, round)
-        p = { ip, fp }
-      end
-      if #p[2] > fdigits then fdigits = #p[2] end
-      parts[i] = p
+    if is_finite(x) and x ~= 0 then
+      local ax = math.abs(x)
+      if not maxv or ax > maxv then maxv = ax end
+      if not minv or ax < minv then minv = ax end
     end
   end
+  if not maxv then return false end
+  return maxv >= 1e8 or minv < 1e-4 or round(maxv / minv) > 1000
+end
+
+-- Format a column of float values of the given float dtype as NumPy's
+-- FloatingFormat does (floatmode "maxprec"). `plus` forces a sign on
+-- non-negative values (imaginary parts). Returns equal-width strings.
+local function format_floats(values, fdtype, plus)
+  local round = make_rounder(NARROW[fdtype])
+  local xs = {}
+  for i = 1, #values do xs[i] = round(values[i] * 1.0) end
+  local sci = wants_scientific(xs, round)
+
+  -- first pass: each finite value's shortest parts, and the widths
+  local parts, pad_left, pad_right, exp_size, nfinite = {}, 0, 0, 0, 0
+  for i = 1, #xs do
+    local x = xs[i]
+    if is_finite(x) then
+      nfinite = nfinite + 1
+      local ip, fp, ex
+      if sci then
+        ip, fp, ex = scientific_parts(x, round, plus)
+        local n = #fmt("%02d", math.abs(ex))
+        if n > exp_size then exp_size = n end
+      else
+        ip, fp = positional_parts(x, round, plus)
+      end
+      parts[i] = { ip, fp, ex }
+      if #ip > pad_left then pad_left = #ip end
+      if #fp > pad_right then pad_right = #fp end
+    end
+  end
+
+  -- In scientific notation every mantissa gets the same number of fraction
+  -- digits: values with fewer are printed again, rounded from their exact
+  -- value (NumPy's min_digits), e.g. float32 0.3 as 3.0000001e-01.
+  local precision = pad_right
+  if sci then pad_right = exp_size + 2 + precision end
+
+  -- nan/inf are right-aligned to the full width, which they may widen
+  local any_neg_inf = false
+  for i = 1, #xs do if xs[i] == -huge then any_neg_inf = true end end
+  if nfinite < #xs then
+    local inflen = 3 + ((plus or any_neg_inf) and 1 or 0)
+    pad_left = math.max(pad_left, 3 - (pad_right + 1), inflen - (pad_right + 1))
+  end
+  local width = pad_left + pad_right + 1
 
   local out = {}
   for i = 1, #xs do
-    local x, p, s = xs[i], parts[i], nil
-    if p then
-      s = p[1] .. "." .. p[2] .. rep("0", fdigits - #p[2])
-      if sci then
-        s = s .. "e" .. p[3] .. rep("0", edigits - #p[4]) .. p[4]
+    local x, p = xs[i], parts[i]
+    local s
+    if p and sci then
+      local ip, fp, ex = p[1], p[2], p[3]
+      if #fp < precision then
+        local sign = ip:match("^[-+]?")
+        ip, fp, ex = split_sci(fmt("%." .. precision .. "e", math.abs(x)))
+        ip = sign .. ip
       end
-      if signed and s:sub(1, 1) ~= "-" then s = "+" .. s end
-    elseif x ~= x then
-      s = signed and "+nan" or "nan"
-    elseif x > 0 then
-      s = signed and "+inf" or "inf"
+      s = rjust(ip, pad_left) .. "." .. fp .. "e" .. (ex < 0 and "-" or "+")
+        .. fmt("%0" .. exp_size .. "d", math.abs(ex))
+    elseif p then
+      s = rjust(p[1], pad_left) .. "." .. p[2] .. rep(" ", pad_right - #p[2])
     else
-      s = "-inf"
+      if x ~= x then s = plus and "+nan" or "nan"
+      elseif x > 0 then s = plus and "+inf" or "inf"
+      else s = "-inf" end
+      s = rjust(s, width)
     end
     out[i] = s
   end
-  return align(out)
+  return out
 end
 
-local function format_ints(values)
+-- uint64 values arrive as integers holding the raw 64 bits (negative ones
+-- stand for 2^63 and above).
+local function unsigned_string(v)
+  if v >= 0 then return fmt("%d", v) end
+  local q = (v >> 1) // 5 -- v as unsigned, divided by 10
+  return fmt("%d%d", q, v - q * 10)
+end
+
+local function format_ints(values, dtype)
   local out = {}
   for i = 1, #values do
     local v = values[i]
-    if math.type(v) == "integer" then
-      out[i] = tostring(v)
-    elseif v ~= v then
-      out[i] = "nan"
-    elseif v == huge or v == -huge then
-      out[i] = v > 0 and "inf" or "-inf"
-    elseif v >= 18446744073709551615 then
-      -- 2^64 is what uint64's maximum becomes as a float
-      out[i] = "18446744073709551615"
+    if math.type(v) ~= "integer" then
+      out[i] = fmt("%.0f", v) -- a whole number handed over as a float
+    elseif dtype == "uint64" then
+      out[i] = unsigned_string(v)
     else
-      out[i] = fmt("%.0f", v)
+      out[i] = fmt("%d", v)
     end
   end
   return align(out)
@@ -272,7 +359,11 @@ local function format_complex(values, fdtype)
   re = format_floats(re, fdtype, false)
   im = format_floats(im, fdtype, true)
   local out = {}
-  for i = 1, #values do out[i] = re[i] .. im[i] .. "j" end
+  for i = 1, #values do
+    -- the "j" goes before the imaginary column's right padding
+    local body, pad = im[i]:match("^(.-)( *)$")
+    out[i] = re[i] .. body .. "j" .. pad
+  end
   return out
 end
 
@@ -285,7 +376,7 @@ end
 -- Format a list of element values of `dtype`; returns strings of equal width.
 local function format_values(values, dtype, ndim)
   if dtype == "bool" then return format_bools(values, ndim) end
-  if INT_DTYPES[dtype] then return format_ints(values) end
+  if INT_DTYPES[dtype] then return format_ints(values, dtype) end
   if FLOAT_DTYPES[dtype] then return format_floats(values, dtype, false) end
   if COMPLEX_PART[dtype] then return format_complex(values, COMPLEX_PART[dtype]) end
   return format_generic(values)
@@ -389,6 +480,11 @@ end
 function M.repr(a)
   local shape, dtype = a.shape, tostring(a.dtype)
   local ndim = #shape
+  -- The layout recurses once per dimension; arrays have at most MAX_NDIM.
+  if ndim > MAX_NDIM then
+    errors.raise("ValueError", "repr: shape has %d dimensions, at most %d are supported",
+      ndim, MAX_NDIM)
+  end
   local size = a.size
   if size == nil then
     size = 1

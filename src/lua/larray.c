@@ -252,7 +252,7 @@ static int l_item(lua_State *L) {
 }
 
 /* _elements(first, count): `count` elements from 1-based flat index `first`
- * (used by the printer to fetch only what it shows). */
+ * (used by the printer to fetch only what it shows; uint64 as raw bits). */
 static int l_elements(lua_State *L) {
   dlrun_array *a = check_live(L, "_elements", 3);
   lua_Integer first = luaL_checkinteger(L, 2), count = luaL_checkinteger(L, 3);
@@ -264,6 +264,18 @@ static int l_elements(lua_State *L) {
   size_t esize = dlrun_dtype_get(dt)->size;
   unsigned char *host = lua_newuserdatauv(L, (size_t)count * esize, 0);
   dlrun_lua_check(L, dlrun_array_read(a, (uint64_t)(first - 1) * esize, (uint64_t)count * esize, host));
+  if (dt == DLRUN_UINT64) {
+    /* The raw bits as integers (2^63 and up come out negative): the printer
+     * reads them as unsigned, exactly, where a float would round. */
+    lua_createtable(L, count < (1 << 26) ? (int)count : 0, 0);
+    for (lua_Integer i = 0; i < count; i++) {
+      int64_t v;
+      memcpy(&v, host + i * 8, 8);
+      lua_pushinteger(L, (lua_Integer)v);
+      lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+  }
   int64_t dims[1] = {count};
   dlrun_lua_push_nested(L, dt, 1, dims, host);
   return 1;
