@@ -580,7 +580,8 @@ describe(CASES_FILE, function()
       return pending(PYTHON .. " with NumPy is missing (scripts/deps.sh installs python3-numpy)")
     end
     if version ~= cases.numpy then
-      return pending(("NumPy %s here; the cases were made with NumPy %s"):format(version, cases.numpy))
+      return pending(("NumPy %s here; the cases were made with NumPy %s")
+        :format(version, cases.numpy))
     end
     local g = io.popen(PYTHON .. " " .. GENERATOR)
     local text = g:read("a")
