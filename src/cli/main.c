@@ -121,10 +121,8 @@ static int usage_error(const char *fmt, const char *what) {
 
 /* A failed dlrun call: "dlrun: ValueError: <message>", exit status 1. */
 static int status_error(dlrun_status status) {
-  cli_progress_write_begin();
   fprintf(stderr, PROGNAME ": %s: %s\n", dlrun_status_name(status),
           dlrun_last_error());
-  cli_progress_write_end(1);
   return EXIT_FAILURE;
 }
 
@@ -337,10 +335,8 @@ static int call_chunk(lua_State *L, int nargs, int nresults) {
 static int report(lua_State *L, int status, int use_meta) {
   if (status == LUA_OK) return 1;
   const char *text = push_error_text(L, -1, use_meta);
-  cli_progress_write_begin();
   fprintf(stderr, PROGNAME ": %s\n", text);
   fflush(stderr);
-  cli_progress_write_end(1);
   lua_pop(L, 2);
   return 0;
 }
@@ -495,7 +491,6 @@ static int protected_main(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   }
   luaL_openlibs(L);
-  cli_progress_guard_output(L);
   if (o->stats) wrap_exit(L);
   register_core(L);
   prepend_lua_dir(L);

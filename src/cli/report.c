@@ -1,15 +1,15 @@
 #include "report.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dlrun/dlrun.h"
 #include "dlrun/trace.h"
-
-#include <lauxlib.h>
-#include <lualib.h>
 
 static const char *human(unsigned long long bytes, char *buf, size_t n) {
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -61,26 +61,51 @@ void cli_print_stats(FILE *out) {
   dlrun_runtime_release(rt);
 }
 
-/* ---- progress ---- */
+/* ---- progress ----
+ *
+ * The line is drawn on the terminal by a thread, straight to the file
+ * descriptor. While it runs, stdout (when a terminal) and stderr are
+ * replaced by streams that erase the line before anything reaches the
+ * terminal, so whatever the script (print, io.write, file:write, warnings)
+ * or dlrun itself writes starts on a clean line. The line is drawn only
+ * while the cursor is at the start of a line, so it never overwrites a
+ * partial line either. */
 
 static pthread_t progress_thread;
 static bool progress_running;
 static pthread_mutex_t progress_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t progress_cv = PTHREAD_COND_INITIALIZER;
 static bool progress_stop;
-/* Shared with the writers below, under progress_mu: */
-static bool shown;            /* the progress line is on the terminal */
-static int writers;           /* writes to the terminal under way */
-static bool line_start = true; /* the terminal's cursor is at the start of a line */
+/* Under progress_mu: */
+static bool shown;             /* the progress line is on the terminal */
+static bool line_start = true; /* the cursor is at the start of a line */
+
+static void put_all(int fd, const char *buf, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, buf, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    buf += w;
+    n -= (size_t)w;
+  }
+}
 
 static void erase_locked(void) {
-  if (shown) fputs("\r\033[K", stderr);
+  if (shown) put_all(STDERR_FILENO, "\r\033[K", 4);
   shown = false;
 }
 
+static void draw_locked(uint64_t moved, uint64_t total) {
+  char a[32], b[32], line[128];
+  int n = snprintf(line, sizeof line, "\rdlrun: moving data: %s of %s (%d%%)\033[K",
+                   human(moved, a, sizeof a), human(total, b, sizeof b),
+                   total ? (int)(100.0 * (double)moved / (double)total) : 0);
+  if (n > 0) put_all(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+  shown = true;
+}
+
 /* Poll every 200 ms; show a line once data has been in flight for a second,
- * and clear it when the transfers are done. The line is drawn only at the
- * start of a terminal line, so it never overwrites what a script wrote. */
+ * and erase it when the transfers are done. */
 static void *progress_main(void *arg) {
   (void)arg;
   double pending_since = -1;
@@ -95,14 +120,16 @@ static void *progress_main(void *arg) {
       until.tv_nsec -= 1000000000;
     }
     pthread_cond_timedwait(&progress_cv, &progress_mu, &until);
+    if (progress_stop) break;
+    pthread_mutex_unlock(&progress_mu); /* writers need not wait for the poll */
+    uint64_t queued = 0, done = 0;
     dlrun_runtime *rt = dlrun_default_runtime_if_started();
-    if (!rt) continue;
-    uint64_t queued, done;
-    dlrun_transfer_progress(rt, &queued, &done);
+    if (rt) dlrun_transfer_progress(rt, &queued, &done);
     dlrun_runtime_release(rt);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double t = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+    pthread_mutex_lock(&progress_mu);
     if (done >= queued) {
       erase_locked();
       pending_since = -1;
@@ -110,22 +137,45 @@ static void *progress_main(void *arg) {
       continue;
     }
     if (pending_since < 0) pending_since = t;
-    if (t - pending_since < 1.0 || writers || !line_start) continue;
-    char a[32], b[32];
-    uint64_t total = queued - base, moved = done - base;
-    fprintf(stderr, "\rdlrun: moving data: %s of %s (%d%%)\033[K", human(moved, a, sizeof a),
-            human(total, b, sizeof b), total ? (int)(100.0 * (double)moved / (double)total) : 0);
-    shown = true;
+    if (t - pending_since >= 1.0 && line_start) draw_locked(done - base, queued - base);
   }
   erase_locked();
   pthread_mutex_unlock(&progress_mu);
   return NULL;
 }
 
+/* The write function of the replacement streams: erase the line, then write
+ * to the descriptor given as the cookie. */
+static ssize_t terminal_write(void *cookie, const char *buf, size_t n) {
+  if (n == 0) return 0;
+  pthread_mutex_lock(&progress_mu);
+  erase_locked();
+  put_all((int)(intptr_t)cookie, buf, n);
+  line_start = buf[n - 1] == '\n';
+  pthread_mutex_unlock(&progress_mu);
+  return (ssize_t)n;
+}
+
+/* A stream writing to `fd` through terminal_write, buffered as `mode`; the
+ * old stream is flushed first. `old` when none can be made. */
+static FILE *terminal_stream(FILE *old, int fd, int mode) {
+  cookie_io_functions_t io = {.write = terminal_write};
+  FILE *f = fopencookie((void *)(intptr_t)fd, "w", io);
+  if (!f) return old;
+  fflush(old);
+  setvbuf(f, NULL, mode, mode == _IONBF ? 0 : BUFSIZ);
+  return f;
+}
+
 void cli_progress_start(void) {
   if (!isatty(STDERR_FILENO)) return;
   progress_stop = false;
   progress_running = pthread_create(&progress_thread, NULL, progress_main, NULL) == 0;
+  if (!progress_running) return;
+  /* Before Lua opens its io library, which keeps these streams. They stay
+   * for good: exit flushes them. */
+  if (isatty(STDOUT_FILENO)) stdout = terminal_stream(stdout, STDOUT_FILENO, _IOLBF);
+  stderr = terminal_stream(stderr, STDERR_FILENO, _IONBF);
 }
 
 void cli_progress_stop(void) {
@@ -136,103 +186,6 @@ void cli_progress_stop(void) {
   pthread_mutex_unlock(&progress_mu);
   pthread_join(progress_thread, NULL);
   progress_running = false;
-}
-
-void cli_progress_write_begin(void) {
-  pthread_mutex_lock(&progress_mu);
-  erase_locked();
-  writers++;
-  pthread_mutex_unlock(&progress_mu);
-}
-
-void cli_progress_write_end(int ends_line) {
-  pthread_mutex_lock(&progress_mu);
-  writers--;
-  if (ends_line >= 0) line_start = ends_line;
-  pthread_mutex_unlock(&progress_mu);
-}
-
-/* ---- script output on the terminal ---- */
-
-/* What a guarded function writes to. */
-enum { TO_STDOUT, TO_DEFAULT_OUTPUT, TO_SELF };
-
-static bool stdout_tty, stderr_tty;
-
-/* The FILE a guarded call writes to, when it is the terminal; else NULL. */
-static FILE *terminal_target(lua_State *L, int target) {
-  FILE *f = stdout;
-  if (target != TO_STDOUT) {
-    if (target == TO_DEFAULT_OUTPUT) /* io.output(); liolib keeps it under this key */
-      lua_getfield(L, LUA_REGISTRYINDEX, "_IO_output");
-    else
-      lua_pushvalue(L, 1);
-    luaL_Stream *s = luaL_testudata(L, -1, LUA_FILEHANDLE);
-    f = s && s->closef ? s->f : NULL;
-    lua_pop(L, 1);
-  }
-  if (f == stdout && stdout_tty) return f;
-  if (f == stderr && stderr_tty) return f;
-  return NULL;
-}
-
-/* Whether a write of the arguments from `first` on ends a line: 1, 0, or -1
- * when it writes nothing. */
-static int ends_line(lua_State *L, int first) {
-  for (int i = lua_gettop(L); i >= first; i--) {
-    size_t n = 0;
-    if (lua_type(L, i) == LUA_TNUMBER) return 0;
-    const char *s = lua_type(L, i) == LUA_TSTRING ? lua_tolstring(L, i, &n) : NULL;
-    if (n) return s[n - 1] == '\n';
-  }
-  return -1;
-}
-
-/* print, io.write or file:write (upvalue 1) writing to the terminal: erase
- * the progress line first and hold it back until the write is done. */
-static int guarded_write(lua_State *L) {
-  int target = (int)lua_tointeger(L, lua_upvalueindex(2));
-  int n = lua_gettop(L);
-  bool guard = terminal_target(L, target) != NULL;
-  int end = target == TO_STDOUT ? 1 : ends_line(L, target == TO_SELF ? 2 : 1);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  if (!guard) {
-    lua_call(L, n, LUA_MULTRET);
-    return lua_gettop(L);
-  }
-  cli_progress_write_begin();
-  int status = lua_pcall(L, n, LUA_MULTRET, 0); /* not to leave the line held back */
-  cli_progress_write_end(status == LUA_OK ? end : -1);
-  if (status != LUA_OK) return lua_error(L);
-  return lua_gettop(L);
-}
-
-/* Replace t[name] (t at the top of the stack) by its guarded version. */
-static void guard_field(lua_State *L, const char *name, int target) {
-  lua_getfield(L, -1, name);
-  if (!lua_isfunction(L, -1)) {
-    lua_pop(L, 1);
-    return;
-  }
-  lua_pushinteger(L, target);
-  lua_pushcclosure(L, guarded_write, 2);
-  lua_setfield(L, -2, name);
-}
-
-void cli_progress_guard_output(lua_State *L) {
-  if (!progress_running) return;
-  stdout_tty = isatty(STDOUT_FILENO);
-  stderr_tty = isatty(STDERR_FILENO);
-  lua_pushglobaltable(L);
-  guard_field(L, "print", TO_STDOUT);
-  lua_pop(L, 1);
-  if (lua_getglobal(L, "io") == LUA_TTABLE) guard_field(L, "write", TO_DEFAULT_OUTPUT);
-  lua_pop(L, 1);
-  if (luaL_getmetatable(L, LUA_FILEHANDLE) == LUA_TTABLE &&
-      lua_getfield(L, -1, "__index") == LUA_TTABLE)
-    guard_field(L, "write", TO_SELF);
-  lua_pop(L, 2);
 }
 
 /* ---- where a script raised ---- */
