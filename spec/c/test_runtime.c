@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "core/trace_impl.h"
 #include "device/device_impl.h"
 #include "dlrun/dlrun.h"
 
@@ -400,6 +402,62 @@ static void test_config(void) {
   }
 }
 
+/* ---- tracing: streamed to the file named at start ---- */
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return buf;
+}
+
+static void test_trace(void) {
+  TEST("a trace streams to the file named at start and is finished by stop") {
+    char path[] = "/tmp/dlrun_test_trace_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    close(fd);
+    CHECK(dlrun_trace_start(path) == DLRUN_OK, "start: %s", dlrun_last_error());
+    CHECK(dlrun_trace_start(path) == DLRUN_ERR_RUNTIME, "second start accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "tracing is already on (writing \"");
+    for (int i = 0; i < 3; i++)
+      dlrun_trace_event("SimDevice(id=0)", "memory", "alloc", dlrun_trace_now(),
+                        "\"bytes\": %d", i);
+    CHECK(dlrun_trace_stop() == DLRUN_OK, "stop: %s", dlrun_last_error());
+    const char *text = slurp(path);
+    CHECK(text != NULL, "no file");
+    if (text) {
+      const char *head = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+      CHECK(strncmp(text, head, strlen(head)) == 0, "%s", text);
+      CHECK_STR_CONTAINS(text, "\"tid\": 1, \"args\": {\"name\": \"SimDevice(id=0)\"}}");
+      CHECK_STR_CONTAINS(text, "\"name\": \"alloc\", \"pid\": 1, \"tid\": 1,");
+      CHECK_STR_CONTAINS(text, "\"args\": {\"bytes\": 2}}\n]}\n");
+      size_t len = strlen(text);
+      CHECK(len > 4 && strcmp(text + len - 4, "\n]}\n") == 0, "ends %s", text);
+    }
+    CHECK(dlrun_trace_stop() == DLRUN_ERR_RUNTIME, "second stop accepted");
+    CHECK(strcmp(dlrun_last_error(), "dlrun_trace_stop: tracing is not on") == 0, "%s",
+          dlrun_last_error());
+    /* events after stop go nowhere, and a new trace starts empty */
+    dlrun_trace_event(NULL, "memory", "free", 0, NULL);
+    CHECK(dlrun_trace_start(path) == DLRUN_OK && dlrun_trace_stop() == DLRUN_OK, "restart");
+    text = slurp(path);
+    CHECK(text && !strstr(text, "\"name\": \"alloc\"") && !strstr(text, "\"name\": \"free\""),
+          "%s", text ? text : "(none)");
+    remove(path);
+  }
+  TEST("an unwritable trace path fails at start, naming it and why") {
+    CHECK(dlrun_trace_start("/nonexistent-dir/t.json") == DLRUN_ERR_RUNTIME, "accepted");
+    CHECK(strcmp(dlrun_last_error(), "cannot write the trace file \"/nonexistent-dir/t.json\": "
+                                     "No such file or directory") == 0,
+          "%s", dlrun_last_error());
+    CHECK(dlrun_trace_stop() == DLRUN_ERR_RUNTIME, "tracing is on");
+  }
+}
+
 static void test_default_runtime(void) {
   TEST("the default runtime is configured before first use only") {
     CHECK(dlrun_default_configure("sim:2", 1 << 20) == DLRUN_OK, "configure");
@@ -422,6 +480,7 @@ int main(void) {
   test_streams();
   test_arrays();
   test_config();
+  test_trace();
   test_default_runtime();
   return check_summary("runtime");
 }

@@ -2,7 +2,10 @@
  * manner of TensorFlow's BFC allocator.
  *
  * The range (`capacity` bytes) is obtained lazily, on the first allocation,
- * with mmap(MAP_NORESERVE), so a pool costs no memory until used. Blocks are
+ * with mmap(MAP_NORESERVE), so a pool costs no memory until used. Nothing is
+ * committed either: filling pools beyond host RAM meets the kernel's OOM
+ * killer, not an error, which is why the runtime's default capacities of all
+ * pools together fit in host RAM (device/runtime.c). Blocks are
  * 256-byte aligned and sized in multiples of 256. Chunk metadata lives in host
  * memory outside the range (device memory need not be host-addressable).
  * All functions are thread-safe (one mutex per pool). */
