@@ -80,7 +80,7 @@ static void check_spec(const char *spec, const char *size_text) {
   dlrun_config cfg = {.devices = spec, .device_memory = memory};
   dlrun_runtime *r = NULL;
   st = dlrun_runtime_create(&cfg, &r);
-  if (memory && memory < DLRUN_POOL_ALIGN) { /* too small for one pool unit */
+  if (memory && memory < DLRUN_DEVICE_MEMORY_MIN) { /* below the smallest device memory */
     FUZZ_CHECK(st == DLRUN_ERR_VALUE, "runtime_create accepted %llu bytes of device memory",
                (unsigned long long)memory);
     FUZZ_CHECK_FAILED_WITH_MESSAGE(st);
