@@ -140,7 +140,39 @@ static int matches(const expect *e, DLDataType t, value v, int64_t i, char *got,
 /* Check every element of t in row-major order. Returns the number checked;
  * fills c->wrong and c->first_wrong. Sets *why (and returns -1) when the
  * tensor cannot be read here. */
-static int64_t check_tensor(const DLTensor *t, const expect *e, consumed *c, const char **why) {
+/* The bytes of t's elements where this host can read them: host memory as
+ * it is; a sim device's memory, which the host cannot read (as a GPU's),
+ * copied out through the runtime's driver call (as cudaMemcpy would).
+ * Returns the base to index from, or NULL with *why; *copy is to be freed. */
+static const char *readable_base(dlrun_runtime *rt, const DLTensor *t, size_t itemsize,
+                                 void **copy, const char **why) {
+  const char *base = (const char *)t->data + t->byte_offset;
+  *copy = NULL;
+  if (t->device.device_type == kDLCPU) return base;
+  int64_t span = 1; /* elements from the first to the last (strides are >= 0 here) */
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->strides && t->strides[d] < 0) {
+      *why = "negative strides on a device tensor";
+      return NULL;
+    }
+    int64_t compact = 1;
+    for (int k = d + 1; k < t->ndim; k++) compact *= t->shape[k];
+    span += (t->shape[d] - 1) * (t->strides ? t->strides[d] : compact);
+  }
+  dlrun_device *dev = dlrun_device_get(rt, "sim", (size_t)t->device.device_id);
+  *copy = malloc((size_t)span * itemsize);
+  if (!dev || !*copy ||
+      dlrun_device_copy_to_host(dev, DLRUN_MEM_DEVICE, base, (uint64_t)span * itemsize, *copy)) {
+    *why = "cannot copy the device tensor to the host";
+    free(*copy);
+    *copy = NULL;
+    return NULL;
+  }
+  return *copy;
+}
+
+static int64_t check_tensor(dlrun_runtime *rt, const DLTensor *t, const expect *e, consumed *c,
+                            const char **why) {
   if (t->device.device_type != kDLCPU && t->device.device_type != kDLExtDev) {
     *why = "the tensor is on a device this host cannot read (expected kDLCPU or a sim device)";
     return -1;
@@ -162,7 +194,12 @@ static int64_t check_tensor(const DLTensor *t, const expect *e, consumed *c, con
     *why = "out of host memory";
     return -1;
   }
-  const char *base = (const char *)t->data + t->byte_offset;
+  void *copy;
+  const char *base = readable_base(rt, t, itemsize, &copy, why);
+  if (!base) {
+    free(idx);
+    return -1;
+  }
   for (int64_t i = 0; i < n; i++) {
     /* Offset of the element at idx, in elements: the strides when given,
      * else compact row-major. */
@@ -184,6 +221,7 @@ static int64_t check_tensor(const DLTensor *t, const expect *e, consumed *c, con
     }
   }
   free(idx);
+  free(copy);
   return n;
 }
 
@@ -226,7 +264,8 @@ static int l_consume(lua_State *L) {
     why = "unknown DLPack major version";
     checked = -1;
   } else {
-    checked = check_tensor(versioned ? &versioned->dl_tensor : &legacy->dl_tensor, &e, c, &why);
+    checked = check_tensor(h->rt, versioned ? &versioned->dl_tensor : &legacy->dl_tensor, &e, c,
+                           &why);
   }
 
   int64_t before = dlrun_live_exports(h->rt);

@@ -60,6 +60,21 @@ DLRUN_API dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory
 /* Wait until all work queued on the device so far has finished. */
 DLRUN_API void dlrun_device_synchronize(dlrun_device *dev);
 
+/* The driver's copies, as a consumer of a device export uses them (as a
+ * CUDA consumer uses cudaMemcpy): copy `nbytes` between host memory and the
+ * device address `device_data` of dev's `kind` memory (the data pointer of
+ * an export of it, for instance). Device memory of a sim device is not
+ * host-readable by default (DLRUN_SIM_MEMORY), so this is the way to read
+ * it. Synchronous; the caller orders it after the producer's work (for
+ * dlrun's own exports, the export's stream rules do). An address range
+ * outside that memory is DLRUN_ERR_VALUE. The host memory is the caller's. */
+DLRUN_API dlrun_status dlrun_device_copy_to_host(dlrun_device *dev, dlrun_memory_kind kind,
+                                                 const void *device_data, uint64_t nbytes,
+                                                 void *host);
+DLRUN_API dlrun_status dlrun_device_copy_from_host(dlrun_device *dev, dlrun_memory_kind kind,
+                                                   void *device_data, const void *host,
+                                                   uint64_t nbytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -150,8 +150,6 @@ static void naive_box(size_t esize, int ndim, const int64_t *lo, const int64_t *
   }
 }
 
-static void host_copy(void *d, const void *s, size_t n) { memcpy(d, s, n); }
-
 static void test_box_copy(void) {
   TEST("box copy equals an element-by-element copy (random boxes)") {
     srand(11);
@@ -183,7 +181,7 @@ static void test_box_copy(void) {
       int64_t dstr[4], sstr[4];
       dlrun_row_major_strides(ndim, dshape, dstr);
       dlrun_row_major_strides(ndim, sshape, sstr);
-      dlrun_copy_box(esize, ndim, lo, hi, a, dlo, dstr, src, slo, sstr, host_copy);
+      dlrun_host_copy_box(esize, ndim, lo, hi, a, dlo, dstr, src, slo, sstr);
       naive_box(esize, ndim, lo, hi, b, dlo, dshape, src, slo, sshape);
       ok = memcmp(a, b, (size_t)dvol) == 0;
       if (!ok) printf("  trial %d ndim %d differs\n", trial, ndim);

@@ -33,8 +33,9 @@ dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, 
   for (size_t i = 0; i < a->nshards && a->shard_nbytes; i++) {
     dlrun_buffer *b = a->bufs[i];
     dlrun_sharding_shard_index(sharding, i, ndim, dims, lo, hi);
-    dlrun_copy_box(esize, ndim, lo, hi, b->data, lo, shard_strides, data, zero_origin, host_strides,
-                   b->dev->platform->copy);
+    dlrun_box_end dst = dlrun_buffer_end(b, lo, shard_strides);
+    dlrun_box_end src = dlrun_host_end(data, zero_origin, host_strides);
+    dlrun_copy_box(esize, ndim, lo, hi, &dst, &src);
   }
   *out = a;
   return DLRUN_OK;
@@ -53,37 +54,29 @@ static dlrun_status queue_on_buffer(dlrun_buffer *buf, dlrun_task_fn fn, void *c
   return st;
 }
 
-/* ---- fill with one repeated element ---- */
+/* ---- device-side fills ---- */
 
 typedef struct fill_task {
   dlrun_buffer *buf;
-  size_t esize;
-  unsigned char pattern[16];
+  dlrun_fill fill;
 } fill_task;
 
-/* Write the pattern once, then double the filled prefix with memcpy. */
 static void run_fill(void *ctx) {
   fill_task *t = ctx;
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-  unsigned char *p = t->buf->data;
-  uint64_t n = t->buf->nbytes;
-  bool zero = true;
-  for (size_t i = 0; i < t->esize; i++) zero &= t->pattern[i] == 0;
-  if (zero) {
-    memset(p, 0, n);
-  } else {
-    memcpy(p, t->pattern, t->esize);
-    uint64_t done = t->esize;
-    while (done < n) {
-      uint64_t chunk = done < n - done ? done : n - done;
-      memcpy(p + done, p, chunk);
-      done += chunk;
-    }
-  }
-  dlrun_trace_event(t->buf->dev->name, "compute", "fill", start, "\"bytes\": %llu",
-                    (unsigned long long)n);
+  dlrun_buffer_fill(t->buf, &t->fill);
+  dlrun_trace_event(t->buf->dev->name, "compute", t->fill.sequence ? "arange" : "fill", start,
+                    "\"bytes\": %llu", (unsigned long long)t->buf->nbytes);
   dlrun_buffer_release(t->buf);
   dlrun_free(t);
+}
+
+/* Queue the fill of buffer b on its device. */
+static dlrun_status queue_fill(dlrun_buffer *b, const dlrun_fill *f) {
+  fill_task *t = dlrun_malloc(sizeof *t);
+  if (!t) return dlrun_fail_oom_host(sizeof *t);
+  *t = (fill_task){.buf = b, .fill = *f};
+  return queue_on_buffer(b, run_fill, t);
 }
 
 dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
@@ -97,16 +90,9 @@ dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int n
   dlrun_status st = dlrun_dtype_store(dtype, pattern, value);
   dlrun_array *a = NULL;
   if (!st) st = dlrun_array_alloc(sharding, dtype, ndim, dims, &a);
-  for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++) {
-    fill_task *t = dlrun_malloc(sizeof *t);
-    if (!t) {
-      st = dlrun_fail_oom_host(sizeof *t);
-      break;
-    }
-    *t = (fill_task){.buf = a->bufs[i], .esize = info->size};
-    memcpy(t->pattern, pattern, info->size);
-    st = queue_on_buffer(t->buf, run_fill, t);
-  }
+  dlrun_fill f = {.esize = info->size};
+  memcpy(f.pattern, pattern, info->size);
+  for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++) st = queue_fill(a->bufs[i], &f);
   if (st) {
     dlrun_array_release(a);
     return st;
@@ -116,38 +102,6 @@ dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int n
 }
 
 /* ---- arange ---- */
-
-typedef struct arange_params {
-  dlrun_dtype dtype;
-  size_t esize;
-  bool integral; /* exact int64 arithmetic */
-  dlrun_scalar start, step;
-} arange_params;
-
-typedef struct arange_task {
-  dlrun_buffer *buf;
-  arange_params p;
-  int64_t first, n; /* this shard: values first .. first+n-1 */
-} arange_task;
-
-static dlrun_scalar arange_value(const arange_params *p, int64_t i) {
-  if (p->integral) return (dlrun_scalar){.kind = DLRUN_SCALAR_INT, .i = p->start.i + i * p->step.i};
-  return (dlrun_scalar){.kind = DLRUN_SCALAR_FLOAT, .re = p->start.re + (double)i * p->step.re};
-}
-
-static void run_arange(void *ctx) {
-  arange_task *t = ctx;
-  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-  unsigned char *out = t->buf->data;
-  for (int64_t i = 0; i < t->n; i++) {
-    dlrun_scalar v = arange_value(&t->p, t->first + i);
-    dlrun_dtype_store(t->p.dtype, out + (size_t)i * t->p.esize, &v); /* validated up front */
-  }
-  dlrun_trace_event(t->buf->dev->name, "compute", "arange", start, "\"elements\": %lld",
-                    (long long)t->n);
-  dlrun_buffer_release(t->buf);
-  dlrun_free(t);
-}
 
 static double scalar_as_double(const dlrun_scalar *s) {
   switch (s->kind) {
@@ -167,7 +121,7 @@ static int64_t scalar_as_int(const dlrun_scalar *s) {
 
 /* Fill start/step so that every value can be computed without overflow and
  * stored without error: endpoints checked, the sequence being monotonic. */
-static dlrun_status prepare_arange(arange_params *p, const dlrun_scalar *start,
+static dlrun_status prepare_arange(dlrun_fill *p, const dlrun_scalar *start,
                                    const dlrun_scalar *step, int64_t n) {
   const dlrun_dtype_info *info = dlrun_dtype_get(p->dtype);
   if (start->kind == DLRUN_SCALAR_COMPLEX || step->kind == DLRUN_SCALAR_COMPLEX)
@@ -196,7 +150,7 @@ static dlrun_status prepare_arange(arange_params *p, const dlrun_scalar *start,
   }
   if (n <= 0) return DLRUN_OK;
   unsigned char scratch[16];
-  dlrun_scalar first = arange_value(p, 0), last = arange_value(p, n - 1);
+  dlrun_scalar first = dlrun_fill_value(p, 0), last = dlrun_fill_value(p, n - 1);
   dlrun_status st = dlrun_dtype_store(p->dtype, scratch, &first);
   if (!st) st = dlrun_dtype_store(p->dtype, scratch, &last);
   if (st) return dlrun_fail_prefix(st, "arange: ");
@@ -213,20 +167,15 @@ dlrun_status dlrun_array_arange(dlrun_sharding *sharding, dlrun_dtype dtype,
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   if (!info) return dlrun_fail(DLRUN_ERR_VALUE, "invalid dtype %d", (int)dtype);
   if (n < 0) return dlrun_fail(DLRUN_ERR_VALUE, "arange length %lld is negative", (long long)n);
-  arange_params p = {.dtype = dtype, .esize = info->size};
+  dlrun_fill p = {.sequence = true, .dtype = dtype, .esize = info->size};
   dlrun_status st = prepare_arange(&p, start, step, n);
   dlrun_array *a = NULL;
   if (!st) st = dlrun_array_alloc(sharding, dtype, 1, &n, &a);
   int64_t lo, hi;
   for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++) {
-    arange_task *t = dlrun_malloc(sizeof *t);
-    if (!t) {
-      st = dlrun_fail_oom_host(sizeof *t);
-      break;
-    }
     dlrun_sharding_shard_index(sharding, i, 1, &n, &lo, &hi);
-    *t = (arange_task){.buf = a->bufs[i], .p = p, .first = lo, .n = hi - lo};
-    st = queue_on_buffer(t->buf, run_arange, t);
+    p.first = lo;
+    st = queue_fill(a->bufs[i], &p);
   }
   if (st) {
     dlrun_array_release(a);

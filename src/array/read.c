@@ -28,8 +28,9 @@ static int read_piece(void *p, const int64_t *lo, const int64_t *hi, const size_
   dlrun_sharding_shard_index(c->a->sharding, i, c->a->ndim, c->a->dims, c->shard_lo, c->shard_hi);
   int64_t scratch[DLRUN_MAX_NDIM];
   const int64_t *strides = dlrun_buffer_layout(b, c->a->ndim, c->a->shard_dims, scratch);
-  dlrun_copy_box(c->esize, c->a->ndim, lo, hi, c->dst, c->box_lo, c->box_strides, b->data,
-                 c->shard_lo, strides, b->dev->platform->copy);
+  dlrun_box_end dst = dlrun_host_end(c->dst, c->box_lo, c->box_strides);
+  dlrun_box_end src = dlrun_buffer_end(b, c->shard_lo, strides);
+  dlrun_copy_box(c->esize, c->a->ndim, lo, hi, &dst, &src);
   return 0;
 }
 

@@ -78,8 +78,9 @@ static void copy_one_unit(void *ctx, size_t i) {
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   int64_t scratch[DLRUN_MAX_NDIM];
   const int64_t *src_strides = dlrun_buffer_layout(p->src, t->ndim, t->src_shape, scratch);
-  dlrun_copy_box(t->esize, t->ndim, lo, hi, t->dst->data, t->dst_lo, t->dst_strides,
-                 p->src->data, p->src_lo, src_strides, dst->platform->copy);
+  dlrun_box_end to = dlrun_buffer_end(t->dst, t->dst_lo, t->dst_strides);
+  dlrun_box_end from = dlrun_buffer_end(p->src, p->src_lo, src_strides);
+  dlrun_copy_box(t->esize, t->ndim, lo, hi, &to, &from);
   uint64_t bytes = t->esize;
   for (int d = 0; d < t->ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
   atomic_fetch_add(&dst->rt->bytes_done, bytes);

@@ -4,23 +4,50 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "dlrun/device.h"
 #include "device/stream.h"
 #include "mem/pool.h"
 
-/* What differs between device kinds. Slots are required unless marked
- * optional. */
+typedef struct dlrun_box_end dlrun_box_end;
+typedef struct dlrun_fill dlrun_fill;
+
+/* What differs between device kinds: one vtable per platform, and the only
+ * code that touches device bytes (device/buffer.h says how it is called).
+ * Slots are required unless marked optional. */
 typedef struct dlrun_platform {
   const char *name;        /* spec and API name: "sim" */
   const char *class_name;  /* for tostring: "SimDevice" */
-  int dl_device_type;      /* DLPack device type of its device memory */
   bool is_accelerator;     /* counts for "auto" and the default backend */
+  /* (optional) Whether the platform can run on this machine; when not,
+   * writes why into `why`. NULL: always. */
+  bool (*probe)(char *why, size_t n);
   /* Capacity of each device memory when the user sets none. */
   uint64_t (*default_capacity)(dlrun_memory_kind kind, size_t ndevices, uint64_t host_ram);
-  /* (optional) Copy n bytes between memories of devices of this platform
-   * (or host). NULL: the memory is host memory, copied with memcpy. */
-  void (*copy)(void *dst, const void *src, size_t n);
+  /* The memory under a pool (as BFC's SubAllocator): reserve `size` bytes
+   * of dev's `kind` memory, handing out device addresses in *base, and
+   * release them when the pool goes. Nothing is committed until written. */
+  dlrun_status (*reserve)(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size, void **base);
+  void (*release)(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size);
+  /* Whether [data, data + n) lies in dev's `kind` memory (an imported
+   * tensor that names this device must). */
+  bool (*owns)(const dlrun_device *dev, dlrun_memory_kind kind, const void *data, uint64_t n);
+  /* Whether host code may read dev's `kind` memory at its device addresses. */
+  bool (*host_readable)(const dlrun_device *dev, dlrun_memory_kind kind);
+  /* Copy the box [lo, hi) between two ends: each is host memory or memory
+   * of a device of this platform. */
+  void (*copy_box)(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
+                   const dlrun_box_end *dst, const dlrun_box_end *src);
+  /* Fill nbytes at device address `data` of dev's `kind` memory. */
+  void (*fill)(const dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
+               const dlrun_fill *f);
+  /* DLPack: the (device_type, device_id) that dev's `kind` memory exports
+   * as; and which of this platform's devices (its index among them, or -1)
+   * and memory a producer's (device_type, device_id) names. */
+  void (*dlpack_device)(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                        int32_t *id);
+  ptrdiff_t (*dlpack_lookup)(int32_t type, int32_t id, size_t ndevices, dlrun_memory_kind *kind);
 } dlrun_platform;
 
 /* The registry of device kinds, in the order "auto" prefers them. */
@@ -28,8 +55,21 @@ extern const dlrun_platform *const dlrun_platforms[];
 extern const size_t dlrun_platform_count;
 const dlrun_platform *dlrun_platform_find(const char *name, size_t len);
 
+/* A device memory the host cannot read (sim's by default): one memory
+ * object mapped twice, inaccessible at the device addresses handed out
+ * (`base`) and readable and writable at `view`, which only the platform's
+ * own slots use. Set once, by the first reservation. */
+typedef struct dlrun_region {
+  dlrun_device *dev; /* the memory's device and kind */
+  dlrun_memory_kind kind;
+  _Atomic(unsigned char *) base; /* NULL until reserved */
+  unsigned char *view;
+  uint64_t size;
+} dlrun_region;
+
 struct dlrun_device {
   const dlrun_platform *platform;
+  dlrun_region regions[DLRUN_MEM_KIND_COUNT];
   dlrun_runtime *rt;
   int id;
   char name[40];
@@ -59,6 +99,7 @@ struct dlrun_runtime {
   const dlrun_device_group *default_group;
   dlrun_device *host;
   uint64_t accelerator_memory; /* capacity of each accelerator's memory; 0 if none */
+  bool sim_memory_shared;      /* DLRUN_SIM_MEMORY=shared: sim memory host-readable */
   uint64_t memory_total;       /* capacities of all memories of all devices */
   char memory_note[320];       /* dlrun_runtime_memory_note; empty when none */
   /* Transfer statistics (dlrun_transfer_stats_get). */

@@ -1,14 +1,13 @@
-/* The device kinds: cpu (real host memory) and sim (simulated accelerators).
- * Both keep their bytes in host memory; what differs is how they present
- * themselves (name, DLPack device type) and their default capacity. */
+/* The registry of device kinds, and the cpu platform (real host memory).
+ * The sim platform (simulated accelerators) is in sim.c. */
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-#include "device_impl.h"
-
-/* DLPack device types (dlpack.h names: kDLCPU, kDLExtDev). */
-#define DL_CPU 1
-#define DL_EXT_DEV 12
+#include "buffer.h"
+#include "core/status_impl.h"
+#include "platform_impl.h"
 
 uint64_t dlrun_host_ram_bytes(void) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -22,37 +21,95 @@ static uint64_t cpu_capacity(dlrun_memory_kind kind, size_t ndevices, uint64_t h
   return host_ram;
 }
 
-/* Each memory of a sim device: at most half of host RAM shared among the sim
- * devices, and at most 16 GiB; the runtime lowers it further so that all
- * memories together fit in host RAM. */
-static uint64_t sim_capacity(dlrun_memory_kind kind, size_t ndevices, uint64_t host_ram) {
+/* ---- slots shared by platforms whose memory is host memory ---- */
+
+static dlrun_status host_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size,
+                                 void **base) {
+  (void)dev;
   (void)kind;
-  uint64_t share = host_ram / 2 / (ndevices ? ndevices : 1);
-  const uint64_t hi = 16ull << 30;
-  if (share > hi) share = hi;
-  return share & ~(uint64_t)4095;
+  return dlrun_host_reserve(size, base);
 }
 
-static const dlrun_platform sim_platform = {
-    .name = "sim",
-    .class_name = "SimDevice",
-    .dl_device_type = DL_EXT_DEV,
-    .is_accelerator = true,
-    .default_capacity = sim_capacity,
-    .copy = NULL, /* host memory */
-};
+static void host_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
+  (void)dev;
+  (void)kind;
+  munmap(base, (size_t)size);
+}
+
+static bool host_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
+                      uint64_t n) {
+  (void)dev;
+  (void)kind;
+  (void)data;
+  (void)n;
+  return true; /* any host address */
+}
+
+static bool host_readable(const dlrun_device *dev, dlrun_memory_kind kind) {
+  (void)dev;
+  (void)kind;
+  return true;
+}
+
+static void host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
+                          const dlrun_box_end *dst, const dlrun_box_end *src) {
+  dlrun_host_copy_box(esize, ndim, lo, hi, (void *)dst->data, dst->origin, dst->strides,
+                      src->data, src->origin, src->strides);
+}
+
+static void host_fill(const dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                      uint64_t nbytes, const dlrun_fill *f) {
+  (void)dev;
+  (void)kind;
+  dlrun_host_fill(data, nbytes, f);
+}
+
+/* Every cpu device's memory is the host's: (kDLCPU, 0), as JAX. */
+static void cpu_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                              int32_t *id) {
+  (void)dev;
+  (void)kind;
+  *type = DL_CPU;
+  *id = 0;
+}
+
+/* Host memory, pinned host memory included, is read on the first cpu device. */
+static ptrdiff_t cpu_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
+                                   dlrun_memory_kind *kind) {
+  *kind = DLRUN_MEM_DEVICE;
+  if ((type == DL_CPU && id == 0) || type == DL_CUDA_HOST || type == DL_ROCM_HOST)
+    return ndevices ? 0 : -1;
+  return -1;
+}
 
 static const dlrun_platform cpu_platform = {
     .name = "cpu",
     .class_name = "CpuDevice",
-    .dl_device_type = DL_CPU,
     .is_accelerator = false,
     .default_capacity = cpu_capacity,
-    .copy = NULL, /* host memory */
+    .reserve = host_reserve,
+    .release = host_release,
+    .owns = host_owns,
+    .host_readable = host_readable,
+    .copy_box = host_copy_box,
+    .fill = host_fill,
+    .dlpack_device = cpu_dlpack_device,
+    .dlpack_lookup = cpu_dlpack_lookup,
 };
 
-const dlrun_platform *const dlrun_platforms[] = {&sim_platform, &cpu_platform};
+const dlrun_platform *const dlrun_platforms[] = {&dlrun_sim_platform, &cpu_platform};
 const size_t dlrun_platform_count = sizeof dlrun_platforms / sizeof dlrun_platforms[0];
+
+dlrun_status dlrun_host_reserve(uint64_t size, void **base) {
+  void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
+                      "cannot reserve %llu bytes of address space: %s", (unsigned long long)size,
+                      strerror(errno));
+  *base = p;
+  return DLRUN_OK;
+}
 
 const dlrun_platform *dlrun_platform_find(const char *name, size_t len) {
   for (size_t i = 0; i < dlrun_platform_count; i++)

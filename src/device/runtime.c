@@ -49,10 +49,22 @@ static dlrun_status resolve_config(const dlrun_config *config, dlrun_device_spec
   return DLRUN_OK;
 }
 
+/* DLRUN_SIM_MEMORY: "private" (the default: sim device memory the host
+ * cannot read) or "shared" (one host-readable mapping). */
+static dlrun_status sim_memory_mode(bool *shared) {
+  const char *env = getenv("DLRUN_SIM_MEMORY");
+  *shared = env && strcmp(env, "shared") == 0;
+  if (!env || !*env || *shared || strcmp(env, "private") == 0) return DLRUN_OK;
+  return dlrun_fail(DLRUN_ERR_VALUE,
+                    "DLRUN_SIM_MEMORY must be \"private\" or \"shared\", got \"%.64s\"", env);
+}
+
 dlrun_status dlrun_check_config(const dlrun_config *config) {
   dlrun_device_spec spec;
   uint64_t memory;
-  return resolve_config(config, &spec, &memory);
+  bool shared;
+  dlrun_status st = resolve_config(config, &spec, &memory);
+  return st ? st : sim_memory_mode(&shared);
 }
 
 static void destroy_devices(dlrun_runtime *rt, size_t n) {
@@ -63,6 +75,17 @@ static void destroy_devices(dlrun_runtime *rt, size_t n) {
   }
 }
 
+/* A pool's memory comes from its device's platform. */
+static dlrun_status region_reserve(void *ctx, uint64_t size, void **base) {
+  dlrun_region *r = ctx;
+  return r->dev->platform->reserve(r->dev, r->kind, size, base);
+}
+
+static void region_release(void *ctx, void *base, uint64_t size) {
+  dlrun_region *r = ctx;
+  r->dev->platform->release(r->dev, r->kind, base, size);
+}
+
 static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_platform *pl,
                                 int id, const uint64_t caps[DLRUN_MEM_KIND_COUNT]) {
   *d = (dlrun_device){.platform = pl, .rt = rt, .id = id};
@@ -71,7 +94,10 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
     char label[64];
     snprintf(label, sizeof label, k == DLRUN_MEM_DEVICE ? "%s" : "%s pinned_host memory",
              d->name);
-    dlrun_status st = dlrun_pool_create(label, caps[k], &d->pools[k]);
+    d->regions[k].dev = d;
+    d->regions[k].kind = (dlrun_memory_kind)k;
+    dlrun_region_source src = {region_reserve, region_release, &d->regions[k]};
+    dlrun_status st = dlrun_pool_create_with(label, caps[k], &src, &d->pools[k]);
     if (st) {
       for (int j = 0; j < k; j++) dlrun_pool_destroy(d->pools[j]);
       return st;
@@ -198,11 +224,14 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   *out = NULL;
   dlrun_device_spec spec;
   uint64_t device_memory;
+  bool sim_shared;
   dlrun_status st = resolve_config(config, &spec, &device_memory);
+  if (!st) st = sim_memory_mode(&sim_shared);
   if (st) return st;
 
   dlrun_runtime *rt = dlrun_calloc(1, sizeof *rt);
   if (!rt) return dlrun_fail_oom_host(sizeof *rt);
+  rt->sim_memory_shared = sim_shared;
   atomic_init(&rt->refs, 1);
   if ((st = dlrun_workers_create(worker_count(), &rt->workers))) {
     dlrun_free(rt);

@@ -147,9 +147,9 @@ bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVer
 /* Where an array lives, in DLPack terms: host-visible memory (cpu devices,
  * pinned host memory) is (kDLCPU, 0); sim device memory (kDLExtDev, id). */
 static DLDevice dl_device_of(const dlrun_buffer *b) {
-  if (b->kind == DLRUN_MEM_PINNED_HOST || b->dev->platform->dl_device_type == kDLCPU)
-    return (DLDevice){.device_type = kDLCPU, .device_id = 0};
-  return (DLDevice){.device_type = b->dev->platform->dl_device_type, .device_id = b->dev->id};
+  int32_t type, id;
+  dlrun_buffer_dlpack_device(b, &type, &id);
+  return (DLDevice){.device_type = (DLDeviceType)type, .device_id = id};
 }
 
 dlrun_status dlrun_export_device(dlrun_array *a, int32_t *device_type, int32_t *device_id) {
@@ -173,9 +173,8 @@ dlrun_status dlrun_export_device(dlrun_array *a, int32_t *device_type, int32_t *
  * a sim device for (kDLExtDev, id); JAX's BufferError otherwise. */
 static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t id,
                                       dlrun_device **out) {
-  *out = NULL;
-  if (type == kDLCPU && id == 0) *out = dlrun_host_device(rt);
-  else if (type == kDLExtDev && id >= 0) *out = dlrun_device_get(rt, "sim", (size_t)id);
+  dlrun_memory_kind kind;
+  *out = dlrun_device_from_dlpack(rt, type, id, &kind);
   if (*out) return DLRUN_OK;
   if (type == kDLCPU || type == kDLExtDev)
     return dlrun_fail(DLRUN_ERR_BUFFER,
@@ -308,7 +307,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
 
 static bool same_place(const dlrun_buffer *b, const dlrun_device *target) {
   DLDevice have = dl_device_of(b);
-  if (target->platform->dl_device_type == kDLCPU) return have.device_type == kDLCPU;
+  if (dlrun_memory_is_host(target, DLRUN_MEM_DEVICE)) return have.device_type == kDLCPU;
   return b->dev == target && b->kind == DLRUN_MEM_DEVICE;
 }
 

@@ -46,16 +46,13 @@ typedef struct layout {
   bool compact;     /* a permutation of row-major, no gaps */
   bool row_major;
   dlrun_device *source; /* where the memory is */
+  dlrun_memory_kind source_kind;
 } layout;
 
+/* Host memory (pinned host memory too) is read on the host cpu device;
+ * device memory on the device the platforms recognise. */
 static dlrun_status check_device(dlrun_runtime *rt, DLDevice d, layout *l) {
-  /* Host memory (and pinned host memory) is read on the host cpu device. */
-  if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost || d.device_type == kDLROCMHost) {
-    l->source = dlrun_host_device(rt);
-    return DLRUN_OK;
-  }
-  if (d.device_type == kDLExtDev && d.device_id >= 0)
-    l->source = dlrun_device_get(rt, "sim", (size_t)d.device_id);
+  l->source = dlrun_device_from_dlpack(rt, d.device_type, d.device_id, &l->source_kind);
   if (l->source) return DLRUN_OK;
   return dlrun_fail(DLRUN_ERR_BUFFER,
                     "from_dlpack: unsupported DLPack device (device_type=%d, device_id=%d); dlrun "
@@ -137,6 +134,22 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
         __builtin_mul_overflow(reach, (int64_t)l->esize, &term))
       return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: strides overflow the address range");
   }
+  /* Memory that names a device must be that device's: the bytes between
+   * the lowest and the highest element address. */
+  int64_t low = 0, high = 0;
+  for (int d = 0; d < l->ndim; d++) {
+    int64_t span = l->strides[d] * (l->dims[d] - 1); /* bounded by reach above */
+    if (span < 0) low += span;
+    else high += span;
+  }
+  const char *first = l->data + low * (int64_t)l->esize;
+  uint64_t extent = (uint64_t)(high - low + 1) * l->esize;
+  if (!dlrun_memory_owns(l->source, l->source_kind, first, extent))
+    return dlrun_fail(DLRUN_ERR_BUFFER,
+                      "from_dlpack: the tensor names %s (device_type=%d, device_id=%d), but its "
+                      "%llu bytes at %p are not in that device's memory",
+                      l->source->name, (int)t->device.device_type, t->device.device_id,
+                      (unsigned long long)extent, (const void *)first);
   l->compact = is_compact(l);
   l->row_major = memcmp(l->strides, row_major, (size_t)l->ndim * sizeof(int64_t)) == 0;
   return DLRUN_OK;
@@ -155,9 +168,12 @@ static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array
   int64_t hi[DLRUN_MAX_NDIM], row_major[DLRUN_MAX_NDIM];
   memcpy(hi, l->dims, sizeof hi);
   dlrun_row_major_strides(l->ndim, l->dims, row_major);
-  if (l->size)
-    dlrun_copy_box(l->esize, l->ndim, origin, hi, a->bufs[0]->data, origin, row_major, l->data,
-                   origin, l->strides, a->bufs[0]->dev->platform->copy);
+  if (l->size) {
+    dlrun_box_end dst = dlrun_buffer_end(a->bufs[0], origin, row_major);
+    dlrun_box_end src = {.dev = l->source, .kind = l->source_kind, .data = l->data,
+                         .origin = origin, .strides = l->strides};
+    dlrun_copy_box(l->esize, l->ndim, origin, hi, &dst, &src);
+  }
   *out = a;
   return DLRUN_OK;
 }
@@ -241,10 +257,9 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
   dlrun_memory_kind dest_kind = dlrun_sharding_memory_kind(target);
   /* Host memory can back the host device or any device's pinned host
    * memory; sim memory only its own device's device memory. */
-  bool host_source = l.source->platform->dl_device_type == kDLCPU;
-  bool same_place = host_source ? dest->platform->dl_device_type == kDLCPU ||
-                                      dest_kind == DLRUN_MEM_PINNED_HOST
-                                : dest == l.source && dest_kind == DLRUN_MEM_DEVICE;
+  bool same_place = dlrun_memory_is_host(l.source, l.source_kind)
+                        ? dlrun_memory_is_host(dest, dest_kind)
+                        : dest == l.source && dest_kind == l.source_kind;
   bool aligned = ((uintptr_t)l.data % l.esize) == 0;
   /* dlrun's own export, perhaps made with stream -1: its data may still be
    * being written. A copy waits for it; a wrap of the same runtime becomes

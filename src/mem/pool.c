@@ -36,6 +36,7 @@ struct dlrun_pool {
   char *label;
   uint64_t capacity;
   unsigned char *base;    /* NULL until the first allocation maps the range */
+  dlrun_region_source source; /* where the range comes from */
   dlrun_block *first;     /* chunk at offset 0, once mapped */
   dlrun_block *free_root; /* AVL tree of free chunks by (size, offset) */
   size_t num_free;
@@ -221,15 +222,11 @@ static dlrun_status ensure_mapped(dlrun_pool *pool) {
                       dlrun_format_bytes(pool->capacity, human, sizeof human), pool->label);
   dlrun_block *whole = chunk_new(pool);
   if (!whole) return dlrun_fail_oom_host(sizeof *whole);
-  void *p = mmap(NULL, (size_t)pool->capacity, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    int err = errno;
+  void *p;
+  dlrun_status st = pool->source.reserve(pool->source.ctx, pool->capacity, &p);
+  if (st) {
     dlrun_free(whole);
-    return dlrun_fail(
-        DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot reserve %llu bytes (%s) of address space for %s: %s",
-        (unsigned long long)pool->capacity, dlrun_format_bytes(pool->capacity, human, sizeof human),
-        pool->label, strerror(err));
+    return dlrun_fail_prefix(st, "%s: ", pool->label);
   }
   pool->base = p;
   whole->offset = 0;
@@ -314,7 +311,32 @@ static void free_locked(dlrun_pool *pool, dlrun_block *c) {
 
 /* ---- Public functions. ---- */
 
+/* The default region source: anonymous address space, committed on touch. */
+static dlrun_status anon_reserve(void *ctx, uint64_t size, void **base) {
+  (void)ctx;
+  char human[HUMAN_CAP];
+  void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
+                      "cannot reserve %llu bytes (%s) of address space: %s",
+                      (unsigned long long)size, dlrun_format_bytes(size, human, sizeof human),
+                      strerror(errno));
+  *base = p;
+  return DLRUN_OK;
+}
+
+static void anon_release(void *ctx, void *base, uint64_t size) {
+  (void)ctx;
+  munmap(base, (size_t)size);
+}
+
 dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool **out) {
+  return dlrun_pool_create_with(label, capacity, NULL, out);
+}
+
+dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
+                                    const dlrun_region_source *source, dlrun_pool **out) {
   if (!out) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_create: out must not be NULL");
   *out = NULL;
   if (!label) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_create: label must not be NULL");
@@ -335,6 +357,7 @@ dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool 
     return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot create the mutex of pool %s", label);
   }
   pool->capacity = rounded;
+  pool->source = source ? *source : (dlrun_region_source){anon_reserve, anon_release, NULL};
   *out = pool;
   return DLRUN_OK;
 }
@@ -348,7 +371,7 @@ void dlrun_pool_destroy(dlrun_pool *pool) {
     dlrun_free(c);
     c = next;
   }
-  if (pool->base) munmap(pool->base, (size_t)pool->capacity);
+  if (pool->base) pool->source.release(pool->source.ctx, pool->base, pool->capacity);
   pthread_mutex_unlock(&pool->mu);
   pthread_mutex_destroy(&pool->mu);
   dlrun_free(pool->label);

@@ -2,7 +2,8 @@
  * manner of TensorFlow's BFC allocator.
  *
  * The range (`capacity` bytes) is obtained lazily, on the first allocation,
- * with mmap(MAP_NORESERVE), so a pool costs no memory until used. Nothing is
+ * from a region source (by default mmap(MAP_NORESERVE); a platform can give
+ * memory the host cannot read), so a pool costs no memory until used. Nothing is
  * committed either: filling pools beyond host RAM meets the kernel's OOM
  * killer, not an error, which is why the runtime's default capacities of all
  * pools together fit in host RAM (device/runtime.c). Blocks are
@@ -37,10 +38,22 @@ typedef struct dlrun_pool_stats {
   double fragmentation;         /* 1 - largest_free / free_bytes; 0 when none free */
 } dlrun_pool_stats;
 
+/* Where a pool's range comes from (as BFC's SubAllocator): reserve `size`
+ * bytes of address space on first use, release it when the pool goes. The
+ * range need not be host-readable: the pool never touches it. */
+typedef struct dlrun_region_source {
+  dlrun_status (*reserve)(void *ctx, uint64_t size, void **base);
+  void (*release)(void *ctx, void *base, uint64_t size);
+  void *ctx;
+} dlrun_region_source;
+
 /* Create a pool of `capacity` bytes (rounded down to 256; must be >= 256).
  * `label` names the pool's owner in messages ("SimDevice(id=3)"); copied.
  * The caller owns *out and destroys it with dlrun_pool_destroy. */
 dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool **out);
+/* The same over a range from `source` (copied; NULL: anonymous memory). */
+dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
+                                    const dlrun_region_source *source, dlrun_pool **out);
 
 /* Free the range and all metadata. Live blocks become invalid. NULL is a no-op. */
 void dlrun_pool_destroy(dlrun_pool *pool);

@@ -1,9 +1,11 @@
-/* Copying N-d boxes between strided blocks: the one copy loop of dlrun.
- * Inner dimensions that are contiguous in both blocks merge into one run, so
- * contiguous data moves with a single copy call. */
+/* Copying N-d boxes between strided blocks of host-addressable memory: the
+ * one copy loop of dlrun, used by the platforms whose memory the host (or
+ * the platform's own private view) can address. Inner dimensions that are
+ * contiguous in both blocks merge into one run, so contiguous data moves
+ * with a single memcpy. */
 #include <string.h>
 
-#include "array_impl.h"
+#include "buffer.h"
 
 void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides) {
   int64_t s = 1;
@@ -34,10 +36,9 @@ static void strided_elements(char *d, const char *s, int64_t n, int64_t ds, int6
 #undef STRIDED
 }
 
-void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
-                    const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
-                    const int64_t *src_origin, const int64_t *src_strides,
-                    void (*copy)(void *, const void *, size_t)) {
+void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
+                         const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
+                         const int64_t *src_origin, const int64_t *src_strides) {
   int64_t extent[DLRUN_MAX_NDIM] = {0};
   for (int d = 0; d < ndim; d++) {
     extent[d] = hi[d] - lo[d];
@@ -61,9 +62,9 @@ void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi
       run *= extent[k];
     }
   }
-  /* Host memory (no copy hook) with a strided innermost dimension: copy
-   * that dimension element by element in one tight loop. */
-  bool strided = !copy && k == ndim && ndim > 0;
+  /* A strided innermost dimension: copy that dimension element by element
+   * in one tight loop. */
+  bool strided = k == ndim && ndim > 0;
   if (strided) k = ndim - 1;
   /* Odometer over the outer dimensions 0..k-1. */
   int64_t idx[DLRUN_MAX_NDIM] = {0};
@@ -71,8 +72,6 @@ void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi
     if (strided)
       strided_elements(d0, s0, extent[ndim - 1], dst_strides[ndim - 1] * (int64_t)esize,
                        src_strides[ndim - 1] * (int64_t)esize, esize);
-    else if (copy)
-      copy(d0, s0, (size_t)run);
     else
       memcpy(d0, s0, (size_t)run);
     int d = k - 1;

@@ -1,7 +1,9 @@
-#include "array_impl.h"
+/* Device buffers: memory from a device's pool, or outside memory wrapped. */
+#include "buffer.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "core/trace_impl.h"
+#include "dlrun/sharding.h" /* dlrun_memory_kind_name, until it moves to device.h */
 
 dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint64_t nbytes,
                                  dlrun_buffer **out) {
@@ -40,6 +42,10 @@ dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *
                                uint64_t nbytes, void (*release)(void *ctx), void *ctx,
                                dlrun_buffer **out) {
   *out = NULL;
+  if (!dev->platform->owns(dev, kind, data, nbytes))
+    return dlrun_fail(DLRUN_ERR_BUFFER,
+                      "the %llu bytes at %p are not in %s's %s memory",
+                      (unsigned long long)nbytes, data, dev->name, dlrun_memory_kind_name(kind));
   dlrun_buffer *b = dlrun_calloc(1, sizeof *b);
   if (!b) return dlrun_fail_oom_host(sizeof *b);
   atomic_init(&b->refs, 1);

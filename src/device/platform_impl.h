@@ -1,0 +1,19 @@
+/* Internal to src/device: what the platform files share. */
+#ifndef DLRUN_PLATFORM_IMPL_H
+#define DLRUN_PLATFORM_IMPL_H
+
+#include "device_impl.h"
+
+/* DLPack device types (dlpack.h's kDLCPU, kDLCUDAHost, kDLExtDev,
+ * kDLROCMHost); src/device does not depend on the DLPack header. */
+#define DL_CPU 1
+#define DL_CUDA_HOST 3
+#define DL_EXT_DEV 12
+#define DL_ROCM_HOST 11
+
+extern const dlrun_platform dlrun_sim_platform;
+
+/* Host address space for a pool: anonymous, committed on touch. */
+dlrun_status dlrun_host_reserve(uint64_t size, void **base);
+
+#endif

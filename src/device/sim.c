@@ -1,0 +1,134 @@
+/* The sim platform: simulated accelerators.
+ *
+ * A sim device's memory models a discrete accelerator's: the addresses it
+ * hands out (to the layers above, and to DLPack consumers as the data of a
+ * kDLExtDev export) are inaccessible (PROT_NONE), so a host dereference
+ * faults at once, as on a GPU. The bytes live in a second mapping, the
+ * region's view, that only this file's slots use: copies and fills
+ * translate device addresses to it by offset. DLRUN_SIM_MEMORY=shared keeps
+ * a single host-readable mapping instead. pinned_host memory is host memory
+ * either way. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "buffer.h"
+#include "core/status_impl.h"
+#include "platform_impl.h"
+
+/* Each memory of a sim device: at most half of host RAM shared among the sim
+ * devices, and at most 16 GiB; the runtime lowers it further so that all
+ * memories together fit in host RAM. */
+static uint64_t sim_capacity(dlrun_memory_kind kind, size_t ndevices, uint64_t host_ram) {
+  (void)kind;
+  uint64_t share = host_ram / 2 / (ndevices ? ndevices : 1);
+  const uint64_t hi = 16ull << 30;
+  if (share > hi) share = hi;
+  return share & ~(uint64_t)4095;
+}
+
+/* Whether dev's `kind` memory is the inaccessible kind. */
+static bool is_private(const dlrun_device *dev, dlrun_memory_kind kind) {
+  return kind == DLRUN_MEM_DEVICE && !dev->rt->sim_memory_shared;
+}
+
+/* Device memory, in either mode, is a recorded region (so that imports
+ * naming a sim device are checked against it); only the private mode puts
+ * the bytes behind a second, inaccessible range of addresses. */
+static dlrun_status sim_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size,
+                                void **base) {
+  if (kind != DLRUN_MEM_DEVICE) return dlrun_host_reserve(size, base);
+  void *view;
+  dlrun_status st = dlrun_host_reserve(size, &view);
+  if (st) return st;
+  void *addr = view;
+  if (is_private(dev, kind)) {
+    addr = mmap(NULL, (size_t)size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (addr == MAP_FAILED) {
+      int err = errno;
+      munmap(view, (size_t)size);
+      return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
+                        "cannot reserve %llu bytes of address space: %s",
+                        (unsigned long long)size, strerror(err));
+    }
+  }
+  dlrun_region *r = &dev->regions[kind];
+  r->view = view;
+  r->size = size;
+  atomic_store_explicit(&r->base, (unsigned char *)addr, memory_order_release);
+  *base = addr;
+  return DLRUN_OK;
+}
+
+static void sim_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
+  dlrun_region *r = &dev->regions[kind];
+  if (kind == DLRUN_MEM_DEVICE && r->view != base) munmap(r->view, (size_t)r->size);
+  munmap(base, (size_t)size);
+  if (kind != DLRUN_MEM_DEVICE) return;
+  atomic_store(&r->base, NULL);
+  r->view = NULL;
+}
+
+static bool sim_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
+                     uint64_t n) {
+  if (kind != DLRUN_MEM_DEVICE || n == 0) return true; /* host memory */
+  const unsigned char *base =
+      atomic_load_explicit(&((dlrun_device *)dev)->regions[kind].base, memory_order_acquire);
+  const unsigned char *p = data;
+  uint64_t size = dev->regions[kind].size;
+  return base && p >= base && (uint64_t)(p - base) <= size && n <= size - (uint64_t)(p - base);
+}
+
+static bool sim_host_readable(const dlrun_device *dev, dlrun_memory_kind kind) {
+  return !is_private(dev, kind);
+}
+
+/* Where the host reaches the bytes at device address `data`. */
+static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void *data) {
+  if (!dev || dev->platform != &dlrun_sim_platform || !is_private(dev, kind)) return (void *)data;
+  dlrun_region *r = &((dlrun_device *)dev)->regions[kind];
+  const unsigned char *base = atomic_load_explicit(&r->base, memory_order_acquire);
+  return r->view + ((const unsigned char *)data - base);
+}
+
+static void sim_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
+                         const dlrun_box_end *dst, const dlrun_box_end *src) {
+  dlrun_host_copy_box(esize, ndim, lo, hi, view_of(dst->dev, dst->kind, dst->data), dst->origin,
+                      dst->strides, view_of(src->dev, src->kind, src->data), src->origin,
+                      src->strides);
+}
+
+static void sim_fill(const dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
+                     const dlrun_fill *f) {
+  dlrun_host_fill(view_of(dev, kind, data), nbytes, f);
+}
+
+/* Device memory exports as (kDLExtDev, id); pinned_host memory as the host's. */
+static void sim_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                              int32_t *id) {
+  bool host = kind == DLRUN_MEM_PINNED_HOST;
+  *type = host ? DL_CPU : DL_EXT_DEV;
+  *id = host ? 0 : dev->id;
+}
+
+static ptrdiff_t sim_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
+                                   dlrun_memory_kind *kind) {
+  *kind = DLRUN_MEM_DEVICE;
+  return type == DL_EXT_DEV && id >= 0 && (size_t)id < ndevices ? id : -1;
+}
+
+const dlrun_platform dlrun_sim_platform = {
+    .name = "sim",
+    .class_name = "SimDevice",
+    .is_accelerator = true,
+    .default_capacity = sim_capacity,
+    .reserve = sim_reserve,
+    .release = sim_release,
+    .owns = sim_owns,
+    .host_readable = sim_host_readable,
+    .copy_box = sim_copy_box,
+    .fill = sim_fill,
+    .dlpack_device = sim_dlpack_device,
+    .dlpack_lookup = sim_dlpack_lookup,
+};
