@@ -5,134 +5,24 @@
  * allocated and a plan of pieces covers its box, each piece taken from a
  * source replica (one on the destination device first, else spread over the
  * holders). All allocation happens before any work is queued, so a failure
- * leaves nothing behind. Each destination's copies then run as one task on
- * its device's stream, after the source buffers they read are ready. */
+ * leaves nothing behind. The plan is data (device/copy.h): the device layer
+ * runs each destination's copies as one task on its device's stream, after
+ * the source buffers they read are ready. */
 #include <string.h>
 
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "core/trace_impl.h"
+#include "device/copy.h"
 #include "grid.h"
-
-typedef struct piece {
-  dlrun_buffer *src;
-  int64_t src_lo[DLRUN_MAX_NDIM]; /* origin of the source shard */
-  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
-} piece;
-
-struct copy_unit {
-  size_t piece;     /* index into the task's pieces */
-  int64_t lo0, hi0; /* the part [lo0, hi0) of the piece along dimension `dim` */
-  int dim;
-};
-typedef struct copy_unit copy_unit;
-
-/* Most destinations read one piece, copied as one unit: those live inside
- * the task, so that such a task is a single allocation. */
-typedef struct copy_task {
-  dlrun_buffer *dst;
-  copy_unit *units; /* the pieces cut for parallel copying; made with the plan */
-  size_t nunits;
-  int ndim;
-  size_t esize;
-  int64_t dst_lo[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM];
-  int64_t src_shape[DLRUN_MAX_NDIM]; /* shard shape of the source array */
-  size_t npieces, cap;
-  piece *pieces;
-  piece one_piece;
-  copy_unit one_unit;
-} copy_task;
-
-static void copy_task_free(copy_task *t) {
-  for (size_t i = 0; i < t->npieces; i++) dlrun_buffer_release(t->pieces[i].src);
-  if (t->units != &t->one_unit) dlrun_free(t->units);
-  dlrun_buffer_release(t->dst);
-  if (t->pieces != &t->one_piece) dlrun_free(t->pieces);
-  dlrun_free(t);
-}
-
-static uint64_t piece_bytes(const copy_task *t, const piece *p) {
-  uint64_t bytes = t->esize;
-  for (int d = 0; d < t->ndim; d++) bytes *= (uint64_t)(p->hi[d] - p->lo[d]);
-  return bytes;
-}
-
-/* Large pieces are cut along their outermost splittable dimension into
- * units of about this many bytes, so that idle workers can share one
- * device's copy. */
-#define UNIT_BYTES ((uint64_t)4 << 20)
-
-static void copy_one_unit(void *ctx, size_t i) {
-  copy_task *t = ctx;
-  const copy_unit *u = &t->units[i];
-  const piece *p = &t->pieces[u->piece];
-  dlrun_device *dst = t->dst->dev;
-  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
-  memcpy(lo, p->lo, (size_t)t->ndim * sizeof *lo);
-  memcpy(hi, p->hi, (size_t)t->ndim * sizeof *hi);
-  if (t->ndim) {
-    lo[u->dim] = u->lo0;
-    hi[u->dim] = u->hi0;
-  }
-  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-  int64_t scratch[DLRUN_MAX_NDIM];
-  const int64_t *src_strides = dlrun_buffer_layout(p->src, t->ndim, t->src_shape, scratch);
-  dlrun_box_end to = dlrun_buffer_end(t->dst, t->dst_lo, t->dst_strides);
-  dlrun_box_end from = dlrun_buffer_end(p->src, p->src_lo, src_strides);
-  dlrun_copy_box(t->esize, t->ndim, lo, hi, &to, &from);
-  uint64_t bytes = t->esize;
-  for (int d = 0; d < t->ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
-  atomic_fetch_add(&dst->rt->bytes_done, bytes);
-  dlrun_trace_event(dst->name, "transfer", "copy", start,
-                    "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
-                    (unsigned long long)bytes, p->src->dev->name, dst->name);
-}
-
-/* How many units a piece is cut into, and along which dimension. */
-static size_t unit_count(const copy_task *t, const piece *p, int *dim) {
-  *dim = 0;
-  while (*dim < t->ndim && p->hi[*dim] - p->lo[*dim] == 1) (*dim)++;
-  if (*dim == t->ndim) return 1;
-  uint64_t want = (piece_bytes(t, p) + UNIT_BYTES - 1) / UNIT_BYTES;
-  uint64_t extent = (uint64_t)(p->hi[*dim] - p->lo[*dim]);
-  return want < 1 ? 1 : want > extent ? extent : want;
-}
-
-/* Cut the task's pieces into units (at planning, so that running the copy
- * allocates nothing). */
-static dlrun_status make_units(copy_task *t) {
-  int dim;
-  size_t n = 0;
-  for (size_t i = 0; i < t->npieces; i++) n += unit_count(t, &t->pieces[i], &dim);
-  t->units = n == 1 ? &t->one_unit : dlrun_malloc(n * sizeof *t->units);
-  if (!t->units) return dlrun_fail_oom_host(n * sizeof *t->units);
-  size_t k = 0;
-  for (size_t i = 0; i < t->npieces; i++) {
-    const piece *p = &t->pieces[i];
-    size_t parts = unit_count(t, p, &dim);
-    int64_t lo = t->ndim ? p->lo[dim] : 0, extent = t->ndim ? p->hi[dim] - lo : 0;
-    for (size_t j = 0; j < parts; j++)
-      t->units[k++] = (copy_unit){.piece = i, .dim = dim,
-                                  .lo0 = lo + extent * (int64_t)j / (int64_t)parts,
-                                  .hi0 = lo + extent * (int64_t)(j + 1) / (int64_t)parts};
-  }
-  t->nunits = n;
-  return DLRUN_OK;
-}
-
-static void run_copy(void *ctx) {
-  copy_task *t = ctx;
-  dlrun_workers_parallel(t->dst->dev->rt->workers, t->nunits, copy_one_unit, t);
-  copy_task_free(t);
-}
 
 typedef struct planner {
   dlrun_array *src;
   dlrun_buffer **src_bufs;
   dlrun_device *dst_dev;
+  dlrun_memory_kind dst_kind;
   size_t spread; /* rotates the choice among replicas */
-  copy_task *task;
+  dlrun_copy_task *task;
   dlrun_status st;
   uint64_t bytes, local_bytes;
 } planner;
@@ -141,40 +31,20 @@ typedef struct planner {
 static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const size_t *holders,
                       size_t nholders) {
   planner *p = ctx;
-  copy_task *t = p->task;
   size_t pick = holders[p->spread++ % nholders];
   for (size_t h = 0; h < nholders; h++)
     if (p->src_bufs[holders[h]]->dev == p->dst_dev) {
       pick = holders[h];
       break;
     }
-  if (t->npieces == 0) {
-    t->pieces = &t->one_piece;
-    t->cap = 1;
-  } else if (t->npieces == t->cap) {
-    size_t cap = t->cap * 2;
-    piece *grown = dlrun_malloc(cap * sizeof *grown);
-    if (!grown) {
-      p->st = dlrun_fail_oom_host(cap * sizeof *grown);
-      return 1;
-    }
-    memcpy(grown, t->pieces, t->npieces * sizeof *grown);
-    if (t->pieces != &t->one_piece) dlrun_free(t->pieces);
-    t->pieces = grown;
-    t->cap = cap;
-  }
-  piece *pc = &t->pieces[t->npieces++];
-  pc->src = p->src_bufs[pick];
-  dlrun_buffer_retain(pc->src);
-  int64_t hi_unused[DLRUN_MAX_NDIM];
-  dlrun_sharding_shard_index(p->src->sharding, pick, p->src->ndim, p->src->dims, pc->src_lo,
+  dlrun_buffer *src = p->src_bufs[pick];
+  int64_t src_lo[DLRUN_MAX_NDIM], hi_unused[DLRUN_MAX_NDIM];
+  dlrun_sharding_shard_index(p->src->sharding, pick, p->src->ndim, p->src->dims, src_lo,
                              hi_unused);
-  for (int d = 0; d < t->ndim; d++) {
-    pc->lo[d] = lo[d];
-    pc->hi[d] = hi[d];
-  }
-  uint64_t bytes = piece_bytes(t, pc);
-  bool local = pc->src->dev == p->dst_dev && pc->src->kind == t->dst->kind;
+  if ((p->st = dlrun_copy_task_add(p->task, src, src_lo, lo, hi))) return 1;
+  uint64_t bytes = dlrun_dtype_get(p->src->dtype)->size;
+  for (int d = 0; d < p->src->ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
+  bool local = src->dev == p->dst_dev && src->kind == p->dst_kind;
   *(local ? &p->local_bytes : &p->bytes) += bytes;
   return 0;
 }
@@ -199,13 +69,13 @@ static ptrdiff_t shareable(const dlrun_array *src, dlrun_buffer **src_bufs,
 typedef struct put_plan {
   size_t n;
   dlrun_buffer **dst_bufs; /* shared (retained) or fresh */
-  copy_task **tasks;       /* NULL where shared or empty */
+  dlrun_copy_task **tasks; /* NULL where shared or empty */
   dlrun_transfer_stats stats;
 } put_plan;
 
 static void plan_free(put_plan *pl) {
   for (size_t i = 0; i < pl->n; i++)
-    if (pl->tasks && pl->tasks[i]) copy_task_free(pl->tasks[i]);
+    if (pl->tasks && pl->tasks[i]) dlrun_copy_task_free(pl->tasks[i]);
   dlrun_free(pl->tasks);
   dlrun_buffers_release(pl->dst_bufs, pl->n);
 }
@@ -244,68 +114,23 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
                                   &pl->dst_bufs[i])))
       break;
     if (shard_nbytes == 0) continue;
-    copy_task *t = dlrun_calloc(1, sizeof *t);
-    if (!t) {
-      st = dlrun_fail_oom_host(sizeof *t);
+    int64_t dst_strides[DLRUN_MAX_NDIM];
+    dlrun_row_major_strides(src->ndim, shard_dims, dst_strides);
+    if ((st = dlrun_copy_task_create(pl->dst_bufs[i], src->ndim, esize, lo, dst_strides,
+                                     src->shard_dims, &pl->tasks[i])))
       break;
-    }
-    pl->tasks[i] = t;
-    *t = (copy_task){.dst = pl->dst_bufs[i], .ndim = src->ndim, .esize = esize};
-    dlrun_buffer_retain(t->dst);
-    memcpy(t->dst_lo, lo, sizeof lo);
-    dlrun_row_major_strides(src->ndim, shard_dims, t->dst_strides);
-    memcpy(t->src_shape, src->shard_dims, sizeof src->shard_dims);
-    planner p = {.src = src, .src_bufs = src_bufs, .dst_dev = dev, .spread = i, .task = t};
+    dlrun_copy_task *t = pl->tasks[i];
+    planner p = {.src = src, .src_bufs = src_bufs, .dst_dev = dev,
+                 .dst_kind = dlrun_sharding_memory_kind(dst), .spread = i, .task = t};
     dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
     st = p.st;
-    if (!st) st = make_units(t);
+    if (!st) st = dlrun_copy_task_seal(t);
     pl->stats.bytes_moved += p.bytes;
     pl->stats.local_bytes += p.local_bytes;
-    pl->stats.copies += t->npieces;
+    pl->stats.copies += dlrun_copy_task_piece_count(t);
   }
   dlrun_grid_free(&grid);
   if (st) plan_free(pl);
-  return st;
-}
-
-/* Queue each task after the sources it reads. On failure the tasks not yet
- * queued are freed; queued ones finish harmlessly into buffers that are then
- * dropped. */
-static dlrun_status queue_plan(put_plan *pl, dlrun_workers *workers) {
-  dlrun_status st = DLRUN_OK;
-  dlrun_workers_hold(workers);
-  for (size_t i = 0; i < pl->n; i++) {
-    copy_task *t = pl->tasks[i];
-    if (!t) continue;
-    dlrun_event stack_deps[16], *deps = stack_deps;
-    if (t->npieces > 16 && !(deps = dlrun_malloc(t->npieces * sizeof *deps))) {
-      st = dlrun_fail_oom_host(t->npieces * sizeof *deps);
-      break;
-    }
-    size_t ndeps = 0;
-    for (size_t k = 0; k < t->npieces; k++)
-      if (!dlrun_event_done(t->pieces[k].src->ready)) deps[ndeps++] = t->pieces[k].src->ready;
-    dlrun_device *dst = t->dst->dev;
-    uint64_t task_bytes = 0;
-    for (size_t k = 0; k < t->npieces; k++) {
-      uint64_t bytes = piece_bytes(t, &t->pieces[k]);
-      task_bytes += bytes;
-      if (t->pieces[k].src->dev != dst) {
-        atomic_fetch_add(&t->pieces[k].src->dev->bytes_out, bytes);
-        atomic_fetch_add(&dst->bytes_in, bytes);
-      }
-    }
-    atomic_fetch_add(&dst->rt->bytes_queued, task_bytes);
-    st = dlrun_stream_enqueue_after(&dst->stream, deps, ndeps, run_copy, t, &t->dst->ready);
-    if (deps != stack_deps) dlrun_free(deps);
-    if (st) break;
-    pl->tasks[i] = NULL; /* the queue owns it now */
-    if (i % 64 == 63) { /* let the workers start on what is queued */
-      dlrun_workers_release(workers);
-      dlrun_workers_hold(workers);
-    }
-  }
-  dlrun_workers_release(workers);
   return st;
 }
 
@@ -357,7 +182,7 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
     plan_free(&pl);
     return st;
   }
-  if ((st = queue_plan(&pl, dlrun_sharding_device(dst, 0)->rt->workers))) {
+  if ((st = dlrun_copy_tasks_enqueue(pl.tasks, pl.n))) {
     plan_free(&pl);
     dlrun_array_release(*out);
     *out = NULL;
