@@ -7,7 +7,6 @@
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "core/trace_impl.h"
 
 static const int64_t zero_origin[DLRUN_MAX_NDIM];
 
@@ -41,44 +40,6 @@ dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, 
   return DLRUN_OK;
 }
 
-/* Queue fn(ctx) on the buffer's device; the task owns ctx and a buffer
- * reference, and the buffer's ready event becomes the task's. On failure ctx
- * is freed and the reference dropped. */
-static dlrun_status queue_on_buffer(dlrun_buffer *buf, dlrun_task_fn fn, void *ctx) {
-  dlrun_buffer_retain(buf);
-  dlrun_status st = dlrun_stream_enqueue(&buf->dev->stream, fn, ctx, &buf->ready);
-  if (st) {
-    dlrun_buffer_release(buf);
-    dlrun_free(ctx);
-  }
-  return st;
-}
-
-/* ---- device-side fills ---- */
-
-typedef struct fill_task {
-  dlrun_buffer *buf;
-  dlrun_fill fill;
-} fill_task;
-
-static void run_fill(void *ctx) {
-  fill_task *t = ctx;
-  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-  dlrun_buffer_fill(t->buf, &t->fill);
-  dlrun_trace_event(t->buf->dev->name, "compute", t->fill.sequence ? "arange" : "fill", start,
-                    "\"bytes\": %llu", (unsigned long long)t->buf->nbytes);
-  dlrun_buffer_release(t->buf);
-  dlrun_free(t);
-}
-
-/* Queue the fill of buffer b on its device. */
-static dlrun_status queue_fill(dlrun_buffer *b, const dlrun_fill *f) {
-  fill_task *t = dlrun_malloc(sizeof *t);
-  if (!t) return dlrun_fail_oom_host(sizeof *t);
-  *t = (fill_task){.buf = b, .fill = *f};
-  return queue_on_buffer(b, run_fill, t);
-}
-
 dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
                               const int64_t *dims, const dlrun_scalar *value, dlrun_array **out) {
   DLRUN_NONNULL(out, "dlrun_array_full", "out");
@@ -92,7 +53,7 @@ dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int n
   if (!st) st = dlrun_array_alloc(sharding, dtype, ndim, dims, &a);
   dlrun_fill f = {.esize = info->size};
   memcpy(f.pattern, pattern, info->size);
-  for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++) st = queue_fill(a->bufs[i], &f);
+  for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++) st = dlrun_buffer_fill_async(a->bufs[i], &f);
   if (st) {
     dlrun_array_release(a);
     return st;
@@ -175,7 +136,7 @@ dlrun_status dlrun_array_arange(dlrun_sharding *sharding, dlrun_dtype dtype,
   for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++) {
     dlrun_sharding_shard_index(sharding, i, 1, &n, &lo, &hi);
     p.first = lo;
-    st = queue_fill(a->bufs[i], &p);
+    st = dlrun_buffer_fill_async(a->bufs[i], &p);
   }
   if (st) {
     dlrun_array_release(a);

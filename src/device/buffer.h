@@ -96,8 +96,11 @@ typedef struct dlrun_fill {
  * that every stored value fits). */
 dlrun_scalar dlrun_fill_value(const dlrun_fill *f, int64_t i);
 
-/* Fill the whole of buffer b. */
+/* Fill the whole of buffer b, now. */
 void dlrun_buffer_fill(dlrun_buffer *b, const dlrun_fill *f);
+/* Queue the fill of b on its device's stream; b's ready event becomes the
+ * fill's. On failure nothing is queued. */
+dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f);
 
 /* ---- DLPack device codes ---- */
 

@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "buffer.h"
+#include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 #include "platform_impl.h"
 
 dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
@@ -43,6 +45,34 @@ void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi
 
 void dlrun_buffer_fill(dlrun_buffer *b, const dlrun_fill *f) {
   if (b->nbytes) b->dev->platform->fill(b->dev, b->kind, b->data, b->nbytes, f);
+}
+
+typedef struct fill_task {
+  dlrun_buffer *buf;
+  dlrun_fill fill;
+} fill_task;
+
+static void run_fill(void *ctx) {
+  fill_task *t = ctx;
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
+  dlrun_buffer_fill(t->buf, &t->fill);
+  dlrun_trace_event(t->buf->dev->name, "compute", t->fill.sequence ? "arange" : "fill", start,
+                    "\"bytes\": %llu", (unsigned long long)t->buf->nbytes);
+  dlrun_buffer_release(t->buf);
+  dlrun_free(t);
+}
+
+dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f) {
+  fill_task *t = dlrun_malloc(sizeof *t);
+  if (!t) return dlrun_fail_oom_host(sizeof *t);
+  *t = (fill_task){.buf = b, .fill = *f};
+  dlrun_buffer_retain(b);
+  dlrun_status st = dlrun_stream_enqueue(&b->dev->stream, run_fill, t, &b->ready);
+  if (st) {
+    dlrun_buffer_release(b);
+    dlrun_free(t);
+  }
+  return st;
 }
 
 dlrun_scalar dlrun_fill_value(const dlrun_fill *f, int64_t i) {
