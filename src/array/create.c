@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "array_impl.h"
-#include "core/alloc.h"
 #include "core/status_impl.h"
 
 static const int64_t zero_origin[DLRUN_MAX_NDIM];
