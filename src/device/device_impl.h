@@ -20,9 +20,11 @@ typedef struct dlrun_platform {
   const char *name;        /* spec and API name: "sim" */
   const char *class_name;  /* for tostring: "SimDevice" */
   bool is_accelerator;     /* counts for "auto" and the default backend */
-  /* (optional) Whether the platform can run on this machine; when not,
-   * writes why into `why`. NULL: always. */
-  bool (*probe)(char *why, size_t n);
+  /* (optional) Whether the platform's hardware is on this machine: true
+   * with how many devices it has, or false with why not in `why`. NULL: a
+   * simulated platform, always there with as many devices as asked for.
+   * "auto" takes the first accelerator platform that probes true. */
+  bool (*probe)(size_t *ndevices, char *why, size_t n);
   /* Capacity of each device memory when the user sets none. */
   uint64_t (*default_capacity)(dlrun_memory_kind kind, size_t ndevices, uint64_t host_ram);
   /* The memory under a pool (as BFC's SubAllocator): reserve `size` bytes

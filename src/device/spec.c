@@ -64,6 +64,11 @@ static dlrun_status parse_entry(const char *text, const char *p, const char *end
                       "unknown platform \"%.*s\" in device spec \"%s\" (expected %sor auto)",
                       (int)name_len, p, text, known);
   }
+  char why[160];
+  size_t present = 0;
+  if (pl->probe && !pl->probe(&present, why, sizeof why))
+    return dlrun_fail(DLRUN_ERR_VALUE, "platform %s in device spec \"%s\" is not available on "
+                      "this machine: %s", pl->name, text, why);
   size_t count = 1;
   if (colon) {
     const char *c = skip_space(colon + 1, end);
@@ -89,8 +94,18 @@ dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out) {
                       "\"sim:8,cpu:2\" or \"auto\")",
                       text);
   if ((size_t)(trim_end(p, end) - p) == 4 && memcmp(p, "auto", 4) == 0) {
-    /* No real accelerators yet: auto means eight simulated ones. */
+    /* The first accelerator platform present, with all its devices; else
+     * eight simulated ones. */
     out->groups[0] = (dlrun_device_group){.platform = dlrun_platform_find("sim", 3), .count = 8};
+    for (size_t i = 0; i < dlrun_platform_count; i++) {
+      const dlrun_platform *pl = dlrun_platforms[i];
+      char why[160];
+      size_t n = 0;
+      if (pl->is_accelerator && pl->probe && pl->probe(&n, why, sizeof why) && n > 0) {
+        out->groups[0] = (dlrun_device_group){.platform = pl, .count = n};
+        break;
+      }
+    }
     out->ngroups = 1;
     return DLRUN_OK;
   }
