@@ -21,6 +21,8 @@ void dlrun_buffers_release(dlrun_buffer **bufs, size_t n) {
   dlrun_free(bufs);
 }
 
+static void destroy_array(dlrun_ref *ref);
+
 dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
                               dlrun_sharding *sharding, dlrun_buffer **bufs, dlrun_array **out) {
   *out = NULL;
@@ -30,7 +32,7 @@ dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
     dlrun_buffers_release(bufs, n);
     return dlrun_fail_oom_host(sizeof *a);
   }
-  atomic_init(&a->refs, 1);
+  dlrun_ref_init(&a->ref, destroy_array);
   a->dtype = dtype;
   a->ndim = ndim;
   if (ndim) memcpy(a->dims, dims, (size_t)ndim * sizeof *dims);
@@ -70,11 +72,15 @@ dlrun_status dlrun_array_alloc(dlrun_sharding *sharding, dlrun_dtype dtype, int 
 }
 
 void dlrun_array_retain(dlrun_array *a) {
-  if (a) atomic_fetch_add(&a->refs, 1);
+  if (a) dlrun_ref_retain(&a->ref);
 }
 
 void dlrun_array_release(dlrun_array *a) {
-  if (!a || atomic_fetch_sub(&a->refs, 1) != 1) return;
+  if (a) dlrun_ref_release(&a->ref);
+}
+
+static void destroy_array(dlrun_ref *ref) {
+  dlrun_array *a = (dlrun_array *)ref;
   dlrun_buffers_release(a->bufs, a->nshards);
   dlrun_sharding_release(a->sharding);
   pthread_mutex_destroy(&a->mu);

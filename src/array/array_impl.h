@@ -11,7 +11,7 @@
 #include "shard/shard_impl.h"
 
 struct dlrun_array {
-  atomic_int refs;
+  dlrun_ref ref; /* first: the object base */
   dlrun_dtype dtype;
   int ndim;
   int64_t dims[DLRUN_MAX_NDIM];

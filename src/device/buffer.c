@@ -5,6 +5,8 @@
 #include "core/trace_impl.h"
 #include "dlrun/sharding.h" /* dlrun_memory_kind_name, until it moves to device.h */
 
+static void destroy_buffer(dlrun_ref *ref);
+
 dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint64_t nbytes,
                                  dlrun_buffer **out) {
   *out = NULL;
@@ -25,7 +27,7 @@ dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint
     }
     b->data = dlrun_block_ptr(b->block);
   }
-  atomic_init(&b->refs, 1);
+  dlrun_ref_init(&b->ref, destroy_buffer);
   b->dev = dev;
   b->kind = kind;
   b->nbytes = nbytes;
@@ -48,7 +50,7 @@ dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *
                       (unsigned long long)nbytes, data, dev->name, dlrun_memory_kind_name(kind));
   dlrun_buffer *b = dlrun_calloc(1, sizeof *b);
   if (!b) return dlrun_fail_oom_host(sizeof *b);
-  atomic_init(&b->refs, 1);
+  dlrun_ref_init(&b->ref, destroy_buffer);
   b->dev = dev;
   b->kind = kind;
   b->data = data;
@@ -61,7 +63,7 @@ dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *
   return DLRUN_OK;
 }
 
-void dlrun_buffer_retain(dlrun_buffer *b) { atomic_fetch_add(&b->refs, 1); }
+void dlrun_buffer_retain(dlrun_buffer *b) { dlrun_ref_retain(&b->ref); }
 
 const int64_t *dlrun_buffer_layout(const dlrun_buffer *b, int ndim, const int64_t *dims,
                                    int64_t *scratch) {
@@ -71,7 +73,11 @@ const int64_t *dlrun_buffer_layout(const dlrun_buffer *b, int ndim, const int64_
 }
 
 void dlrun_buffer_release(dlrun_buffer *b) {
-  if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
+  if (b) dlrun_ref_release(&b->ref);
+}
+
+static void destroy_buffer(dlrun_ref *ref) {
+  dlrun_buffer *b = (dlrun_buffer *)ref;
   dlrun_runtime *rt = b->dev->rt;
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   if (b->release) b->release(b->release_ctx);

@@ -19,7 +19,7 @@
  * and exports each hold a reference. The memory returns to the pool when the
  * last one is released. */
 typedef struct dlrun_buffer {
-  atomic_int refs;
+  dlrun_ref ref; /* first: the object base */
   dlrun_device *dev;
   dlrun_memory_kind kind;
   dlrun_block *block; /* NULL for zero bytes and for outside memory */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "dlrun/device.h"
+#include "core/ref.h"
 #include "device/stream.h"
 #include "mem/pool.h"
 
@@ -90,7 +91,7 @@ typedef struct dlrun_device_group {
 #define DLRUN_MAX_DEVICES 65536
 
 struct dlrun_runtime {
-  atomic_int refs;
+  dlrun_ref ref; /* first: the object base */
   char spec[128];      /* canonical: "sim:8,cpu:1" */
   char platforms[64];  /* "sim,cpu" */
   dlrun_workers *workers;

@@ -219,6 +219,8 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   return DLRUN_OK;
 }
 
+static void release_last(dlrun_ref *ref);
+
 dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **out) {
   DLRUN_NONNULL(out, "dlrun_runtime_create", "out");
   *out = NULL;
@@ -232,7 +234,7 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   dlrun_runtime *rt = dlrun_calloc(1, sizeof *rt);
   if (!rt) return dlrun_fail_oom_host(sizeof *rt);
   rt->sim_memory_shared = sim_shared;
-  atomic_init(&rt->refs, 1);
+  dlrun_ref_init(&rt->ref, release_last);
   if ((st = dlrun_workers_create(worker_count(), &rt->workers))) {
     dlrun_free(rt);
     return st;
@@ -251,7 +253,7 @@ const char *dlrun_runtime_memory_note(const dlrun_runtime *rt) {
 }
 
 void dlrun_runtime_retain(dlrun_runtime *rt) {
-  if (rt) atomic_fetch_add(&rt->refs, 1);
+  if (rt) dlrun_ref_retain(&rt->ref);
 }
 
 static void destroy_runtime(dlrun_runtime *rt) {
@@ -266,11 +268,11 @@ static void *destroy_in_background(void *rt) {
   return NULL;
 }
 
-void dlrun_runtime_release(dlrun_runtime *rt) {
-  if (!rt || atomic_fetch_sub(&rt->refs, 1) != 1) return;
-  /* The last reference may go on one of the runtime's own workers (a task
-   * dropping the last buffer): it cannot wait for itself or join itself, so
-   * another thread tears the runtime down. */
+/* The last reference may go on one of the runtime's own workers (a task
+ * dropping the last buffer): it cannot wait for itself or join itself, so
+ * another thread tears the runtime down. */
+static void release_last(dlrun_ref *ref) {
+  dlrun_runtime *rt = (dlrun_runtime *)ref;
   if (dlrun_workers_is_current(rt->workers)) {
     pthread_t t;
     pthread_attr_t attr;
@@ -282,6 +284,10 @@ void dlrun_runtime_release(dlrun_runtime *rt) {
     return;
   }
   destroy_runtime(rt);
+}
+
+void dlrun_runtime_release(dlrun_runtime *rt) {
+  if (rt) dlrun_ref_release(&rt->ref);
 }
 
 /* The process-wide default runtime and its configuration. */
