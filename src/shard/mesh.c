@@ -53,6 +53,8 @@ static void mesh_free(dlrun_mesh *m) {
   dlrun_free(m);
 }
 
+static void destroy_mesh(dlrun_ref *ref) { mesh_free((dlrun_mesh *)ref); }
+
 /* Sort device pointers (with their positions) for O(log n) position lookups
  * and to find duplicates. */
 static dlrun_status index_devices(dlrun_mesh *m) {
@@ -88,7 +90,7 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
   if (st) return st;
   dlrun_mesh *m = dlrun_calloc(1, sizeof *m);
   if (!m) return dlrun_fail_oom_host(sizeof *m);
-  atomic_init(&m->refs, 1);
+  dlrun_ref_init(&m->ref, destroy_mesh);
   m->naxes = naxes;
   m->ndevices = ndevices;
   for (int a = 0; a < naxes; a++) {
@@ -115,11 +117,11 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
 }
 
 void dlrun_mesh_retain(dlrun_mesh *m) {
-  if (m) atomic_fetch_add(&m->refs, 1);
+  if (m) dlrun_ref_retain(&m->ref);
 }
 
 void dlrun_mesh_release(dlrun_mesh *m) {
-  if (m && atomic_fetch_sub(&m->refs, 1) == 1) mesh_free(m);
+  if (m) dlrun_ref_release(&m->ref);
 }
 
 /* Getters given NULL or an index out of range answer NULL, 0 or -1. */

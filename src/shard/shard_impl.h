@@ -2,12 +2,11 @@
 #ifndef DLRUN_SHARD_IMPL_H
 #define DLRUN_SHARD_IMPL_H
 
-#include <stdatomic.h>
-
+#include "core/ref.h"
 #include "dlrun/sharding.h"
 
 struct dlrun_mesh {
-  atomic_int refs;
+  dlrun_ref ref; /* first: the object base */
   dlrun_runtime *rt; /* retained: devices live as long as the mesh */
   int naxes;
   char *names[DLRUN_MAX_MESH_AXES];
@@ -19,7 +18,7 @@ struct dlrun_mesh {
 };
 
 struct dlrun_sharding {
-  atomic_int refs;
+  dlrun_ref ref; /* first: the object base */
   bool named;
   dlrun_mesh *mesh;
   dlrun_memory_kind kind;

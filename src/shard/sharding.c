@@ -96,13 +96,15 @@ static dlrun_status resolve_spec(dlrun_sharding *s, const dlrun_partition_spec *
   return DLRUN_OK;
 }
 
+static void destroy_sharding(dlrun_ref *ref);
+
 static dlrun_status new_sharding(dlrun_mesh *mesh, dlrun_memory_kind kind, bool named,
                                  dlrun_sharding **out) {
   if ((int)kind < 0 || kind >= DLRUN_MEM_KIND_COUNT)
     return dlrun_fail(DLRUN_ERR_VALUE, "invalid memory kind %d", (int)kind);
   dlrun_sharding *s = dlrun_calloc(1, sizeof *s);
   if (!s) return dlrun_fail_oom_host(sizeof *s);
-  atomic_init(&s->refs, 1);
+  dlrun_ref_init(&s->ref, destroy_sharding);
   s->named = named;
   s->kind = kind;
   s->mesh = mesh;
@@ -142,13 +144,17 @@ dlrun_status dlrun_single_device_sharding_create(dlrun_device *dev, dlrun_memory
 }
 
 void dlrun_sharding_retain(dlrun_sharding *s) {
-  if (s) atomic_fetch_add(&s->refs, 1);
+  if (s) dlrun_ref_retain(&s->ref);
+}
+
+static void destroy_sharding(dlrun_ref *ref) {
+  dlrun_sharding *s = (dlrun_sharding *)ref;
+  dlrun_mesh_release(s->mesh);
+  dlrun_free(s);
 }
 
 void dlrun_sharding_release(dlrun_sharding *s) {
-  if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
-  dlrun_mesh_release(s->mesh);
-  dlrun_free(s);
+  if (s) dlrun_ref_release(&s->ref);
 }
 
 /* Getters given NULL answer false, NULL, 0 or -1. */
