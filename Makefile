@@ -33,7 +33,8 @@ LUA_LIB_A := $(BUILD)/libdlrun_lua.a
 LUA_MOD  := $(BUILD)/lua/dlrun/core.so
 EXE      := $(BUILD)/dlrun
 
-.PHONY: all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind check-all
+.PHONY: all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind check-all \
+        check-layers
 all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS) $(STRESSES)
 
 # Installs missing Debian packages (no-op when everything is there).
@@ -94,6 +95,10 @@ $(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)
 # The whole suite: C tests and busted specs; ends with "N passed, N failed".
 test: all
 	@scripts/run-tests.sh $(BUILD)
+
+# The allowed include edges between the folders of src/ (also run by test).
+check-layers:
+	@scripts/check-layers.sh
 
 c-tests: all
 	@scripts/run-tests.sh $(BUILD) --c-only

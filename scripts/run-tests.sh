@@ -35,6 +35,16 @@ for t in "$build"/tests/test_*; do
   add_counts "$p" "$f"
 done
 
+# The layers of src/ (scripts/check-layers.sh): one check.
+if scripts/check-layers.sh >"$log" 2>&1; then
+  tail -n 1 "$log"
+  add_counts 1 0
+else
+  cat "$log"
+  echo "check-layers: failed"
+  add_counts 0 1
+fi
+
 # The stress programs, briefly (make check-tsan runs them long, under TSan).
 for t in "$build"/stress/*; do
   [ -x "$t" ] || continue

@@ -16,11 +16,17 @@
 extern "C" {
 #endif
 
+/* No runtime has more devices than this, all platforms together. */
+#define DLRUN_MAX_DEVICES 65536
+
 typedef enum dlrun_memory_kind {
   DLRUN_MEM_DEVICE = 0,      /* the device's own memory */
   DLRUN_MEM_PINNED_HOST = 1, /* host memory the device can reach */
   DLRUN_MEM_KIND_COUNT
 } dlrun_memory_kind;
+
+/* "pinned_host" for DLRUN_MEM_PINNED_HOST, else "device". */
+DLRUN_API const char *dlrun_memory_kind_name(dlrun_memory_kind kind);
 
 typedef struct dlrun_memory_stats {
   uint64_t bytes_in_use;

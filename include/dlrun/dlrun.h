@@ -13,6 +13,7 @@
 #include "dtype.h"
 #include "runtime.h"
 #include "shape.h"
+#include "stats.h"
 #include "status.h"
 #include "trace.h"
 

@@ -2,6 +2,7 @@
 #ifndef DLRUN_SHAPE_H
 #define DLRUN_SHAPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dtype.h"
@@ -27,6 +28,10 @@ DLRUN_API dlrun_status dlrun_shape_nbytes(int ndim, const int64_t *dims,
  * NUL-terminated, truncated if n is too small). Returns buf. */
 DLRUN_API const char *dlrun_shape_string(dlrun_dtype dtype, int ndim,
                                          const int64_t *dims, char *buf, unsigned long n);
+
+/* Python-style tuple "(8, 2)", "(10,)", "()" of n values into buf (always
+ * NUL-terminated, truncated if size is too small). Returns buf. */
+DLRUN_API const char *dlrun_tuple_string(const int64_t *v, int n, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -121,8 +121,6 @@ DLRUN_API const char *dlrun_sharding_describe(const dlrun_sharding *s, char *buf
 DLRUN_API const char *dlrun_partition_spec_describe(const dlrun_partition_spec *spec, char *buf,
                                                     size_t n);
 
-/* "device" or "pinned_host". */
-DLRUN_API const char *dlrun_memory_kind_name(dlrun_memory_kind kind);
 
 #ifdef __cplusplus
 }

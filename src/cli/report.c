@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "dlrun/dlrun.h"
-#include "dlrun/trace.h"
+#include "dlrun/stats.h"
 
 static const char *human(unsigned long long bytes, char *buf, size_t n) {
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -6,9 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Python-style tuple "(8, 2)", "(10,)", "()" of n values into buf (always
- * terminated). Returns buf. */
-const char *dlrun_tuple_string(const int64_t *v, int n, char *buf, size_t size);
+/* (dlrun_tuple_string, the Python-style tuple text, is public: dlrun/shape.h.) */
 
 /* Text built piece by piece into a fixed buffer, truncated safely. */
 typedef struct dlrun_text {

@@ -3,7 +3,6 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "core/trace_impl.h"
-#include "dlrun/sharding.h" /* dlrun_memory_kind_name, until it moves to device.h */
 
 static void destroy_buffer(dlrun_ref *ref);
 

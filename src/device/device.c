@@ -3,7 +3,7 @@
 
 #include "core/status_impl.h"
 #include "device_impl.h"
-#include "dlrun/trace.h"
+#include "dlrun/stats.h"
 
 static const dlrun_device_group *find_group(dlrun_runtime *rt, const char *platform) {
   if (!platform) return rt->default_group;
@@ -83,4 +83,8 @@ void dlrun_transfer_progress(dlrun_runtime *rt, uint64_t *queued, uint64_t *done
 
 void dlrun_runtime_synchronize(dlrun_runtime *rt) {
   for (size_t i = 0; i < rt->ndevices; i++) dlrun_device_synchronize(&rt->devices[i]);
+}
+
+const char *dlrun_memory_kind_name(dlrun_memory_kind kind) {
+  return kind == DLRUN_MEM_PINNED_HOST ? "pinned_host" : "device";
 }

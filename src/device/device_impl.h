@@ -88,7 +88,6 @@ typedef struct dlrun_device_group {
   size_t first, count;
 } dlrun_device_group;
 
-#define DLRUN_MAX_DEVICES 65536
 
 struct dlrun_runtime {
   dlrun_ref ref; /* first: the object base */

@@ -8,7 +8,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device_impl.h"
-#include "dlrun/trace.h"
+#include "dlrun/stats.h"
 
 #define MAX_WORKERS 64
 

@@ -15,9 +15,6 @@
 #define DLRUN_SHARDING_MT "dlrun.Sharding"
 #define DLRUN_CAPSULE_MT "dlrun.Capsule"
 
-/* No runtime has more devices (DLRUN_MAX_DEVICES of src/device): device
- * lists longer than this are refused before anything is allocated. */
-#define DLRUN_LUA_MAX_DEVICES 65536
 
 /* ---- errors (lerror.c) ---- */
 /* Raise the Lua error value for `status` with the thread's last message.

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "binding.h"
-#include "core/text.h"
 
 int dlrun_lua_to_integer(lua_State *L, int idx, lua_Integer *out) {
   if (lua_isinteger(L, idx)) {

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "binding.h"
-#include "core/text.h"
 
 #define SINGLE_CACHE_KEY "dlrun.single_device_shardings"
 #define SPEC_MT_KEY "dlrun.PartitionSpec"
@@ -245,12 +244,12 @@ static int l_mesh(lua_State *L) {
                            depth, naxes);
   /* Refuse sizes that no runtime could fill before allocating for them. */
   int64_t cap;
-  if (dlrun_shape_size(naxes, sizes, &cap) || cap > DLRUN_LUA_MAX_DEVICES) {
+  if (dlrun_shape_size(naxes, sizes, &cap) || cap > DLRUN_MAX_DEVICES) {
     char shape[256];
     return dlrun_lua_raise(L, "ValueError",
                            "Mesh: a devices table of shape %s holds more than %d devices",
                            dlrun_tuple_string(sizes, naxes, shape, sizeof shape),
-                           DLRUN_LUA_MAX_DEVICES);
+                           DLRUN_MAX_DEVICES);
   }
   dlrun_device **devs = lua_newuserdatauv(L, (size_t)cap * sizeof *devs + 1, 0);
   size_t count = 0;
@@ -280,11 +279,11 @@ static int l_make_mesh(lua_State *L) {
   lua_Integer given = lua_isnil(L, 3) ? (lua_Integer)dlrun_device_count(rt, NULL)
                                       : dlrun_lua_check_len(L, 3, fn, "devices");
   /* A list no runtime could fill is refused before allocating for it. */
-  if (given > DLRUN_LUA_MAX_DEVICES)
+  if (given > DLRUN_MAX_DEVICES)
     return dlrun_lua_raise(L, "ValueError",
                            "%s: argument 3 (devices) has %lld entries, more than the %d devices "
                            "a runtime can have",
-                           fn, (long long)given, DLRUN_LUA_MAX_DEVICES);
+                           fn, (long long)given, DLRUN_MAX_DEVICES);
   size_t available = (size_t)given;
   int64_t product;
   char shape[256];

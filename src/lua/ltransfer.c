@@ -276,11 +276,11 @@ static int l_from_single_device_arrays(lua_State *L) {
     return dlrun_lua_type_error(L, fn, 3, "arrays", "a list of Arrays");
   lua_Integer len = dlrun_lua_check_len(L, 3, fn, "arrays");
   /* One array per device: a longer list is refused before allocating for it. */
-  if (len > DLRUN_LUA_MAX_DEVICES)
+  if (len > DLRUN_MAX_DEVICES)
     return dlrun_lua_raise(L, "ValueError",
                            "%s: argument 3 (arrays) has %lld entries, more than the %d devices a "
                            "runtime can have",
-                           fn, (long long)len, DLRUN_LUA_MAX_DEVICES);
+                           fn, (long long)len, DLRUN_MAX_DEVICES);
   size_t n = (size_t)len;
   dlrun_array **arrays = lua_newuserdatauv(L, n * sizeof *arrays + 1, 0);
   for (size_t i = 0; i < n; i++) {

@@ -5,7 +5,6 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "device/device_impl.h"
 #include "shard_impl.h"
 
 static int compare_ptr(const void *a, const void *b) {
@@ -38,7 +37,7 @@ static dlrun_status check_mesh_args(dlrun_device *const *devices, size_t ndevice
                       (long long)product, ndevices);
   for (size_t i = 0; i < ndevices; i++) {
     if (!devices[i]) return dlrun_fail(DLRUN_ERR_VALUE, "mesh device %zu is NULL", i + 1);
-    if (devices[i]->rt != devices[0]->rt)
+    if (dlrun_device_runtime(devices[i]) != dlrun_device_runtime(devices[0]))
       return dlrun_fail(DLRUN_ERR_VALUE, "mesh devices belong to different runtimes");
   }
   return DLRUN_OK;
@@ -67,7 +66,7 @@ static dlrun_status index_devices(dlrun_mesh *m) {
   for (size_t i = 1; i < n; i++)
     if (m->by_address[i] == m->by_address[i - 1])
       return dlrun_fail(DLRUN_ERR_VALUE, "Mesh contains duplicate devices: %s appears twice",
-                        m->by_address[i]->name);
+                        dlrun_device_name(m->by_address[i]));
   /* Positions: binary search each device of the flat order in the sorted list. */
   for (size_t i = 0; i < n; i++) {
     dlrun_device **hit = bsearch(&m->devices[i], m->by_address, n, sizeof *m->by_address, compare_ptr);
@@ -110,7 +109,7 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
     mesh_free(m);
     return st;
   }
-  m->rt = devices[0]->rt;
+  m->rt = dlrun_device_runtime(devices[0]);
   dlrun_runtime_retain(m->rt);
   *out = m;
   return DLRUN_OK;

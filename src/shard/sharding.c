@@ -7,12 +7,8 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "core/text.h"
-#include "device/device_impl.h"
 #include "shard_impl.h"
 
-const char *dlrun_memory_kind_name(dlrun_memory_kind kind) {
-  return kind == DLRUN_MEM_PINNED_HOST ? "pinned_host" : "device";
-}
 
 const char *dlrun_partition_spec_describe(const dlrun_partition_spec *spec, char *buf, size_t n) {
   if (!buf || !n) return buf;
@@ -352,7 +348,7 @@ const char *dlrun_sharding_describe(const dlrun_sharding *s, char *buf, size_t n
   }
   char inner[512], spec[512];
   if (!s->named) {
-    snprintf(buf, n, "SingleDeviceSharding(device=%s, memory_kind=%s)", s->mesh->devices[0]->name,
+    snprintf(buf, n, "SingleDeviceSharding(device=%s, memory_kind=%s)", dlrun_device_name(s->mesh->devices[0]),
              dlrun_memory_kind_name(s->kind));
     return buf;
   }

@@ -1,0 +1,139 @@
+#!/bin/sh
+# Holds the layers of src/ (docs/architecture.md): every `#include "..."` in
+# src/*/*.[ch] and include/dlrun/*.h must follow an allowed edge, and no
+# platform name is spelled out above the device layer. Prints each violation,
+# then "layers: N files, N includes, N violations"; exits 1 on any.
+# Usage: scripts/check-layers.sh [SRC_DIR [PUBLIC_INCLUDE_DIR]]
+set -u
+src=${1:-src}
+pub=${2:-include/dlrun}
+
+# The layers, lowest first. A layer may include the public headers of its own
+# layer and of every layer below it.
+order="core mem device shard array dlpack lua cli"
+
+# Internal headers (src/LAYER/*.h) a layer may include besides its own:
+# the layers whose internals it is built on. The Lua binding and the command
+# use the public API only.
+internal() {
+  case $1 in
+  core) echo "" ;;
+  mem) echo "core" ;;
+  device) echo "core mem" ;;
+  shard) echo "core" ;;
+  array) echo "core device shard" ;;
+  dlpack) echo "core device shard array" ;;
+  lua) echo "" ;;
+  cli) echo "" ;;
+  esac
+}
+
+# The layer of a public header (include/dlrun/NAME.h).
+public_layer() {
+  case $1 in
+  status | dtype | shape | debug | trace | export) echo core ;;
+  device | runtime | stats) echo device ;;
+  sharding) echo shard ;;
+  array) echo array ;;
+  dlpack) echo dlpack ;;
+  lua | dlrun) echo lua ;;
+  *) echo unknown ;;
+  esac
+}
+
+rank() { # position of a layer in $order, or 99
+  i=0
+  for l in $order; do
+    [ "$l" = "$1" ] && { echo $i; return; }
+    i=$((i + 1))
+  done
+  echo 99
+}
+
+files=0
+includes=0
+violations=0
+
+# check FILE LAYER [public]: one file's includes against LAYER's rules. In a
+# public header, "NAME.h" is the public header NAME.
+check() {
+  file=$1
+  layer=$2
+  files=$((files + 1))
+  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file"); do
+    includes=$((includes + 1))
+    why=""
+    [ "${3:-}" = public ] && case $inc in */*) ;; *) inc="dlrun/$inc" ;; esac
+    case $inc in
+    dlrun/*.h | */dlrun/*.h)
+      name=$(basename "$inc" .h)
+      to=$(public_layer "$name")
+      if [ "$to" = unknown ]; then
+        why="no layer owns public header $inc"
+      elif [ "$(rank "$to")" -gt "$(rank "$layer")" ]; then
+        why="$layer -> $to is not allowed: public header of a higher layer"
+      fi
+      ;;
+    */*)
+      to=${inc%%/*}
+      if [ "$to" != "$layer" ]; then
+        case " $(internal "$layer") " in
+        *" $to "*) ;;
+        *) why="$layer -> $to is not allowed" ;;
+        esac
+      fi
+      ;;
+    *)
+      # a header of the same folder
+      if [ -f "$(dirname "$file")/$inc" ]; then :; else
+        why="\"$inc\" is not in $(dirname "$file")"
+      fi
+      ;;
+    esac
+    if [ -n "$why" ]; then
+      echo "$file: includes \"$inc\" ($why)"
+      violations=$((violations + 1))
+    fi
+  done
+}
+
+for dir in "$src"/*/; do
+  layer=$(basename "$dir")
+  if [ "$(rank "$layer")" = 99 ]; then
+    echo "$dir: folder is not a known layer (expected one of: $order)"
+    violations=$((violations + 1))
+    continue
+  fi
+  for f in "$dir"*.c "$dir"*.h; do
+    [ -f "$f" ] && check "$f" "$layer"
+  done
+done
+
+# Public headers: each may include those of its own layer or lower ones.
+for f in "$pub"/*.h; do
+  [ -f "$f" ] || continue
+  layer=$(public_layer "$(basename "$f" .h)")
+  if [ "$layer" = unknown ]; then
+    echo "$f: no layer owns this public header (add it to public_layer)"
+    violations=$((violations + 1))
+    continue
+  fi
+  check "$f" "$layer" public
+done
+
+# Platforms are chosen through the registry: no platform name is spelled out
+# above the device layer (the command's help and report aside).
+for dir in "$src"/*/; do
+  case $(basename "$dir") in device | cli) continue ;; esac
+  for f in "$dir"*.c "$dir"*.h; do
+    [ -f "$f" ] || continue
+    grep -n '"sim"\|"cpu"' "$f" | while IFS= read -r hit; do
+      echo "$f:${hit%%:*}: names a platform (\"sim\"/\"cpu\") above the device layer"
+    done
+    n=$(grep -c '"sim"\|"cpu"' "$f")
+    violations=$((violations + n))
+  done
+done
+
+echo "layers: $files files, $includes includes, $violations violations"
+[ "$violations" -eq 0 ]
