@@ -12,12 +12,16 @@
  * Timing: CLOCK_MONOTONIC wall time. dlrun calls are timed from the call to
  * the end of block_until_ready, after one untimed warm-up run so that the
  * destination pools are warm (pages already touched); references run on
- * pre-touched memory. Each figure is the median of several runs. */
+ * pre-touched memory. Each figure is the median of several runs. The
+ * gathers have two memcpy references: one memcpy of the whole array on one
+ * thread, and the same pieces as dlrun's copy split over as many threads as
+ * the engine runs (the machine's copy limit for that work). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dlrun/dlrun.h"
 #include "mem/pool.h" /* internal: the pool benchmark drives a pool directly */
@@ -225,24 +230,147 @@ static void time_put(dlrun_array *src, dlrun_sharding *dst, int reps, double *ou
   for (int r = 0; r < reps; r++) out[r] = put_once(src, dst, NULL, what);
 }
 
+/* ------------------------------------------------------------ parallel memcpy reference */
+
+/* The number of copy threads the engine runs: the rule of worker_count() in
+ * src/device/runtime.c (online CPUs, at least 2, at most 64), which no
+ * public call reports. */
+static int engine_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 2) n = 2;
+  if (n > 64) n = 64;
+  return (int)n;
+}
+
+/* A gather's bytes as the engine sees them: `nsrc` source shards, each
+ * contiguous, holding `rows` pieces of `piece` bytes one after another. The
+ * destination holds piece (row r, shard s) at index r * nsrc + s, every
+ * piece after the previous one: row sharding is nsrc pieces of a whole
+ * shard (rows 1), column sharding one piece per row and shard. */
+typedef struct gather_layout {
+  size_t nsrc, rows, piece;
+} gather_layout;
+
+/* The reference: `nthreads` threads (the calling one and nthreads - 1
+ * started once, waiting on a barrier between runs, as the engine's workers
+ * wait between tasks), thread i copying the i-th contiguous share of the
+ * destination's bytes, piece by piece from the shard each piece comes from. */
+typedef struct par_copy {
+  gather_layout l;
+  const unsigned char *src; /* the nsrc shards, one after another */
+  unsigned char *dst;
+  int nthreads;
+  pthread_t *threads;
+  struct par_arg *args;
+  pthread_barrier_t start, done;
+  bool stop; /* read by the threads after `start`, which orders it */
+} par_copy;
+
+typedef struct par_arg {
+  par_copy *pc;
+  int i;
+} par_arg;
+
+static void par_share(const par_copy *pc, int i) {
+  size_t p = pc->l.piece, total = pc->l.nsrc * pc->l.rows * p;
+  size_t a = total / (size_t)pc->nthreads * (size_t)i;
+  size_t b = i == pc->nthreads - 1 ? total : total / (size_t)pc->nthreads * (size_t)(i + 1);
+  size_t shard = pc->l.rows * p;
+  while (a < b) {
+    size_t k = a / p, off = a % p, n = p - off < b - a ? p - off : b - a;
+    const unsigned char *from = pc->src + (k % pc->l.nsrc) * shard + (k / pc->l.nsrc) * p + off;
+    memcpy(pc->dst + a, from, n);
+    a += n;
+  }
+}
+
+static void *par_thread(void *arg) {
+  par_arg *pa = arg;
+  for (;;) {
+    pthread_barrier_wait(&pa->pc->start);
+    if (pa->pc->stop) return NULL;
+    par_share(pa->pc, pa->i);
+    pthread_barrier_wait(&pa->pc->done);
+  }
+}
+
+static void par_start(par_copy *pc, gather_layout l, const unsigned char *src, unsigned char *dst,
+                      int nthreads) {
+  *pc = (par_copy){.l = l, .src = src, .dst = dst, .nthreads = nthreads};
+  pthread_barrier_init(&pc->start, NULL, (unsigned)nthreads);
+  pthread_barrier_init(&pc->done, NULL, (unsigned)nthreads);
+  pc->threads = xmalloc((size_t)nthreads * sizeof *pc->threads);
+  pc->args = xmalloc((size_t)nthreads * sizeof *pc->args);
+  for (int i = 1; i < nthreads; i++) {
+    pc->args[i] = (par_arg){pc, i};
+    if (pthread_create(&pc->threads[i], NULL, par_thread, &pc->args[i]))
+      die("parallel memcpy: cannot start thread %d of %d", i, nthreads);
+  }
+}
+
+/* One parallel copy, timed from the release of the threads to the last one's end. */
+static double par_run(par_copy *pc) {
+  double t0 = now_s();
+  pthread_barrier_wait(&pc->start);
+  par_share(pc, 0);
+  pthread_barrier_wait(&pc->done);
+  double t = now_s() - t0;
+  bench_sink = pc->dst;
+  return t;
+}
+
+static void par_stop(par_copy *pc) {
+  pc->stop = true;
+  pthread_barrier_wait(&pc->start);
+  for (int i = 1; i < pc->nthreads; i++) pthread_join(pc->threads[i], NULL);
+  pthread_barrier_destroy(&pc->start);
+  pthread_barrier_destroy(&pc->done);
+  free(pc->threads);
+  free(pc->args);
+}
+
 /* device_put against memcpy of `ref_bytes` between pre-touched host
  * buffers, alternating run by run so that drifts of a shared machine hit
- * both alike. One warm-up each; `check` as put_once, on the warm-up. */
+ * all alike. With `par` (a gather's layout; needs `check`), also against the
+ * parallel reference (pref): the same pieces, read from shards laid out as
+ * the engine's, by the engine's number of threads. One warm-up each;
+ * `check` as put_once, on the warm-up; the parallel result is checked too. */
 static void time_put_vs_memcpy(dlrun_array *src, dlrun_sharding *dst, size_t ref_bytes, int reps,
-                               double *dl, double *ref, const float *check, const char *what) {
+                               double *dl, double *ref, const gather_layout *par, double *pref,
+                               const float *check, const char *what) {
   unsigned char *from = touched(ref_bytes, 1), *to = touched(ref_bytes, 2);
+  unsigned char *psrc = NULL, *pdst = NULL;
+  par_copy pc;
+  if (par) {
+    /* The shards: piece k of the result comes from shard k % nsrc. */
+    size_t shard = par->rows * par->piece, npieces = par->nsrc * par->rows;
+    psrc = touched(ref_bytes, 3);
+    pdst = touched(ref_bytes, 4);
+    for (size_t k = 0; k < npieces; k++)
+      memcpy(psrc + (k % par->nsrc) * shard + (k / par->nsrc) * par->piece,
+             (const unsigned char *)check + k * par->piece, par->piece);
+    par_start(&pc, *par, psrc, pdst, engine_threads());
+  }
   for (int r = -1; r < reps; r++) {
     double t = put_once(src, dst, r < 0 ? check : NULL, what);
     double t0 = now_s();
     memcpy(to, from, ref_bytes);
     bench_sink = to;
     double t1 = now_s();
+    double tp = par ? par_run(&pc) : 0;
     if (r >= 0) {
       dl[r] = t;
       ref[r] = t1 - t0;
+      if (par) pref[r] = tp;
     }
   }
   if (to[ref_bytes - 1] != 1) die("memcpy reference did not copy");
+  if (par) {
+    par_stop(&pc);
+    if (memcmp(pdst, check, ref_bytes) != 0) die("%s: the parallel memcpy reference differs", what);
+    free(psrc);
+    free(pdst);
+  }
   free(from);
   free(to);
 }
@@ -253,21 +381,35 @@ typedef struct shape2 {
   int64_t rows, cols;
 } shape2;
 
-static void emit_pair(const char *dl_key, const double *dl, const char *ref_key, const double *ref,
-                      int reps) {
+static void emit_samples(const char *key, const double *v, int reps) {
   char k[64];
+  js_num(key, median(v, reps));
+  snprintf(k, sizeof k, "%s_samples", key);
+  js_nums(k, v, reps);
+}
+
+/* The runs alternate: the median of the run-by-run ratios is robust against
+ * a machine whose speed drifts. */
+static void emit_paired(const char *key, const double *dl, const double *ref, int reps) {
   double *pr = xmalloc((size_t)reps * sizeof *pr);
   for (int r = 0; r < reps; r++) pr[r] = ref[r] / dl[r];
-  /* The runs alternate: the median of the run-by-run ratios is robust
-   * against a machine whose speed drifts. */
-  js_num("paired_ratio_median", median(pr, reps));
+  js_num(key, median(pr, reps));
   free(pr);
-  js_num(dl_key, median(dl, reps));
-  snprintf(k, sizeof k, "%s_samples", dl_key);
-  js_nums(k, dl, reps);
-  js_num(ref_key, median(ref, reps));
-  snprintf(k, sizeof k, "%s_samples", ref_key);
-  js_nums(k, ref, reps);
+}
+
+static void emit_pair(const char *dl_key, const double *dl, const char *ref_key, const double *ref,
+                      int reps) {
+  emit_paired("paired_ratio_median", dl, ref, reps);
+  emit_samples(dl_key, dl, reps);
+  emit_samples(ref_key, ref, reps);
+}
+
+static void emit_parallel(const gather_layout *l, const double *dl, const double *pref, int reps) {
+  js_int("parallel_threads", engine_threads());
+  js_int("parallel_pieces", (long long)(l->nsrc * l->rows));
+  js_int("parallel_piece_bytes", (long long)l->piece);
+  emit_paired("parallel_paired_ratio_median", dl, pref, reps);
+  emit_samples("parallel_memcpy_s", pref, reps);
 }
 
 static bool bench_gathers(bool do_gather, bool do_cols, bool do_reshard) {
@@ -286,6 +428,11 @@ static bool bench_gathers(bool do_gather, bool do_cols, bool do_reshard) {
   float *host = host_matrix(sh.rows, sh.cols);
   int64_t dims[2] = {sh.rows, sh.cols};
   double *dl = xmalloc((size_t)reps * sizeof *dl), *ref = xmalloc((size_t)reps * sizeof *ref);
+  double *pref = xmalloc((size_t)reps * sizeof *pref);
+  /* The gathers' pieces: a whole row shard each; a row of a column shard each. */
+  size_t row_bytes = (size_t)sh.cols * sizeof(float);
+  gather_layout by_rows = {.nsrc = ndev, .rows = 1, .piece = nbytes / ndev};
+  gather_layout by_cols = {.nsrc = ndev, .rows = (size_t)sh.rows, .piece = row_bytes / ndev};
   dlrun_transfer_stats ts;
 
   if (do_gather || do_reshard) {
@@ -294,13 +441,14 @@ static bool bench_gathers(bool do_gather, bool do_cols, bool do_reshard) {
     CHECK(dlrun_array_block_until_ready(x));
     if (do_gather) {
       note("1 gather: rows-sharded -> SimDevice(id=0)");
-      time_put_vs_memcpy(x, one, nbytes, reps, dl, ref, host, "gather");
+      time_put_vs_memcpy(x, one, nbytes, reps, dl, ref, &by_rows, pref, host, "gather");
       js_open("gather");
       js_int("bytes", (long long)nbytes);
       js_ints("shape", (long long[]){sh.rows, sh.cols}, 2);
       js_int("devices", (long long)ndev);
       js_int("runs", reps);
       emit_pair("dlrun_s", dl, "memcpy_s", ref, reps);
+      emit_parallel(&by_rows, dl, pref, reps);
       js_close();
     }
     if (do_reshard) {
@@ -319,7 +467,7 @@ static bool bench_gathers(bool do_gather, bool do_cols, bool do_reshard) {
         note("3 reshard: transfer_stats bytes_moved %llu, want exactly %llu (7/8)",
              (unsigned long long)ts.bytes_moved, (unsigned long long)must_move);
       }
-      time_put_vs_memcpy(x, cols, must_move, reps, dl, ref, NULL, "reshard");
+      time_put_vs_memcpy(x, cols, must_move, reps, dl, ref, NULL, NULL, NULL, "reshard");
       /* The values: gather the columns back to one device and compare. */
       CHECK(dlrun_device_put(x, cols, NULL, &y));
       dlrun_array *back;
@@ -355,7 +503,7 @@ static bool bench_gathers(bool do_gather, bool do_cols, bool do_reshard) {
     dlrun_array *x;
     CHECK(dlrun_array_from_host(cols, DLRUN_FLOAT32, 2, dims, host, nbytes, &x));
     CHECK(dlrun_array_block_until_ready(x));
-    time_put_vs_memcpy(x, one, nbytes, reps, dl, ref, host, "column gather");
+    time_put_vs_memcpy(x, one, nbytes, reps, dl, ref, &by_cols, pref, host, "column gather");
     dlrun_array_release(x);
     js_open("column_gather");
     js_int("bytes", (long long)nbytes);
@@ -363,11 +511,13 @@ static bool bench_gathers(bool do_gather, bool do_cols, bool do_reshard) {
     js_int("devices", (long long)ndev);
     js_int("runs", reps);
     emit_pair("dlrun_s", dl, "memcpy_s", ref, reps);
+    emit_parallel(&by_cols, dl, pref, reps);
     js_close();
   }
 
   free(dl);
   free(ref);
+  free(pref);
   free(host);
   dlrun_sharding_release(one);
   dlrun_sharding_release(rows);

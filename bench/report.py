@@ -117,6 +117,8 @@ def main():
                                   ("column_gather", "2 column gather", 0.7)):
         dl = get(c, key, "dlrun_s")
         speed_row(label + " vs memcpy", dl, get(c, key, "memcpy_s"), vs_memcpy, c_ok, "memcpy")
+        speed_row(label + " vs parallel memcpy", dl, get(c, key, "parallel_memcpy_s"), vs_memcpy,
+                  c_ok, "parallel memcpy (the engine's thread count)")
         speed_row(label + " vs numpy concat", dl, get(npy, key, "numpy_s"), 1.0, c_ok,
                   "numpy concatenate")
 
@@ -206,6 +208,15 @@ def main():
                   fmt_time(get(c, "pool", "malloc_ns_per_op") * 1e-9), p["live_blocks"],
                   p["requested_bytes"] / 2**20, p["largest_free_block_bytes"] / 2**20,
                   p["free_bytes"] / 2**20))
+    for key in ("gather", "column_gather"):
+        n, pm = get(c, key, "parallel_threads"), get(c, key, "parallel_memcpy_s")
+        if n and pm:
+            print("%s: parallel memcpy on %d threads (the engine's count) in %s, %d pieces of %d B; "
+                  "one memcpy %s; paired ratios: vs memcpy %.2f, vs parallel %.2f" % (
+                      key, n, fmt_time(pm), get(c, key, "parallel_pieces"),
+                      get(c, key, "parallel_piece_bytes"), fmt_time(get(c, key, "memcpy_s")),
+                      get(c, key, "paired_ratio_median"),
+                      get(c, key, "parallel_paired_ratio_median")))
     for key in ("gather", "column_gather"):
         cp, mc = get(npy, key, "numpy_copyto_s"), get(c, key, "memcpy_s")
         if cp and mc and get(npy, key, "numpy_s"):
