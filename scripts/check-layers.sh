@@ -1,8 +1,11 @@
 #!/bin/sh
-# Holds the layers of src/ (docs/architecture.md): every `#include "..."` in
-# src/*/*.[ch] and include/dlrun/*.h must follow an allowed edge, and no
-# platform name is spelled out above the device layer. Prints each violation,
-# then "layers: N files, N includes, N violations"; exits 1 on any.
+# Holds the layers of src/ (docs/architecture.md): every include of a project
+# header in src/LAYER/**.[ch] and include/dlrun/*.h must follow an allowed
+# edge, and no platform name is spelled out above the device layer. Project
+# headers are checked however they are spelled ("x.h" or <x.h>); <...> names
+# that are neither public nor in src/ are system headers and not counted.
+# Prints each violation, then "layers: N files, N includes, N violations";
+# exits 1 on any.
 # Usage: scripts/check-layers.sh [SRC_DIR [PUBLIC_INCLUDE_DIR]]
 set -u
 src=${1:-src}
@@ -41,7 +44,8 @@ public_layer() {
   esac
 }
 
-rank() { # position of a layer in $order, or 99
+rank() { # position of a layer in $order, or 99 (run in $(...): IFS stays here)
+  IFS=' '
   i=0
   for l in $order; do
     [ "$l" = "$1" ] && { echo $i; return; }
@@ -49,6 +53,14 @@ rank() { # position of a layer in $order, or 99
   done
   echo 99
 }
+
+# The C files of a folder and its subfolders, one per line, sorted.
+sources() {
+  find "$1" -type f \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort
+}
+# File names split on newlines only.
+IFS='
+'
 
 files=0
 includes=0
@@ -60,11 +72,26 @@ check() {
   file=$1
   layer=$2
   files=$((files + 1))
-  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file"); do
+  for inc in $(sed -n -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' \
+    -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/<\1>/p' "$file"); do
+    case $inc in
+    "<"*)
+      inc=${inc#<}
+      inc=${inc%>}
+      shown="<$inc>"
+      case $inc in dlrun/*) ;; *) [ -f "$src/$inc" ] || continue ;; esac
+      ;;
+    *)
+      [ "${3:-}" = public ] && case $inc in */*) ;; *) inc="dlrun/$inc" ;; esac
+      shown="\"$inc\""
+      ;;
+    esac
     includes=$((includes + 1))
     why=""
-    [ "${3:-}" = public ] && case $inc in */*) ;; *) inc="dlrun/$inc" ;; esac
     case $inc in
+    *..*)
+      why="a path through .. leaves the folder: name the header by its layer"
+      ;;
     dlrun/*.h | */dlrun/*.h)
       name=$(basename "$inc" .h)
       to=$(public_layer "$name")
@@ -76,6 +103,8 @@ check() {
       ;;
     */*)
       to=${inc%%/*}
+      # a subfolder of the including file's folder comes first, as in the compiler
+      [ -f "$(dirname "$file")/$inc" ] && to=$layer
       if [ "$to" != "$layer" ]; then
         case " $(internal "$layer") " in
         *" $to "*) ;;
@@ -91,7 +120,7 @@ check() {
       ;;
     esac
     if [ -n "$why" ]; then
-      echo "$file: includes \"$inc\" ($why)"
+      echo "$file: includes $shown ($why)"
       violations=$((violations + 1))
     fi
   done
@@ -104,8 +133,8 @@ for dir in "$src"/*/; do
     violations=$((violations + 1))
     continue
   fi
-  for f in "$dir"*.c "$dir"*.h; do
-    [ -f "$f" ] && check "$f" "$layer"
+  for f in $(sources "$dir"); do
+    check "$f" "$layer"
   done
 done
 
@@ -125,8 +154,7 @@ done
 # above the device layer (the command's help and report aside).
 for dir in "$src"/*/; do
   case $(basename "$dir") in device | cli) continue ;; esac
-  for f in "$dir"*.c "$dir"*.h; do
-    [ -f "$f" ] || continue
+  for f in $(sources "$dir"); do
     grep -n '"sim"\|"cpu"' "$f" | while IFS= read -r hit; do
       echo "$f:${hit%%:*}: names a platform (\"sim\"/\"cpu\") above the device layer"
     done

@@ -65,6 +65,35 @@ describe("scripts/check-layers.sh", function()
     assert.truthy(out:match("6 violations\n$"), out)
   end)
 
+  it("checks subfolders, <...> spellings and paths through ..", function()
+    local dir = copy_tree()
+    finally(function() os.execute("rm -rf " .. q(dir)) end)
+    assert(os.execute("mkdir " .. q(dir .. "/src/core/sub")))
+    append(dir .. "/src/core/sub/x.h", '#include "device/device_impl.h"\n')
+    append(dir .. "/src/core/sub/y.h", '#include "x.h"\n')
+    append(dir .. "/src/core/shape.c", '#include "sub/y.h"\n')
+    append(dir .. "/src/shard/mesh.c", '#include <device/device_impl.h>\n#include <stdio.h>\n')
+    append(dir .. "/src/lua/lconvert.c", '#include <dlrun/array.h>\n')
+    append(dir .. "/src/mem/pool.c", '#include "../array/array_impl.h"\n')
+    local out, status = check(dir .. "/src", dir .. "/pub")
+    assert.are.equal(1, status)
+    local want = {
+      dir .. '/src/core/sub/x.h: includes "device/device_impl.h" (core -> device is not allowed)\n',
+      dir .. '/src/shard/mesh.c: includes <device/device_impl.h> (shard -> device is not '
+        .. 'allowed)\n',
+      dir .. '/src/mem/pool.c: includes "../array/array_impl.h" (a path through .. leaves the '
+        .. 'folder: name the header by its layer)\n',
+    }
+    for _, line in ipairs(want) do
+      assert.truthy(out:find(line, 1, true), "missing: " .. line .. "\nin:\n" .. out)
+    end
+    -- the subfolder's own headers, a system header and a public one the binding may use pass
+    assert.falsy(out:find("y.h", 1, true), out)
+    assert.falsy(out:find("stdio", 1, true), out)
+    assert.falsy(out:find("lconvert", 1, true), out)
+    assert.truthy(out:match(", 3 violations\n$"), out)
+  end)
+
   it("refuses a folder that is no layer and a header no layer owns", function()
     local dir = copy_tree()
     finally(function() os.execute("rm -rf " .. q(dir)) end)
