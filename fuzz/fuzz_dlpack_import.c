@@ -321,6 +321,9 @@ static void predict_tensor(const tensor_desc *t, prediction *p) {
     return;
   }
   if (t->null_data) return;
+  /* The fuzzer's data is host memory: a tensor that says it is a sim
+   * device's must be refused (its bytes must lie in that device's memory). */
+  if (sim) return;
   if (t->byte_offset > (uint64_t)INTPTR_MAX) return;
   /* Whether the data pointer plus offset can overflow is decided when the
    * pointer is known (see build_tensor); the reach of the strides here. */

@@ -182,9 +182,54 @@ static void test_shared_memory(void) {
   }
 }
 
+static int deleted;
+static void count_delete(DLManagedTensor *self) {
+  (void)self;
+  deleted++;
+}
+
+static void test_dlpack_codes(void) {
+  TEST("imports: host memory under any kDLCPU id is the host's; a dl_device must be (1, 0)") {
+    dlrun_runtime *rt = make_runtime("sim:2,cpu:2");
+    float data[4] = {1, 2, 3, 4};
+    int64_t shape[1] = {4};
+    for (int32_t id = 0; id < 3; id++) {
+      DLManagedTensor m = {
+          .dl_tensor = {.data = data, .device = {kDLCPU, id}, .ndim = 1,
+                        .dtype = {kDLFloat, 32, 1}, .shape = shape},
+          .deleter = count_delete};
+      dlrun_array *a = NULL;
+      deleted = 0;
+      CHECK(dlrun_import(rt, &m, NULL, NULL, &a) == DLRUN_OK, "id %d: %s", id, dlrun_last_error());
+      CHECK(a && dlrun_array_device(a) == dlrun_host_device(rt), "id %d: not on the host", id);
+      float back[4] = {0};
+      CHECK(a && dlrun_array_read(a, 0, sizeof back, back) == DLRUN_OK && back[3] == 4,
+            "id %d: read %g", id, back[3]);
+      dlrun_array_release(a);
+      CHECK(deleted == 1, "id %d: deleter ran %d times", id, deleted);
+    }
+    dlrun_array *x = iota(dlrun_device_get(rt, "sim", 0), DLRUN_MEM_DEVICE, 4);
+    dlrun_export_options o = {.copy = -1, .has_dl_device = true, .device_type = kDLCPU,
+                              .device_id = 1};
+    dlrun_exported e;
+    CHECK(dlrun_export(x, &o, &e) == DLRUN_ERR_BUFFER &&
+              strstr(dlrun_last_error(), "names device id 1, which does not exist for "
+                                         "DLDeviceType 1"),
+          "dl_device (1, 1): %s", dlrun_last_error());
+    o.device_type = kDLCUDAHost;
+    o.device_id = 0;
+    CHECK(dlrun_export(x, &o, &e) == DLRUN_ERR_BUFFER &&
+              strstr(dlrun_last_error(), "unsupported device type (DLDeviceType: 3)"),
+          "dl_device (3, 0): %s", dlrun_last_error());
+    dlrun_array_release(x);
+    dlrun_runtime_release(rt);
+  }
+}
+
 int main(void) {
   unsetenv("DLRUN_SIM_MEMORY");
   test_private_memory();
   test_shared_memory();
+  test_dlpack_codes();
   return check_summary("device");
 }

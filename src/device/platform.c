@@ -73,12 +73,13 @@ static void cpu_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, i
   *id = 0;
 }
 
-/* Host memory, pinned host memory included, is read on the first cpu device. */
+/* Host memory, pinned host memory included, is read on the first cpu device,
+ * whatever device_id the producer gives it. */
 static ptrdiff_t cpu_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
                                    dlrun_memory_kind *kind) {
+  (void)id;
   *kind = DLRUN_MEM_DEVICE;
-  if ((type == DL_CPU && id == 0) || type == DL_CUDA_HOST || type == DL_ROCM_HOST)
-    return ndevices ? 0 : -1;
+  if (type == DL_CPU || type == DL_CUDA_HOST || type == DL_ROCM_HOST) return ndevices ? 0 : -1;
   return -1;
 }
 

@@ -174,7 +174,12 @@ dlrun_status dlrun_export_device(dlrun_array *a, int32_t *device_type, int32_t *
 static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t id,
                                       dlrun_device **out) {
   dlrun_memory_kind kind;
-  *out = dlrun_device_from_dlpack(rt, type, id, &kind);
+  *out = NULL;
+  /* A consumer asks for the host as (kDLCPU, 0); the pinned-host types are
+   * for imports only. */
+  bool host_type = type == kDLCPU || type == kDLCUDAHost || type == kDLROCMHost;
+  if (!host_type || (type == kDLCPU && id == 0))
+    *out = dlrun_device_from_dlpack(rt, type, id, &kind);
   if (*out) return DLRUN_OK;
   if (type == kDLCPU || type == kDLExtDev)
     return dlrun_fail(DLRUN_ERR_BUFFER,
