@@ -117,10 +117,10 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
 
 static void run_copy(void *ctx) {
   copy_task *t = ctx;
-  dlrun_workers_parallel(t->dst->dev->rt->workers, t->nunits, copy_one_unit, t);
+  if (t->nunits == 1) copy_one_unit(t, 0); /* nothing to share */
+  else dlrun_workers_parallel(t->dst->dev->rt->workers, t->nunits, copy_one_unit, t);
   dlrun_copy_task_free(t);
 }
-
 
 dlrun_status dlrun_copy_task_create(dlrun_buffer *dst, int ndim, size_t esize,
                                     const int64_t *dst_lo, const int64_t *dst_strides,
