@@ -135,21 +135,27 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
       return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: strides overflow the address range");
   }
   /* Memory that names a device must be that device's: the bytes between
-   * the lowest and the highest element address. */
-  int64_t low = 0, high = 0;
-  for (int d = 0; d < l->ndim; d++) {
-    int64_t span = l->strides[d] * (l->dims[d] - 1); /* bounded by reach above */
-    if (span < 0) low += span;
-    else high += span;
+   * the lowest and the highest element address (host memory is the
+   * producer's to vouch for). Address arithmetic in integers: a tensor may
+   * reach outside the address space, which is refused, not computed. */
+  if (!dlrun_memory_is_host(l->source, l->source_kind)) {
+    uint64_t below = 0, above = 0; /* bytes before and after the first element */
+    for (int d = 0; d < l->ndim; d++) {
+      uint64_t span = (uint64_t)(l->strides[d] < 0 ? -l->strides[d] : l->strides[d]) *
+                      (uint64_t)(l->dims[d] - 1) * l->esize; /* bounded by reach above */
+      *(l->strides[d] < 0 ? &below : &above) += span;
+    }
+    uintptr_t at = (uintptr_t)l->data, first, last;
+    bool wraps = below > at || __builtin_add_overflow(at, above + l->esize - 1, &last);
+    first = wraps ? 0 : at - below;
+    if (wraps || !dlrun_memory_owns(l->source, l->source_kind, (const void *)first,
+                                    (uint64_t)(last - first) + 1))
+      return dlrun_fail(DLRUN_ERR_BUFFER,
+                        "from_dlpack: the tensor names %s (device_type=%d, device_id=%d), but "
+                        "its %llu bytes at %p are not in that device's memory",
+                        l->source->name, (int)t->device.device_type, t->device.device_id,
+                        (unsigned long long)(below + above + l->esize), (const void *)l->data);
   }
-  const char *first = l->data + low * (int64_t)l->esize;
-  uint64_t extent = (uint64_t)(high - low + 1) * l->esize;
-  if (!dlrun_memory_owns(l->source, l->source_kind, first, extent))
-    return dlrun_fail(DLRUN_ERR_BUFFER,
-                      "from_dlpack: the tensor names %s (device_type=%d, device_id=%d), but its "
-                      "%llu bytes at %p are not in that device's memory",
-                      l->source->name, (int)t->device.device_type, t->device.device_id,
-                      (unsigned long long)extent, (const void *)first);
   l->compact = is_compact(l);
   l->row_major = memcmp(l->strides, row_major, (size_t)l->ndim * sizeof(int64_t)) == 0;
   return DLRUN_OK;
