@@ -32,7 +32,9 @@ static bool end_host_readable(const dlrun_box_end *e) {
 }
 
 /* The copy goes to the platform whose memory the host cannot read (the
- * destination's first); between host-readable memories, any will do. */
+ * destination's first); between host-readable memories, any will do. Both
+ * ends on memories the host cannot read must be one platform's: sim is the
+ * only such platform today (a second one would stage through the host). */
 void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
                     const dlrun_box_end *dst, const dlrun_box_end *src) {
   const dlrun_device *by = !end_host_readable(dst) ? dst->dev
