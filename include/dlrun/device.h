@@ -73,7 +73,9 @@ DLRUN_API void dlrun_device_synchronize(dlrun_device *dev);
  * host-readable by default (DLRUN_SIM_MEMORY), so this is the way to read
  * it. Synchronous; the caller orders it after the producer's work (for
  * dlrun's own exports, the export's stream rules do). An address range
- * outside that memory is DLRUN_ERR_VALUE. The host memory is the caller's. */
+ * outside a device memory is DLRUN_ERR_VALUE; memory that is host memory
+ * (cpu devices, pinned_host) cannot be told from other host memory, so any
+ * address is taken there, as memcpy would. The host memory is the caller's. */
 DLRUN_API dlrun_status dlrun_device_copy_to_host(dlrun_device *dev, dlrun_memory_kind kind,
                                                  const void *device_data, uint64_t nbytes,
                                                  void *host);
