@@ -1,12 +1,9 @@
 /* The registry of device kinds, and the cpu platform (real host memory).
  * The sim platform (simulated accelerators) is in sim.c. */
-#include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "buffer.h"
-#include "core/status_impl.h"
 #include "platform_impl.h"
 
 uint64_t dlrun_host_ram_bytes(void) {
@@ -27,13 +24,13 @@ static dlrun_status host_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint
                                  void **base) {
   (void)dev;
   (void)kind;
-  return dlrun_host_reserve(size, base);
+  return dlrun_map_range(size, true, base);
 }
 
 static void host_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
   (void)dev;
   (void)kind;
-  munmap(base, (size_t)size);
+  dlrun_unmap_range(base, size);
 }
 
 static bool host_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
@@ -100,17 +97,6 @@ static const dlrun_platform cpu_platform = {
 
 const dlrun_platform *const dlrun_platforms[] = {&dlrun_sim_platform, &cpu_platform};
 const size_t dlrun_platform_count = sizeof dlrun_platforms / sizeof dlrun_platforms[0];
-
-dlrun_status dlrun_host_reserve(uint64_t size, void **base) {
-  void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
-                      "cannot reserve %llu bytes of address space: %s", (unsigned long long)size,
-                      strerror(errno));
-  *base = p;
-  return DLRUN_OK;
-}
 
 const dlrun_platform *dlrun_platform_find(const char *name, size_t len) {
   for (size_t i = 0; i < dlrun_platform_count; i++)

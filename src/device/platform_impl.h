@@ -13,7 +13,4 @@
 
 extern const dlrun_platform dlrun_sim_platform;
 
-/* Host address space for a pool: anonymous, committed on touch. */
-dlrun_status dlrun_host_reserve(uint64_t size, void **base);
-
 #endif

@@ -8,13 +8,9 @@
  * translate device addresses to it by offset. DLRUN_SIM_MEMORY=shared keeps
  * a single host-readable mapping instead. pinned_host memory is host memory
  * either way. */
-#include <errno.h>
 #include <stdatomic.h>
-#include <string.h>
-#include <sys/mman.h>
 
 #include "buffer.h"
-#include "core/status_impl.h"
 #include "platform_impl.h"
 
 /* Each memory of a sim device: at most half of host RAM shared among the sim
@@ -38,20 +34,14 @@ static bool is_private(const dlrun_device *dev, dlrun_memory_kind kind) {
  * the bytes behind a second, inaccessible range of addresses. */
 static dlrun_status sim_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size,
                                 void **base) {
-  if (kind != DLRUN_MEM_DEVICE) return dlrun_host_reserve(size, base);
-  void *view;
-  dlrun_status st = dlrun_host_reserve(size, &view);
+  if (kind != DLRUN_MEM_DEVICE) return dlrun_map_range(size, true, base);
+  void *view, *addr;
+  dlrun_status st = dlrun_map_range(size, true, &view);
   if (st) return st;
-  void *addr = view;
-  if (is_private(dev, kind)) {
-    addr = mmap(NULL, (size_t)size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (addr == MAP_FAILED) {
-      int err = errno;
-      munmap(view, (size_t)size);
-      return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
-                        "cannot reserve %llu bytes of address space: %s",
-                        (unsigned long long)size, strerror(err));
-    }
+  addr = view;
+  if (is_private(dev, kind) && (st = dlrun_map_range(size, false, &addr))) {
+    dlrun_unmap_range(view, size);
+    return st;
   }
   dlrun_region *r = &dev->regions[kind];
   r->view = view;
@@ -63,8 +53,8 @@ static dlrun_status sim_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint6
 
 static void sim_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
   dlrun_region *r = &dev->regions[kind];
-  if (kind == DLRUN_MEM_DEVICE && r->view != base) munmap(r->view, (size_t)r->size);
-  munmap(base, (size_t)size);
+  if (kind == DLRUN_MEM_DEVICE && r->view != base) dlrun_unmap_range(r->view, r->size);
+  dlrun_unmap_range(base, size);
   if (kind != DLRUN_MEM_DEVICE) return;
   atomic_store(&r->base, NULL);
   r->view = NULL;

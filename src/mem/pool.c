@@ -311,11 +311,9 @@ static void free_locked(dlrun_pool *pool, dlrun_block *c) {
 
 /* ---- Public functions. ---- */
 
-/* The default region source: anonymous address space, committed on touch. */
-static dlrun_status anon_reserve(void *ctx, uint64_t size, void **base) {
-  (void)ctx;
+dlrun_status dlrun_map_range(uint64_t size, bool accessible, void **base) {
   char human[HUMAN_CAP];
-  void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+  void *p = mmap(NULL, (size_t)size, accessible ? PROT_READ | PROT_WRITE : PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
@@ -326,9 +324,17 @@ static dlrun_status anon_reserve(void *ctx, uint64_t size, void **base) {
   return DLRUN_OK;
 }
 
+void dlrun_unmap_range(void *base, uint64_t size) { munmap(base, (size_t)size); }
+
+/* The default region source: anonymous memory. */
+static dlrun_status anon_reserve(void *ctx, uint64_t size, void **base) {
+  (void)ctx;
+  return dlrun_map_range(size, true, base);
+}
+
 static void anon_release(void *ctx, void *base, uint64_t size) {
   (void)ctx;
-  munmap(base, (size_t)size);
+  dlrun_unmap_range(base, size);
 }
 
 dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool **out) {

@@ -47,6 +47,12 @@ typedef struct dlrun_region_source {
   void *ctx;
 } dlrun_region_source;
 
+/* Anonymous address space of `size` bytes, committed on first touch:
+ * readable and writable, or (accessible false) reserved only, any access
+ * faulting. The default region source; platforms build theirs on it. */
+dlrun_status dlrun_map_range(uint64_t size, bool accessible, void **base);
+void dlrun_unmap_range(void *base, uint64_t size);
+
 /* Create a pool of `capacity` bytes (rounded down to 256; must be >= 256).
  * `label` names the pool's owner in messages ("SimDevice(id=3)"); copied.
  * The caller owns *out and destroys it with dlrun_pool_destroy. */
