@@ -117,6 +117,11 @@ bool dlrun_memory_owns(const dlrun_device *dev, dlrun_memory_kind kind, const vo
 /* Whether dev's `kind` memory is host memory (it exports as kDLCPU): what
  * any host consumer may share, whatever mode the platform runs in. */
 bool dlrun_memory_is_host(const dlrun_device *dev, dlrun_memory_kind kind);
+/* Whether data in memory `have` can be used as memory `want` without a copy:
+ * any host memory serves as any other (cpu devices, pinned_host memory);
+ * device memory only as itself. */
+bool dlrun_memory_same_place(const dlrun_device *have, dlrun_memory_kind have_kind,
+                             const dlrun_device *want, dlrun_memory_kind want_kind);
 /* Whether the host can read dev's `kind` memory at its device addresses. */
 bool dlrun_memory_host_readable(const dlrun_device *dev, dlrun_memory_kind kind);
 

@@ -110,6 +110,12 @@ void dlrun_host_fill(void *data, uint64_t nbytes, const dlrun_fill *f) {
   }
 }
 
+bool dlrun_memory_same_place(const dlrun_device *have, dlrun_memory_kind have_kind,
+                             const dlrun_device *want, dlrun_memory_kind want_kind) {
+  if (dlrun_memory_is_host(have, have_kind)) return dlrun_memory_is_host(want, want_kind);
+  return have == want && have_kind == want_kind;
+}
+
 void dlrun_buffer_dlpack_device(const dlrun_buffer *b, int32_t *type, int32_t *id) {
   b->dev->platform->dlpack_device(b->dev, b->kind, type, id);
 }

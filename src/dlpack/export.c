@@ -205,7 +205,7 @@ static dlrun_status check_options(const dlrun_array *a, const dlrun_export_optio
                       "requested.",
                       o->max_major, o->max_minor);
   if (o->has_stream) {
-    bool host = dl_device_of(b).device_type == kDLCPU; /* cpu devices and pinned host memory */
+    bool host = dlrun_memory_is_host(b->dev, b->kind); /* cpu devices, pinned host memory */
     if (host)
       return dlrun_fail(DLRUN_ERR_BUFFER,
                         "stream must be nil for arrays on %s, got %lld", b->dev->name,
@@ -310,12 +310,6 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
   return DLRUN_OK;
 }
 
-static bool same_place(const dlrun_buffer *b, const dlrun_device *target) {
-  DLDevice have = dl_device_of(b);
-  if (dlrun_memory_is_host(target, DLRUN_MEM_DEVICE)) return have.device_type == kDLCPU;
-  return b->dev == target && b->kind == DLRUN_MEM_DEVICE;
-}
-
 dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
                           dlrun_exported *out) {
   DLRUN_NONNULL(out, "dlrun_export", "out");
@@ -333,9 +327,10 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   if (o.has_dl_device &&
       (st = resolve_dl_device(b->dev->rt, o.device_type, o.device_id, &target)))
     goto fail;
-  bool move = o.has_dl_device && !same_place(b, target);
+  /* A move lands in the target's device memory. */
+  bool move = o.has_dl_device &&
+              !dlrun_memory_same_place(b->dev, b->kind, target, DLRUN_MEM_DEVICE);
   if (move && o.copy == 0) {
-    /* A move lands in the target's device memory. */
     st = dlrun_copy_false_error(target, DLRUN_MEM_DEVICE, b->dev, b->kind);
     goto fail;
   }

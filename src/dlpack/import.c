@@ -261,11 +261,7 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
     return st;
   dlrun_device *dest = dlrun_sharding_device(target, 0);
   dlrun_memory_kind dest_kind = dlrun_sharding_memory_kind(target);
-  /* Host memory can back the host device or any device's pinned host
-   * memory; sim memory only its own device's device memory. */
-  bool same_place = dlrun_memory_is_host(l.source, l.source_kind)
-                        ? dlrun_memory_is_host(dest, dest_kind)
-                        : dest == l.source && dest_kind == l.source_kind;
+  bool same_place = dlrun_memory_same_place(l.source, l.source_kind, dest, dest_kind);
   bool aligned = ((uintptr_t)l.data % l.esize) == 0;
   /* dlrun's own export, perhaps made with stream -1: its data may still be
    * being written. A copy waits for it; a wrap of the same runtime becomes
