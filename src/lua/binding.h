@@ -124,6 +124,11 @@ void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
 void dlrun_lua_array_open(lua_State *L);
+/* Push the result of putting the Array x (at idx) onto the Sharding
+ * userdata at sharding_idx (ltransfer.c): x itself when nothing had to
+ * change, else a new Array. Returns the pushed array, anchored by it. */
+dlrun_array *dlrun_lua_push_put(lua_State *L, int idx, dlrun_array *x, int sharding_idx,
+                                const dlrun_put_options *o);
 /* ---- trees of tables (ltree.c) ---- */
 /* A table without a metatable. */
 int dlrun_lua_is_plain_table(lua_State *L, int idx);

@@ -231,18 +231,10 @@ static int l_put_counted(lua_State *L) {
   dlrun_lua_check_nargs(L, "_put_counted", 2);
   if (lua_isnoneornil(L, 2))
     return dlrun_lua_type_error(L, "_put_counted", 2, "target", "a Device or a Sharding");
-  dlrun_sharding *target = dlrun_lua_push_target(L, 2, "_put_counted");
-  int target_idx = lua_gettop(L);
+  dlrun_lua_push_target(L, 2, "_put_counted");
   dlrun_transfer_stats stats;
   dlrun_put_options o = {.may_alias = DLRUN_ALIAS_DEFAULT, .stats = &stats};
-  dlrun_array *out;
-  dlrun_lua_check(L, dlrun_device_put(x, target, &o, &out));
-  if (out == x) {
-    dlrun_array_release(out);
-    lua_pushvalue(L, 1);
-  } else {
-    dlrun_lua_push_array(L, out, target_idx);
-  }
+  dlrun_lua_push_put(L, 1, x, lua_gettop(L), &o);
   lua_pushinteger(L, copied_bytes(&stats));
   return 2;
 }

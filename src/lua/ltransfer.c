@@ -25,11 +25,8 @@ static dlrun_put_options check_put_options(lua_State *L, int idx) {
   return o;
 }
 
-/* Push the result of putting array x (at idx) onto the Sharding userdata at
- * sharding_idx: x itself when nothing had to change, else a new Array.
- * Returns the pushed array (anchored by the pushed value). */
-static dlrun_array *push_put(lua_State *L, int idx, dlrun_array *x, int sharding_idx,
-                             const dlrun_put_options *o) {
+dlrun_array *dlrun_lua_push_put(lua_State *L, int idx, dlrun_array *x, int sharding_idx,
+                                const dlrun_put_options *o) {
   dlrun_array *out;
   dlrun_lua_check(L, dlrun_device_put(x, dlrun_lua_test_sharding(L, sharding_idx), o, &out));
   if (out == x) {
@@ -55,13 +52,13 @@ static void put_leaf(lua_State *L, int idx, void *ctx) {
   dlrun_array *x = dlrun_lua_test_array(L, idx);
   if (x) {
     if (a->target_idx) {
-      push_put(L, idx, x, a->target_idx, a->o);
+      dlrun_lua_push_put(L, idx, x, a->target_idx, a->o);
     } else if (!a->o->donate && a->o->may_alias != DLRUN_ALIAS_NEVER) {
       dlrun_lua_check(L, dlrun_array_check_live(x));
       lua_pushvalue(L, idx);
     } else {
       lua_getfield(L, idx, "sharding"); /* stays where it is, as a copy */
-      push_put(L, idx, x, lua_gettop(L), a->o);
+      dlrun_lua_push_put(L, idx, x, lua_gettop(L), a->o);
       lua_remove(L, -2);
     }
     return;
@@ -250,7 +247,7 @@ static void get_leaf(lua_State *L, int idx, void *ctx) {
   int host_idx = *(const int *)ctx;
   luaL_checkstack(L, 4, "device_get: no room on the Lua stack");
   dlrun_array *x = dlrun_lua_test_array(L, idx);
-  if (x) dlrun_lua_check(L, dlrun_array_block_until_ready(push_put(L, idx, x, host_idx, NULL)));
+  if (x) dlrun_lua_check(L, dlrun_array_block_until_ready(dlrun_lua_push_put(L, idx, x, host_idx, NULL)));
   else lua_pushvalue(L, idx);
 }
 
