@@ -68,12 +68,9 @@ end
 
 -- run_on_terminal{args...} -> { out = what the terminal showed, code = exit
 -- status }, running dlrun under a pseudo-terminal (util-linux `script`), so
--- stdin, stdout and stderr are all a terminal; nil when `script` is missing.
+-- stdin, stdout and stderr are all a terminal (`script` comes with bsdutils,
+-- which scripts/deps.sh installs).
 local function run_on_terminal(args)
-  local p = io.popen("command -v script")
-  local found = p:read("l")
-  p:close()
-  if not found then return nil end
   local cmd = { quote(EXE) }
   for _, a in ipairs(args) do cmd[#cmd + 1] = quote(a) end
   local outfile = temp_file()
@@ -149,7 +146,6 @@ describe("dlrun command", function()
 
     it("no script and no -e on a terminal prints usage to stderr and exits 1", function()
       local r = run_on_terminal{}
-      if not r then return pending("util-linux script is not installed") end
       assert.are.equal(1, r.code)
       assert_starts(r.out, "usage: dlrun [options] [script [args...]]\r\n")
       assert_has(r.out, "read from stdin when stdin is not a terminal")

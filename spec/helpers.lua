@@ -30,6 +30,49 @@ local function shell_quote(s)
 end
 M.shell_quote = shell_quote
 
+-- A library built with sanitizers (make SAN=-fsanitize=address...) can only
+-- be loaded into another program (Python, plain lua5.4) with its runtimes
+-- preloaded; that program's own allocations would then read as leaks, so
+-- leak checking is turned off last (later options win). Returns the
+-- environment to set, {} for an uninstrumented library.
+function M.sanitizer_env(lib)
+  if os.getenv("LD_PRELOAD") then return {} end
+  local p = io.popen("ldd " .. shell_quote(lib) .. " 2>/dev/null")
+  if not p then return {} end
+  local deps = p:read("a") or ""
+  p:close()
+  local preload = {}
+  for path in deps:gmatch("lib[a-z]*san%.so[%w.]*%s*=>%s*(%S+)") do
+    preload[#preload + 1] = path
+  end
+  if #preload == 0 then
+    -- clang links its sanitizer runtime into executables, not into shared
+    -- libraries: a library built with clang's ASan needs clang's shared
+    -- runtime preloaded.
+    local nm = io.popen("nm -D " .. shell_quote(lib) .. " 2>/dev/null")
+    local symbols = nm and nm:read("a") or ""
+    if nm then nm:close() end
+    if symbols:find(" U __asan_", 1, true) then
+      local q = io.popen("clang-14 -print-file-name=libclang_rt.asan-x86_64.so 2>/dev/null")
+      local runtime = q and (q:read("l") or "") or ""
+      if q then q:close() end
+      if runtime:find("/", 1, true) then preload[1] = runtime end
+    end
+  end
+  if #preload == 0 then return {} end
+  return {LD_PRELOAD = table.concat(preload, " "),
+          ASAN_OPTIONS = (os.getenv("ASAN_OPTIONS") or "") .. ":detect_leaks=0"}
+end
+
+-- The same as a shell prefix ("LD_PRELOAD=... ASAN_OPTIONS=... "), or "".
+function M.sanitizer_prefix(lib)
+  local env, words = M.sanitizer_env(lib), {}
+  for _, k in ipairs({"LD_PRELOAD", "ASAN_OPTIONS"}) do
+    if env[k] then words[#words + 1] = k .. "=" .. shell_quote(env[k]) .. " " end
+  end
+  return table.concat(words)
+end
+
 -- Run the dlrun command with a list of arguments (and optional stdin text and
 -- environment assignments such as {DLRUN_DEVICES = "sim:2"}). Returns
 -- stdout, stderr, exit status.

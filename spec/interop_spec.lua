@@ -7,6 +7,8 @@
 -- else build/libdlrun.so. The interpreter: /usr/bin/python3 (the python3
 -- first on PATH may lack numpy); DLRUN_PYTHON overrides it.
 
+local helpers = require "spec.helpers"
+
 local SCRIPT = "spec/interop/numpy_interop.py"
 local PYTHON = os.getenv("DLRUN_PYTHON") or "/usr/bin/python3"
 
@@ -50,39 +52,6 @@ local function run(line)
   return text, ok and 0 or code
 end
 
--- A library built with sanitizers (make SAN=-fsanitize=address...) can only
--- be loaded into Python with its runtimes preloaded; Python's own
--- allocations would then read as leaks, so leak checking is turned off last
--- (later options win).
-local function sanitizer_env(lib)
-  if os.getenv("LD_PRELOAD") then return "" end
-  local p = io.popen("ldd " .. quote(lib) .. " 2>/dev/null")
-  if not p then return "" end
-  local deps = p:read("a") or ""
-  p:close()
-  local preload = {}
-  for path in deps:gmatch("lib[a-z]*san%.so[%w.]*%s*=>%s*(%S+)") do
-    preload[#preload + 1] = path
-  end
-  if #preload == 0 then
-    -- clang links its sanitizer runtime into executables, not into shared
-    -- libraries: a library built with clang's ASan needs clang's shared
-    -- runtime preloaded into Python.
-    local nm = io.popen("nm -D " .. quote(lib) .. " 2>/dev/null")
-    local symbols = nm and nm:read("a") or ""
-    if nm then nm:close() end
-    if symbols:find(" U __asan_", 1, true) then
-      local q = io.popen("clang-14 -print-file-name=libclang_rt.asan-x86_64.so 2>/dev/null")
-      local runtime = q and (q:read("l") or "") or ""
-      if q then q:close() end
-      if runtime:find("/", 1, true) then preload[1] = runtime end
-    end
-  end
-  if #preload == 0 then return "" end
-  return "LD_PRELOAD=" .. quote(table.concat(preload, " ")) ..
-         " ASAN_OPTIONS=" .. quote((os.getenv("ASAN_OPTIONS") or "") .. ":detect_leaks=0") .. " "
-end
-
 describe("DLPack interop with NumPy", function()
   it("passes every check of " .. SCRIPT, function()
     if not exists(PYTHON) then
@@ -97,7 +66,7 @@ describe("DLPack interop with NumPy", function()
     local lib = library()
     assert(exists(lib), lib .. " is missing: build it with make")
 
-    local output, status = run(sanitizer_env(lib) .. quote(PYTHON) .. " " .. quote(SCRIPT) ..
+    local output, status = run(helpers.sanitizer_prefix(lib) .. quote(PYTHON) .. " " .. quote(SCRIPT) ..
                                " " .. quote(lib))
     local failures = {}
     for line in output:gmatch("[^\n]+") do

@@ -222,10 +222,7 @@ describe("progress on stderr", function()
   -- the progress line ("...(99%)" ESC[K) is erased (CR ESC[K) first (issue
   -- 10, item 13).
   it("is erased before the script writes to the terminal", function()
-    local p = io.popen("command -v script")
-    local found = p:read("l")
-    p:close()
-    if not found then return pending("util-linux script is not installed") end
+    -- `script` comes with bsdutils, which scripts/deps.sh installs.
     local code = [[
       local dl = require "dlrun"
       local d = dl.devices()
