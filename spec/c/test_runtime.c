@@ -122,6 +122,7 @@ static void test_devices(void) {
 /* ---- streams ---- */
 
 typedef struct order_ctx {
+  dlrun_task node; /* its place in the stream's queue */
   int *log;
   int *n;
   int value;
@@ -133,6 +134,27 @@ static void append(void *p) {
   pthread_mutex_lock(c->mu);
   c->log[(*c->n)++] = c->value;
   pthread_mutex_unlock(c->mu);
+}
+
+/* A task that blocks its stream until the test opens the gate. */
+typedef struct gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int open;
+} gate;
+
+static void wait_gate(void *p) {
+  gate *g = p;
+  pthread_mutex_lock(&g->mu);
+  while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void open_gate(gate *g) {
+  pthread_mutex_lock(&g->mu);
+  g->open = 1;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
 }
 
 static void test_streams(void) {
@@ -148,7 +170,8 @@ static void test_streams(void) {
     dlrun_event last = {0};
     for (int i = 0; i < N; i++) {
       ctx[i] = (order_ctx){.log = log, .n = &n, .value = i, .mu = &mu};
-      CHECK(dlrun_stream_enqueue(&d->stream, append, &ctx[i], &last) == DLRUN_OK, "enqueue");
+      CHECK(dlrun_device_submit(d, &ctx[i].node, NULL, 0, append, &ctx[i], &last) == DLRUN_OK,
+            "submit");
     }
     dlrun_event_wait(last);
     CHECK(dlrun_event_done(last), "done");
@@ -170,7 +193,8 @@ static void test_streams(void) {
       for (int i = 0; i < 512; i++) {
         dlrun_device *d = dlrun_device_get(rt, "sim", (size_t)i);
         ctx[k * 512 + i] = (order_ctx){.log = log, .n = &n, .value = i * PER + k, .mu = &mu};
-        dlrun_stream_enqueue(&d->stream, append, &ctx[k * 512 + i], NULL);
+        order_ctx *c = &ctx[k * 512 + i];
+        CHECK(dlrun_device_submit(d, &c->node, NULL, 0, append, c, NULL) == DLRUN_OK, "submit");
       }
     for (int i = 0; i < 512; i++) dlrun_device_synchronize(dlrun_device_get(rt, "sim", (size_t)i));
     CHECK(n == 512 * PER, "ran %d", n);
@@ -182,6 +206,40 @@ static void test_streams(void) {
       next[dev] = k + 1;
     }
     CHECK(ordered, "a device's tasks ran out of order");
+    dlrun_runtime_release(rt);
+  }
+  TEST("a task waits for events of other streams, parked without a thread") {
+    dlrun_runtime *rt = make_runtime("sim:4", 1 << 20);
+    if (!rt) return;
+    gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    static int log[8];
+    int n = 0;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    dlrun_device *a = dlrun_device_get(rt, "sim", 0), *b = dlrun_device_get(rt, "sim", 1),
+                 *c = dlrun_device_get(rt, "sim", 2);
+    dlrun_task gate_node;
+    order_ctx first = {.log = log, .n = &n, .value = 1, .mu = &mu};
+    order_ctx after = {.log = log, .n = &n, .value = 2, .mu = &mu};
+    order_ctx free_run = {.log = log, .n = &n, .value = 3, .mu = &mu};
+    dlrun_event deps[2];
+    CHECK(dlrun_device_submit(a, &gate_node, NULL, 0, wait_gate, &g, NULL) == DLRUN_OK, "gate");
+    CHECK(dlrun_device_submit(a, &first.node, NULL, 0, append, &first, &deps[0]) == DLRUN_OK,
+          "first");
+    deps[1] = dlrun_device_record(c); /* nothing queued on c: done */
+    CHECK(dlrun_event_done(deps[1]), "an event of an idle stream is done");
+    CHECK(!dlrun_event_done(deps[0]), "the gated event is pending");
+    dlrun_event done;
+    CHECK(dlrun_device_submit(b, &after.node, deps, 2, append, &after, &done) == DLRUN_OK,
+          "after");
+    /* With a's stream held and b's parked, the workers still run c's work. */
+    CHECK(dlrun_device_submit(c, &free_run.node, NULL, 0, append, &free_run, NULL) == DLRUN_OK,
+          "free");
+    dlrun_device_synchronize(c);
+    CHECK(n == 1 && log[0] == 3, "c ran first (n=%d)", n);
+    CHECK(!dlrun_event_done(done), "b's task waits for a's event");
+    open_gate(&g);
+    dlrun_event_wait(done);
+    CHECK(n == 3 && log[1] == 1 && log[2] == 2, "order 3 1 2 (n=%d)", n);
     dlrun_runtime_release(rt);
   }
 }

@@ -122,28 +122,21 @@ dlrun_status dlrun_array_acquire_buffers(dlrun_array *a, dlrun_buffer **out) {
   return live ? DLRUN_OK : deleted_error(a);
 }
 
-/* A host array of the buffers with a reference each (freed by
- * dlrun_buffers_release). */
-static dlrun_status acquire_all(dlrun_array *a, dlrun_buffer ***out) {
-  dlrun_buffer **bufs = dlrun_malloc(a->nshards * sizeof *bufs);
-  if (!bufs) return dlrun_fail_oom_host(a->nshards * sizeof *bufs);
-  dlrun_status st = dlrun_array_acquire_buffers(a, bufs);
-  if (st) {
-    dlrun_free(bufs);
-    return st;
-  }
-  *out = bufs;
-  return DLRUN_OK;
-}
-
+/* The ready events are copied under the lock rather than the buffers
+ * retained: waiting needs only the events (whose streams live as long as
+ * the runtime `a` holds), and a reference per shard would contend with the
+ * workers releasing theirs. */
 dlrun_status dlrun_array_block_until_ready(dlrun_array *a) {
   DLRUN_NONNULL(a, "dlrun_array_block_until_ready", "array");
-  dlrun_buffer **bufs = NULL;
-  dlrun_status st = acquire_all(a, &bufs);
-  if (st) return st;
-  for (size_t i = 0; i < a->nshards; i++) dlrun_event_wait(bufs[i]->ready);
-  dlrun_buffers_release(bufs, a->nshards);
-  return DLRUN_OK;
+  dlrun_event *events = dlrun_malloc(a->nshards * sizeof *events);
+  if (!events) return dlrun_fail_oom_host(a->nshards * sizeof *events);
+  pthread_mutex_lock(&a->mu);
+  bool live = a->bufs != NULL;
+  for (size_t i = 0; live && i < a->nshards; i++) events[i] = a->bufs[i]->ready;
+  pthread_mutex_unlock(&a->mu);
+  if (live) dlrun_events_wait(events, a->nshards);
+  dlrun_free(events);
+  return live ? DLRUN_OK : deleted_error(a);
 }
 
 void dlrun_array_shard_index(const dlrun_array *a, size_t i, dlrun_device **device, int64_t *lo,
@@ -195,7 +188,7 @@ void dlrun_array_delete(dlrun_array *a) {
   if (!bufs) return;
   /* Let the work that writes the buffers finish, so that their memory
    * returns to the pools now rather than whenever that work runs. */
-  for (size_t i = 0; i < a->nshards; i++) dlrun_event_wait(bufs[i]->ready);
+  for (size_t i = a->nshards; i-- > 0;) dlrun_event_wait(bufs[i]->ready); /* as events_wait */
   dlrun_buffers_release(bufs, a->nshards);
 }
 

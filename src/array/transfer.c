@@ -173,16 +173,17 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
   }
   put_plan pl;
   st = plan_put(src, src_bufs, dst, may_share || o.donate, &pl);
-  dlrun_buffers_release(src_bufs, src->nshards);
-  if (st) return st;
   /* The array takes the buffer references; the plan keeps the tasks. */
   dlrun_buffer **bufs = pl.dst_bufs;
   pl.dst_bufs = NULL;
-  if ((st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, dst, bufs, out))) {
+  if (!st && (st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, dst, bufs, out)))
     plan_free(&pl);
+  if (st) {
+    dlrun_buffers_release(src_bufs, src->nshards);
     return st;
   }
-  if ((st = dlrun_copy_tasks_enqueue(pl.tasks, pl.n))) {
+  /* The engine takes src_bufs: one reference per source for all tasks. */
+  if ((st = dlrun_copy_tasks_enqueue(pl.tasks, pl.n, src_bufs, src->nshards))) {
     plan_free(&pl);
     dlrun_array_release(*out);
     *out = NULL;

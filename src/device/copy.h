@@ -17,8 +17,9 @@ typedef struct dlrun_copy_task dlrun_copy_task;
 dlrun_status dlrun_copy_task_create(dlrun_buffer *dst, int ndim, size_t esize,
                                     const int64_t *dst_lo, const int64_t *dst_strides,
                                     const int64_t *src_shape, dlrun_copy_task **out);
-/* Add the box [lo, hi) (global coordinates), read from `src` (a reference
- * is taken), whose block starts at src_lo. */
+/* Add the box [lo, hi) (global coordinates), read from `src`, whose block
+ * starts at src_lo. No reference is taken: src must be one of the sources
+ * handed to dlrun_copy_tasks_enqueue with the task. */
 dlrun_status dlrun_copy_task_add(dlrun_copy_task *t, dlrun_buffer *src, const int64_t *src_lo,
                                  const int64_t *lo, const int64_t *hi);
 /* Cut the pieces into units for parallel copying; after the last add. */
@@ -31,7 +32,12 @@ void dlrun_copy_task_free(dlrun_copy_task *t);
  * stream after the sources it reads; the destination buffer's ready event
  * becomes the task's. A queued task is owned by its stream (its entry is
  * set to NULL). On failure the tasks not yet queued stay the caller's; the
- * queued ones finish harmlessly. */
-dlrun_status dlrun_copy_tasks_enqueue(dlrun_copy_task **tasks, size_t n);
+ * queued ones finish harmlessly.
+ * srcs[0..nsrcs) are the buffers the tasks read: the call takes over the
+ * caller's reference to each and the array itself (a dlrun_malloc block),
+ * whatever it returns; the last queued task to finish releases them (one
+ * reference per plan, not one per piece). */
+dlrun_status dlrun_copy_tasks_enqueue(dlrun_copy_task **tasks, size_t n, dlrun_buffer **srcs,
+                                      size_t nsrcs);
 
 #endif

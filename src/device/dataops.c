@@ -50,6 +50,7 @@ void dlrun_buffer_fill(dlrun_buffer *b, const dlrun_fill *f) {
 }
 
 typedef struct fill_task {
+  dlrun_task node;
   dlrun_buffer *buf;
   dlrun_fill fill;
 } fill_task;
@@ -69,7 +70,7 @@ dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f) {
   if (!t) return dlrun_fail_oom_host(sizeof *t);
   *t = (fill_task){.buf = b, .fill = *f};
   dlrun_buffer_retain(b);
-  dlrun_status st = dlrun_stream_enqueue(&b->dev->stream, run_fill, t, &b->ready);
+  dlrun_status st = dlrun_device_submit(b->dev, &t->node, NULL, 0, run_fill, t, &b->ready);
   if (st) {
     dlrun_buffer_release(b);
     dlrun_free(t);

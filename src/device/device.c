@@ -62,8 +62,28 @@ dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind
 
 void dlrun_device_synchronize(dlrun_device *dev) {
   if (!dev) return;
-  dlrun_event_wait(dlrun_stream_record(&dev->stream));
+  dlrun_event_wait(dlrun_device_record(dev));
 }
+
+/* The platform of an event is its stream's. */
+bool dlrun_event_done(dlrun_event ev) {
+  return !ev.stream || ev.stream->platform->event_query(ev);
+}
+
+void dlrun_event_wait(dlrun_event ev) {
+  if (ev.stream) ev.stream->platform->event_synchronize(ev);
+}
+
+void dlrun_events_wait(const dlrun_event *evs, size_t n) {
+  for (size_t i = n; i-- > 0;) dlrun_event_wait(evs[i]);
+}
+
+dlrun_status dlrun_device_submit(dlrun_device *dev, dlrun_task *node, const dlrun_event *deps,
+                                 size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done) {
+  return dev->platform->submit(dev, node, deps, ndeps, fn, ctx, done);
+}
+
+dlrun_event dlrun_device_record(dlrun_device *dev) { return dev->platform->event_record(dev); }
 
 void dlrun_device_stats_get(dlrun_device *dev, dlrun_device_stats *out) {
   if (!out) return;

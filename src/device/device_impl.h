@@ -45,6 +45,17 @@ typedef struct dlrun_platform {
   /* Fill nbytes at device address `data` of dev's `kind` memory. */
   void (*fill)(const dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
                const dlrun_fill *f);
+  /* Ordering, on each device's stream of work: queue fn(ctx) on dev's
+   * stream to run after every event in deps (from any device's stream);
+   * `node` and `deps` are the caller's until fn starts (stream.h). And the
+   * platform's events: record the point after all work queued on dev so
+   * far, whether an event of this platform is done (without blocking), and
+   * wait for it on the host. */
+  dlrun_status (*submit)(dlrun_device *dev, dlrun_task *node, const dlrun_event *deps,
+                         size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done);
+  dlrun_event (*event_record)(dlrun_device *dev);
+  bool (*event_query)(dlrun_event ev);
+  void (*event_synchronize)(dlrun_event ev);
   /* DLPack: the (device_type, device_id) that dev's `kind` memory exports
    * as; and which of this platform's devices (its index among them, or -1)
    * and memory a producer's (device_type, device_id) names. */
@@ -52,6 +63,24 @@ typedef struct dlrun_platform {
                         int32_t *id);
   ptrdiff_t (*dlpack_lookup)(int32_t type, int32_t id, size_t ndevices, dlrun_memory_kind *kind);
 } dlrun_platform;
+
+/* Events, whatever their platform: whether ev is done; wait for it (a
+ * zero event is done). */
+bool dlrun_event_done(dlrun_event ev);
+void dlrun_event_wait(dlrun_event ev);
+/* Wait for all of evs[0..n), last first: work queued last tends to finish
+ * last, so the waiting thread usually sleeps once, not once per event. */
+void dlrun_events_wait(const dlrun_event *evs, size_t n);
+/* Through dev's platform: its submit and event_record slots. */
+dlrun_status dlrun_device_submit(dlrun_device *dev, dlrun_task *node, const dlrun_event *deps,
+                                 size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done);
+dlrun_event dlrun_device_record(dlrun_device *dev);
+
+/* The host-stream slots (sim and cpu): work runs on the runtime's worker
+ * threads, events are points on the device's dlrun_stream. */
+dlrun_status dlrun_host_submit(dlrun_device *dev, dlrun_task *node, const dlrun_event *deps,
+                               size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done);
+dlrun_event dlrun_host_event_record(dlrun_device *dev);
 
 /* The registry of device kinds, in the order "auto" prefers them. */
 extern const dlrun_platform *const dlrun_platforms[];

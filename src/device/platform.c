@@ -61,6 +61,17 @@ static void host_fill(const dlrun_device *dev, dlrun_memory_kind kind, void *dat
   dlrun_host_fill(data, nbytes, f);
 }
 
+/* Work and events on the runtime's host worker threads: each device's
+ * stream is a dlrun_stream, an event a point on it. A dependency is an
+ * event of any platform whose events are such points (every platform
+ * today); one with native events would wait for them in its submit. */
+dlrun_status dlrun_host_submit(dlrun_device *dev, dlrun_task *node, const dlrun_event *deps,
+                               size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done) {
+  return dlrun_stream_submit(&dev->stream, node, deps, ndeps, fn, ctx, done);
+}
+
+dlrun_event dlrun_host_event_record(dlrun_device *dev) { return dlrun_stream_record(&dev->stream); }
+
 /* Every cpu device's memory is the host's: (kDLCPU, 0), as JAX. */
 static void cpu_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
                               int32_t *id) {
@@ -91,6 +102,10 @@ static const dlrun_platform cpu_platform = {
     .host_readable = host_readable,
     .copy_box = host_copy_box,
     .fill = host_fill,
+    .submit = dlrun_host_submit,
+    .event_record = dlrun_host_event_record,
+    .event_query = dlrun_stream_reached,
+    .event_synchronize = dlrun_stream_wait,
     .dlpack_device = cpu_dlpack_device,
     .dlpack_lookup = cpu_dlpack_lookup,
 };

@@ -103,7 +103,7 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
       return st;
     }
   }
-  dlrun_stream_init(&d->stream, rt->workers);
+  dlrun_stream_init(&d->stream, rt->workers, d->platform);
   return DLRUN_OK;
 }
 

@@ -119,6 +119,10 @@ const dlrun_platform dlrun_sim_platform = {
     .host_readable = sim_host_readable,
     .copy_box = sim_copy_box,
     .fill = sim_fill,
+    .submit = dlrun_host_submit, /* simulated: the host's threads do the work */
+    .event_record = dlrun_host_event_record,
+    .event_query = dlrun_stream_reached,
+    .event_synchronize = dlrun_stream_wait,
     .dlpack_device = sim_dlpack_device,
     .dlpack_lookup = sim_dlpack_lookup,
 };

@@ -6,17 +6,6 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 
-struct dlrun_task {
-  dlrun_task_fn fn;
-  void *ctx;
-  dlrun_task *next;
-  dlrun_stream *owner;
-  uint64_t wait_seq;       /* while parked: the seq awaited */
-  dlrun_task *next_waiter; /* while parked: link in the other stream's waiters */
-  size_t ndeps, next_dep;
-  dlrun_event deps[];
-};
-
 /* A parallel loop being run (dlrun_workers_parallel). */
 typedef struct dlrun_job {
   void (*fn)(void *ctx, size_t i);
@@ -34,9 +23,9 @@ struct dlrun_workers {
   dlrun_job *jobs;        /* parallel loops open to helpers */
   dlrun_stream *ready_head, *ready_tail;
   pthread_t *threads;
-  int nthreads, started;
+  int nthreads;
+  atomic_int started; /* written under mu; never falls until destroy */
   int idle;        /* threads waiting for work */
-  int holding;     /* batches being queued: wake the threads once, at the end */
   int ready_count; /* streams in the ready queue */
   bool stop;
 };
@@ -64,7 +53,7 @@ void dlrun_workers_destroy(dlrun_workers *w) {
   w->stop = true;
   pthread_cond_broadcast(&w->ready_cv);
   pthread_mutex_unlock(&w->mu);
-  for (int i = 0; i < w->started; i++) pthread_join(w->threads[i], NULL);
+  for (int i = 0; i < atomic_load(&w->started); i++) pthread_join(w->threads[i], NULL);
   pthread_cond_destroy(&w->ready_cv);
   pthread_cond_destroy(&w->jobs_cv);
   pthread_mutex_destroy(&w->mu);
@@ -79,7 +68,14 @@ static void push_ready(dlrun_workers *w, dlrun_stream *s) {
   else w->ready_head = s;
   w->ready_tail = s;
   w->ready_count++;
-  if (!w->holding) pthread_cond_signal(&w->ready_cv);
+  if (w->idle) pthread_cond_signal(&w->ready_cv);
+}
+
+/* Whether every dependency of t is done, read without locks. */
+static bool deps_reached(const dlrun_task *t) {
+  for (size_t i = t->next_dep; i < t->ndeps; i++)
+    if (!dlrun_stream_reached(t->deps[i])) return false;
+  return true;
 }
 
 /* Park t on the first of its dependencies not yet done. Returns false when
@@ -89,7 +85,7 @@ static bool park_on_dependency(dlrun_task *t) {
     dlrun_event ev = t->deps[t->next_dep];
     if (ev.stream && ev.stream != t->owner) {
       pthread_mutex_lock(&ev.stream->mu);
-      if (ev.stream->completed < ev.seq) {
+      if (atomic_load_explicit(&ev.stream->completed, memory_order_relaxed) < ev.seq) {
         t->wait_seq = ev.seq;
         t->next_waiter = ev.stream->waiters;
         ev.stream->waiters = t;
@@ -104,11 +100,11 @@ static bool park_on_dependency(dlrun_task *t) {
 }
 
 /* Detach the waiters whose awaited seq is now complete. Called with s->mu. */
-static dlrun_task *take_ready_waiters(dlrun_stream *s) {
+static dlrun_task *take_ready_waiters(dlrun_stream *s, uint64_t completed) {
   dlrun_task *ready = NULL, **link = &s->waiters;
   while (*link) {
     dlrun_task *t = *link;
-    if (t->wait_seq <= s->completed) {
+    if (t->wait_seq <= completed) {
       *link = t->next_waiter;
       t->next_waiter = ready;
       ready = t;
@@ -119,6 +115,12 @@ static dlrun_task *take_ready_waiters(dlrun_stream *s) {
   return ready;
 }
 
+/* Take the head task of s off the queue. Called with s->mu. */
+static void pop_head(dlrun_stream *s) {
+  s->head = s->head->next;
+  if (!s->head) s->tail = NULL;
+}
+
 /* Run one task of s, then hand s back to the ready queue if more are queued,
  * so that many busy streams share the workers fairly. A head task whose
  * dependencies are pending parks s instead (it stays scheduled, off the
@@ -126,23 +128,25 @@ static dlrun_task *take_ready_waiters(dlrun_stream *s) {
 static void run_one(dlrun_workers *w, dlrun_stream *s) {
   pthread_mutex_lock(&s->mu);
   dlrun_task *t = s->head;
+  bool ready = deps_reached(t); /* the common case: one lock, no parking */
+  if (ready) pop_head(s);
   pthread_mutex_unlock(&s->mu);
-  if (park_on_dependency(t)) return;
+  if (!ready) {
+    if (park_on_dependency(t)) return;
+    pthread_mutex_lock(&s->mu);
+    pop_head(s);
+    pthread_mutex_unlock(&s->mu);
+  }
+
+  t->fn(t->ctx); /* may free t */
 
   pthread_mutex_lock(&s->mu);
-  s->head = t->next;
-  if (!s->head) s->tail = NULL;
-  pthread_mutex_unlock(&s->mu);
-
-  t->fn(t->ctx);
-  dlrun_free(t);
-
-  pthread_mutex_lock(&s->mu);
-  s->completed++;
-  pthread_cond_broadcast(&s->done_cv);
+  uint64_t completed = atomic_load_explicit(&s->completed, memory_order_relaxed) + 1;
+  atomic_store_explicit(&s->completed, completed, memory_order_release);
+  if (s->sleepers) pthread_cond_broadcast(&s->done_cv);
   bool more = s->head != NULL;
   if (!more) s->scheduled = false;
-  dlrun_task *woken = take_ready_waiters(s);
+  dlrun_task *woken = s->waiters ? take_ready_waiters(s, completed) : NULL;
   pthread_mutex_unlock(&s->mu);
   if (more || woken) {
     pthread_mutex_lock(&w->mu);
@@ -203,20 +207,49 @@ static void *worker_main(void *arg) {
 /* Start one more worker thread, if the set is not full. Called with w->mu
  * held. Returns whether a thread was started. */
 static bool start_thread(dlrun_workers *w) {
-  if (w->started >= w->nthreads ||
-      pthread_create(&w->threads[w->started], NULL, worker_main, w) != 0)
+  int started = atomic_load_explicit(&w->started, memory_order_relaxed);
+  if (started >= w->nthreads || pthread_create(&w->threads[started], NULL, worker_main, w) != 0)
     return false;
-  w->started++;
+  atomic_store(&w->started, started + 1);
   return true;
 }
 
-/* Start threads as work appears, up to nthreads: one more whenever the
- * streams waiting (with the one about to be queued) outnumber the idle
- * threads. Called with w->mu held. */
-static dlrun_status ensure_threads(dlrun_workers *w) {
-  if (w->ready_count + 1 <= w->idle || start_thread(w) || w->started > 0)
-    return DLRUN_OK; /* enough idle threads, one more, or the running ones will do */
-  return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot start a worker thread");
+/* One more thread when the streams waiting outnumber the idle threads (a
+ * failure just means fewer threads). Called with w->mu held. */
+static void grow_threads(dlrun_workers *w) {
+  if (w->ready_count > w->idle) start_thread(w);
+}
+
+/* At least one thread, so that queued work runs: the only way queueing
+ * fails. */
+static dlrun_status ensure_a_thread(dlrun_workers *w) {
+  if (atomic_load(&w->started) > 0) return DLRUN_OK;
+  pthread_mutex_lock(&w->mu);
+  bool ok = atomic_load(&w->started) > 0 || start_thread(w);
+  pthread_mutex_unlock(&w->mu);
+  return ok ? DLRUN_OK : dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot start a worker thread");
+}
+
+/* Streams this thread made ready while holding w: handed to the ready
+ * queue together, under one lock, when it releases. */
+typedef struct held_batch {
+  dlrun_workers *w;
+  int depth;
+  dlrun_stream *head, *tail;
+} held_batch;
+static _Thread_local held_batch held;
+
+/* Hand the held streams to the ready queue and wake the idle threads
+ * once. Called with w->mu held. */
+static void flush_held(dlrun_workers *w) {
+  if (!held.head) return;
+  if (w->ready_tail) w->ready_tail->next_ready = held.head;
+  else w->ready_head = held.head;
+  w->ready_tail = held.tail;
+  for (dlrun_stream *s = held.head; s; s = s->next_ready) w->ready_count++;
+  held.head = held.tail = NULL;
+  if (w->idle) pthread_cond_broadcast(&w->ready_cv);
+  grow_threads(w);
 }
 
 void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, size_t i),
@@ -242,47 +275,46 @@ void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, si
   pthread_mutex_unlock(&w->mu);
 }
 
-void dlrun_workers_hold(dlrun_workers *w) {
-  pthread_mutex_lock(&w->mu);
-  w->holding++;
-  pthread_mutex_unlock(&w->mu);
+dlrun_status dlrun_workers_hold(dlrun_workers *w) {
+  if (held.w && held.w != w) return DLRUN_OK; /* another runtime's batch: queue directly */
+  dlrun_status st = ensure_a_thread(w);
+  if (st) return st;
+  held.w = w;
+  held.depth++;
+  return DLRUN_OK;
 }
 
 void dlrun_workers_release(dlrun_workers *w) {
+  if (held.w != w || --held.depth > 0) return;
+  held.w = NULL;
+  if (!held.head) return;
   pthread_mutex_lock(&w->mu);
-  if (--w->holding == 0 && w->ready_head) pthread_cond_broadcast(&w->ready_cv);
+  flush_held(w);
   pthread_mutex_unlock(&w->mu);
 }
 
-dlrun_status dlrun_stream_init(dlrun_stream *s, dlrun_workers *w) {
-  *s = (dlrun_stream){.workers = w};
+dlrun_status dlrun_stream_init(dlrun_stream *s, dlrun_workers *w,
+                               const struct dlrun_platform *platform) {
+  *s = (dlrun_stream){.workers = w, .platform = platform};
+  atomic_init(&s->completed, 0);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->done_cv, NULL);
   return DLRUN_OK;
 }
 
 void dlrun_stream_destroy(dlrun_stream *s) {
-  dlrun_event_wait(dlrun_stream_record(s));
+  dlrun_stream_wait(dlrun_stream_record(s));
   pthread_cond_destroy(&s->done_cv);
   pthread_mutex_destroy(&s->mu);
 }
 
-dlrun_status dlrun_stream_enqueue_after(dlrun_stream *s, const dlrun_event *deps, size_t ndeps,
-                                        dlrun_task_fn fn, void *ctx, dlrun_event *out_event) {
+dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_event *deps,
+                                 size_t ndeps, dlrun_task_fn fn, void *ctx,
+                                 dlrun_event *out_event) {
   dlrun_workers *w = s->workers;
-  size_t size = sizeof(dlrun_task) + ndeps * sizeof(dlrun_event);
-  dlrun_task *t = dlrun_malloc(size);
-  if (!t) return dlrun_fail_oom_host(size);
-  *t = (dlrun_task){.fn = fn, .ctx = ctx, .owner = s, .ndeps = ndeps};
-  for (size_t i = 0; i < ndeps; i++) t->deps[i] = deps[i];
-
-  pthread_mutex_lock(&w->mu);
-  dlrun_status st = ensure_threads(w);
-  if (st) {
-    pthread_mutex_unlock(&w->mu);
-    dlrun_free(t);
-    return st;
-  }
+  dlrun_status st = ensure_a_thread(w);
+  if (st) return st;
+  *t = (dlrun_task){.fn = fn, .ctx = ctx, .owner = s, .deps = deps, .ndeps = ndeps};
   pthread_mutex_lock(&s->mu);
   if (s->tail) s->tail->next = t;
   else s->head = t;
@@ -291,16 +323,20 @@ dlrun_status dlrun_stream_enqueue_after(dlrun_stream *s, const dlrun_event *deps
   bool schedule = !s->scheduled;
   s->scheduled = true;
   pthread_mutex_unlock(&s->mu);
-  if (schedule) push_ready(w, s);
-  pthread_mutex_unlock(&w->mu);
-
   if (out_event) *out_event = (dlrun_event){.stream = s, .seq = seq};
+  if (!schedule) return DLRUN_OK;
+  if (held.w == w) { /* no worker can see s yet: it is this thread's to link */
+    s->next_ready = NULL;
+    if (held.tail) held.tail->next_ready = s;
+    else held.head = s;
+    held.tail = s;
+    return DLRUN_OK;
+  }
+  pthread_mutex_lock(&w->mu);
+  push_ready(w, s);
+  grow_threads(w);
+  pthread_mutex_unlock(&w->mu);
   return DLRUN_OK;
-}
-
-dlrun_status dlrun_stream_enqueue(dlrun_stream *s, dlrun_task_fn fn, void *ctx,
-                                  dlrun_event *out_event) {
-  return dlrun_stream_enqueue_after(s, NULL, 0, fn, ctx, out_event);
 }
 
 dlrun_event dlrun_stream_record(dlrun_stream *s) {
@@ -310,17 +346,17 @@ dlrun_event dlrun_stream_record(dlrun_stream *s) {
   return ev;
 }
 
-void dlrun_event_wait(dlrun_event ev) {
-  if (!ev.stream) return;
-  pthread_mutex_lock(&ev.stream->mu);
-  while (ev.stream->completed < ev.seq) pthread_cond_wait(&ev.stream->done_cv, &ev.stream->mu);
-  pthread_mutex_unlock(&ev.stream->mu);
+bool dlrun_stream_reached(dlrun_event ev) {
+  return !ev.stream || atomic_load_explicit(&ev.stream->completed, memory_order_acquire) >= ev.seq;
 }
 
-bool dlrun_event_done(dlrun_event ev) {
-  if (!ev.stream) return true;
-  pthread_mutex_lock(&ev.stream->mu);
-  bool done = ev.stream->completed >= ev.seq;
-  pthread_mutex_unlock(&ev.stream->mu);
-  return done;
+void dlrun_stream_wait(dlrun_event ev) {
+  if (dlrun_stream_reached(ev)) return;
+  dlrun_stream *s = ev.stream;
+  pthread_mutex_lock(&s->mu);
+  s->sleepers++;
+  while (atomic_load_explicit(&s->completed, memory_order_acquire) < ev.seq)
+    pthread_cond_wait(&s->done_cv, &s->mu);
+  s->sleepers--;
+  pthread_mutex_unlock(&s->mu);
 }
