@@ -124,7 +124,10 @@ static size_t unit_count(const copy_task *t, size_t i, int *dim) {
   const int64_t *c = coords(t, i), *lo = c + t->ndim, *hi = c + 2 * t->ndim;
   *dim = 0;
   while (*dim < t->ndim && hi[*dim] - lo[*dim] == 1) (*dim)++;
-  if (*dim == t->ndim) return 1;
+  if (*dim == t->ndim) { /* one element (or rank 0): a single unit */
+    *dim = 0;
+    return 1;
+  }
   uint64_t want = (piece_bytes(t, i) + UNIT_BYTES - 1) / UNIT_BYTES;
   uint64_t extent = (uint64_t)(hi[*dim] - lo[*dim]);
   return want < 1 ? 1 : want > extent ? extent : want;

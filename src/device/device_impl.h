@@ -82,10 +82,19 @@ dlrun_status dlrun_host_submit(dlrun_device *dev, dlrun_task *node, const dlrun_
                                size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done);
 dlrun_event dlrun_host_event_record(dlrun_device *dev);
 
-/* The registry of device kinds, in the order "auto" prefers them. */
-extern const dlrun_platform *const dlrun_platforms[];
-extern const size_t dlrun_platform_count;
+/* The registry of device kinds, in the order "auto" prefers them: those
+ * registered at run time (newest last), then sim and cpu. */
 const dlrun_platform *dlrun_platform_find(const char *name, size_t len);
+/* Copy up to max registered platforms into out; returns how many. */
+size_t dlrun_platform_list(const dlrun_platform **out, size_t max);
+/* Add a platform (a hardware backend) ahead of the built-in ones. The
+ * vtable must outlive every runtime that uses it. Fails when the name is
+ * taken or the registry (8 platforms) is full. Runtimes created before see
+ * no change. */
+dlrun_status dlrun_platform_register(const dlrun_platform *pl);
+/* Remove a registered platform (the built-in ones stay); runtimes already
+ * using it keep working. */
+void dlrun_platform_unregister(const dlrun_platform *pl);
 
 /* A device memory the host cannot read (sim's by default): one memory
  * object mapped twice, inaccessible at the device addresses handed out

@@ -1,9 +1,11 @@
 /* The registry of device kinds, and the cpu platform (real host memory).
  * The sim platform (simulated accelerators) is in sim.c. */
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "buffer.h"
+#include "core/status_impl.h"
 #include "platform_impl.h"
 
 uint64_t dlrun_host_ram_bytes(void) {
@@ -110,12 +112,63 @@ static const dlrun_platform cpu_platform = {
     .dlpack_lookup = cpu_dlpack_lookup,
 };
 
-const dlrun_platform *const dlrun_platforms[] = {&dlrun_sim_platform, &cpu_platform};
-const size_t dlrun_platform_count = sizeof dlrun_platforms / sizeof dlrun_platforms[0];
+/* The registry: platforms registered at run time (hardware backends) come
+ * first, so that "auto" prefers them, then the built-in ones. */
+#define MAX_PLATFORMS 8
+static const dlrun_platform *registry[MAX_PLATFORMS] = {&dlrun_sim_platform, &cpu_platform};
+static size_t registry_count = 2, registered;
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const dlrun_platform *find_locked(const char *name, size_t len) {
+  for (size_t i = 0; i < registry_count; i++)
+    if (strlen(registry[i]->name) == len && memcmp(registry[i]->name, name, len) == 0)
+      return registry[i];
+  return NULL;
+}
 
 const dlrun_platform *dlrun_platform_find(const char *name, size_t len) {
-  for (size_t i = 0; i < dlrun_platform_count; i++)
-    if (strlen(dlrun_platforms[i]->name) == len && memcmp(dlrun_platforms[i]->name, name, len) == 0)
-      return dlrun_platforms[i];
-  return NULL;
+  pthread_mutex_lock(&registry_mu);
+  const dlrun_platform *pl = find_locked(name, len);
+  pthread_mutex_unlock(&registry_mu);
+  return pl;
+}
+
+size_t dlrun_platform_list(const dlrun_platform **out, size_t max) {
+  pthread_mutex_lock(&registry_mu);
+  size_t n = registry_count < max ? registry_count : max;
+  memcpy(out, registry, n * sizeof *out);
+  pthread_mutex_unlock(&registry_mu);
+  return n;
+}
+
+dlrun_status dlrun_platform_register(const dlrun_platform *pl) {
+  if (!pl || !pl->name || !pl->name[0])
+    return dlrun_fail(DLRUN_ERR_VALUE, "a platform needs a name");
+  pthread_mutex_lock(&registry_mu);
+  dlrun_status st = DLRUN_OK;
+  if (find_locked(pl->name, strlen(pl->name)))
+    st = dlrun_fail(DLRUN_ERR_VALUE, "platform %s is already registered", pl->name);
+  else if (registry_count == MAX_PLATFORMS)
+    st = dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot register platform %s: %d platforms "
+                    "at most", pl->name, MAX_PLATFORMS);
+  if (!st) {
+    memmove(registry + registered + 1, registry + registered,
+            (registry_count - registered) * sizeof *registry);
+    registry[registered++] = pl;
+    registry_count++;
+  }
+  pthread_mutex_unlock(&registry_mu);
+  return st;
+}
+
+void dlrun_platform_unregister(const dlrun_platform *pl) {
+  pthread_mutex_lock(&registry_mu);
+  for (size_t i = 0; i < registered; i++)
+    if (registry[i] == pl) {
+      memmove(registry + i, registry + i + 1, (registry_count - i - 1) * sizeof *registry);
+      registered--;
+      registry_count--;
+      break;
+    }
+  pthread_mutex_unlock(&registry_mu);
 }

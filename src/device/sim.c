@@ -74,9 +74,10 @@ static bool sim_host_readable(const dlrun_device *dev, dlrun_memory_kind kind) {
   return !is_private(dev, kind);
 }
 
-/* Where the host reaches the bytes at device address `data`. */
+/* Where the host reaches the bytes at device address `data`: memory this
+ * file reserved (whichever vtable carries its slots) has a view. */
 static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void *data) {
-  if (!dev || dev->platform != &dlrun_sim_platform || !is_private(dev, kind)) return (void *)data;
+  if (!dev || dev->platform->reserve != sim_reserve || !is_private(dev, kind)) return (void *)data;
   dlrun_region *r = &((dlrun_device *)dev)->regions[kind];
   const unsigned char *base = atomic_load_explicit(&r->base, memory_order_acquire);
   return r->view + ((const unsigned char *)data - base);

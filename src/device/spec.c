@@ -55,9 +55,11 @@ static dlrun_status parse_entry(const char *text, const char *p, const char *end
                       "invalid device spec \"%s\": \"auto\" must stand alone", text);
   const dlrun_platform *pl = dlrun_platform_find(p, name_len);
   if (!pl) {
-    char known[128] = "";
-    for (size_t i = 0; i < dlrun_platform_count; i++) {
-      strncat(known, dlrun_platforms[i]->name, sizeof known - strlen(known) - 1);
+    char known[160] = "";
+    const dlrun_platform *all[8];
+    size_t n = dlrun_platform_list(all, 8);
+    for (size_t i = 0; i < n; i++) {
+      strncat(known, all[i]->name, sizeof known - strlen(known) - 1);
       strncat(known, ", ", sizeof known - strlen(known) - 1);
     }
     return dlrun_fail(DLRUN_ERR_VALUE,
@@ -97,8 +99,10 @@ dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out) {
     /* The first accelerator platform present, with all its devices; else
      * eight simulated ones. */
     out->groups[0] = (dlrun_device_group){.platform = dlrun_platform_find("sim", 3), .count = 8};
-    for (size_t i = 0; i < dlrun_platform_count; i++) {
-      const dlrun_platform *pl = dlrun_platforms[i];
+    const dlrun_platform *all[8];
+    size_t nall = dlrun_platform_list(all, 8);
+    for (size_t i = 0; i < nall; i++) {
+      const dlrun_platform *pl = all[i];
       char why[160];
       size_t n = 0;
       if (pl->is_accelerator && pl->probe && pl->probe(&n, why, sizeof why) && n > 0) {

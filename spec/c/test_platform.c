@@ -1,0 +1,112 @@
+/* C tests of the platform registry and the probe slot: a platform added at
+ * run time (as a hardware backend would be) that is absent gives a clear
+ * error naming why, "auto" passes it over for sim, and once present "auto"
+ * takes all its devices, which then work like any other. The test platform
+ * borrows the sim platform's slots for everything but its name and probe. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "device/platform_impl.h"
+#include "dlrun/dlrun.h"
+
+static size_t present; /* devices the probe reports; 0: absent */
+
+static bool probe_test(size_t *ndevices, char *why, size_t n) {
+  *ndevices = present;
+  if (present == 0) snprintf(why, n, "no probe_test driver is loaded");
+  return present > 0;
+}
+
+static dlrun_platform test_platform;
+
+static dlrun_runtime *runtime_for(const char *spec) {
+  dlrun_config cfg = {.devices = spec, .device_memory = 1 << 20};
+  dlrun_runtime *rt = NULL;
+  return dlrun_runtime_create(&cfg, &rt) ? NULL : rt;
+}
+
+static void test_probe(void) {
+  TEST("an absent platform is refused with the probe's reason; auto takes sim") {
+    present = 0;
+    dlrun_config cfg = {.devices = "probe_test:2", .device_memory = 1 << 20};
+    dlrun_runtime *none = NULL;
+    CHECK(dlrun_runtime_create(&cfg, &none) == DLRUN_ERR_VALUE, "not a ValueError");
+    CHECK(none == NULL, "created");
+    CHECK(strcmp(dlrun_last_error(), "platform probe_test in device spec \"probe_test:2\" is "
+                                     "not available on this machine: no probe_test driver is "
+                                     "loaded") == 0,
+          "%s", dlrun_last_error());
+    dlrun_runtime *rt = runtime_for("auto");
+    CHECK(rt && strcmp(dlrun_runtime_spec(rt), "sim:8,cpu:1") == 0, "%s",
+          rt ? dlrun_runtime_spec(rt) : dlrun_last_error());
+    dlrun_runtime_release(rt);
+  }
+  TEST("a present platform: auto takes all its devices, and they work") {
+    present = 3;
+    dlrun_runtime *rt = runtime_for("auto");
+    CHECK(rt != NULL, "%s", dlrun_last_error());
+    if (!rt) return;
+    CHECK(strcmp(dlrun_runtime_spec(rt), "probe_test:3,cpu:1") == 0, "%s", dlrun_runtime_spec(rt));
+    CHECK(strcmp(dlrun_default_backend(rt), "probe_test") == 0, "%s", dlrun_default_backend(rt));
+    CHECK(dlrun_device_count(rt, "probe_test") == 3, "count");
+    CHECK(dlrun_device_get(rt, "probe_test", 3) == NULL, "a fourth device");
+    /* A round trip through two of its devices. */
+    dlrun_device *d0 = dlrun_device_get(rt, "probe_test", 0), *d2 = dlrun_device_get(rt, "probe_test", 2);
+    CHECK(strcmp(dlrun_device_platform(d2), "probe_test") == 0, "%s", dlrun_device_platform(d2));
+    float in[4] = {1, 2, 3, 4}, out[4] = {0};
+    int64_t n = 4;
+    dlrun_sharding *s0 = NULL, *s2 = NULL;
+    dlrun_array *a = NULL, *b = NULL;
+    dlrun_status st = dlrun_single_device_sharding_create(d0, DLRUN_MEM_DEVICE, &s0);
+    if (!st) st = dlrun_single_device_sharding_create(d2, DLRUN_MEM_DEVICE, &s2);
+    if (!st) st = dlrun_array_from_host(s0, DLRUN_FLOAT32, 1, &n, in, sizeof in, &a);
+    if (!st) st = dlrun_device_put(a, s2, NULL, &b);
+    if (!st) st = dlrun_array_read(b, 0, sizeof out, out);
+    CHECK(st == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(memcmp(in, out, sizeof in) == 0, "read %g %g %g %g", out[0], out[1], out[2], out[3]);
+    dlrun_array_release(b);
+    dlrun_array_release(a);
+    dlrun_sharding_release(s2);
+    dlrun_sharding_release(s0);
+    dlrun_runtime_release(rt);
+    present = 0;
+  }
+}
+
+static void test_registry(void) {
+  TEST("a name registers once; the unknown-platform error lists the registry") {
+    CHECK(dlrun_platform_register(&test_platform) == DLRUN_ERR_VALUE, "registered twice");
+    CHECK(strcmp(dlrun_last_error(), "platform probe_test is already registered") == 0, "%s",
+          dlrun_last_error());
+    dlrun_platform sim_again = dlrun_sim_platform;
+    CHECK(dlrun_platform_register(&sim_again) == DLRUN_ERR_VALUE, "sim registered again");
+    CHECK(dlrun_check_device_spec("nope:1") == DLRUN_ERR_VALUE, "nope accepted");
+    CHECK(strcmp(dlrun_last_error(), "unknown platform \"nope\" in device spec \"nope:1\" "
+                                     "(expected probe_test, sim, cpu, or auto)") == 0,
+          "%s", dlrun_last_error());
+  }
+  TEST("an unregistered platform is unknown again; the built-in ones stay") {
+    dlrun_platform_unregister(&test_platform);
+    dlrun_platform_unregister(&dlrun_sim_platform); /* not registered: no effect */
+    CHECK(dlrun_check_device_spec("probe_test:1") == DLRUN_ERR_VALUE, "still known");
+    CHECK(strcmp(dlrun_last_error(), "unknown platform \"probe_test\" in device spec "
+                                     "\"probe_test:1\" (expected sim, cpu, or auto)") == 0,
+          "%s", dlrun_last_error());
+    CHECK(dlrun_check_device_spec("sim:2,cpu:1") == DLRUN_OK, "%s", dlrun_last_error());
+  }
+}
+
+int main(void) {
+  test_platform = dlrun_sim_platform;
+  test_platform.name = "probe_test";
+  test_platform.class_name = "ProbeTestDevice";
+  test_platform.probe = probe_test;
+  TEST("a hardware platform registers ahead of the built-in ones") {
+    CHECK(dlrun_platform_register(&test_platform) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_platform_find("probe_test", 10) == &test_platform, "not found");
+  }
+  test_probe();
+  test_registry();
+  return check_summary("platform");
+}
