@@ -232,6 +232,12 @@ print(#x.addressable_shards, dl.device_get(x):tolist()[8])]]
       end)
     end
 
+    it("run through a symbolic link from elsewhere, finds the prefix the link points into", function()
+      ok("mkdir -p links && ln -sf " .. q(prefix .. "/bin/dlrun") .. " links/dlrun")
+      assert.are.equal(prefix .. "/share/lua/5.4/dlrun/init.lua\n",
+                       ok("links/dlrun -e 'print(package.searchpath(\"dlrun\", package.path))'"))
+    end)
+
     it("still takes DLRUN_LUA_DIR first", function()
       local out = ok("DLRUN_LUA_DIR=" .. q(ROOT .. "/lua") .. " " .. q(S .. "/bin/dlrun") ..
                      " -e 'print(package.searchpath(\"dlrun\", package.path))'")
