@@ -12,6 +12,16 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hi
               -pthread -Iinclude -Isrc -I$(LUA_INC) $(CFLAGS)
 LDFLAGS_ALL := $(SAN) -pthread $(LDFLAGS)
 LIBS     := -lm
+LIBFLAG  ?= -shared
+# Where DLPack's header lives when not on the compiler's default path
+# (e.g. -I/opt/dlpack/include); also written into dlrun.pc's Cflags.
+DLPACK_CFLAGS ?=
+CFLAGS_ALL += $(DLPACK_CFLAGS)
+
+# The version is written once, in include/dlrun/dlrun.h (DLRUN_VERSION_STRING);
+# the soname, dlrun.pc, the man page and the checks of the rockspec read it there.
+VERSION  := $(shell sed -n 's/.*DLRUN_VERSION_STRING "\(.*\)".*/\1/p' include/dlrun/dlrun.h)
+MAJOR    := $(firstword $(subst ., ,$(VERSION)))
 
 CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/device/*.c src/shard/*.c src/array/*.c src/dlpack/*.c))
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
@@ -29,13 +39,19 @@ STRESSES := $(STRESS_SRC:spec/stress/%.c=$(BUILD)/stress/%)
 
 LIB_A    := $(BUILD)/libdlrun.a
 LIB_SO   := $(BUILD)/libdlrun.so
+SONAME   := libdlrun.so.$(MAJOR)
+LIB_SO_FILE := libdlrun.so.$(VERSION)
 LUA_LIB_A := $(BUILD)/libdlrun_lua.a
 LUA_MOD  := $(BUILD)/lua/dlrun/core.so
+LUA_FILES := $(sort $(wildcard lua/dlrun/*.lua))
 EXE      := $(BUILD)/dlrun
+MAN      := $(BUILD)/dlrun.1
+# Optional modules installed beside libdlrun; a rule that builds one adds it here.
+LIB_MODULES :=
 
 .PHONY: all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind check-all \
-        check-layers
-all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(TESTS) $(HOSTS) $(STRESSES)
+        check-layers install uninstall lua-module install-lua-module
+all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:
@@ -54,9 +70,15 @@ $(LIB_A): $(CORE_OBJ)
 	@echo "  AR      $@"
 	@rm -f $@ && ar rcs $@ $^
 
-$(LIB_SO): $(CORE_OBJ)
+$(BUILD)/$(LIB_SO_FILE): $(CORE_OBJ)
+	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) -shared $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	@$(CC) -shared $(LDFLAGS_ALL) -Wl,-soname,$(SONAME) -o $@ $^ $(LIBS)
+
+# The names the loader (the soname) and the linker (-ldlrun) look for.
+$(LIB_SO): $(BUILD)/$(LIB_SO_FILE)
+	@ln -sf $(LIB_SO_FILE) $(BUILD)/$(SONAME)
+	@ln -sf $(LIB_SO_FILE) $@
 
 # The Lua binding alone, for host applications embedding Lua (include/dlrun/lua.h).
 $(LUA_LIB_A): $(LUA_OBJ)
@@ -67,7 +89,7 @@ $(LUA_LIB_A): $(LUA_OBJ)
 $(LUA_MOD): $(LUA_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) -shared $(LDFLAGS_ALL) -o $@ $(LUA_OBJ) $(LIB_A) $(LIBS)
+	@$(CC) $(LIBFLAG) $(LDFLAGS_ALL) -o $@ $(LUA_OBJ) $(LIB_A) $(LIBS)
 
 $(EXE): $(CLI_OBJ) $(LUA_OBJ) $(LIB_A)
 	@echo "  LD      $@"
@@ -107,6 +129,63 @@ c-tests: all
 demo: all
 	$(EXE) examples/pipeline.lua
 
+# ---- install (see README, "Install") ----
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+LUA_V    := 5.4
+bindir   ?= $(PREFIX)/bin
+libdir   ?= $(PREFIX)/lib
+includedir ?= $(PREFIX)/include
+mandir   ?= $(PREFIX)/share/man
+lmoddir  ?= $(PREFIX)/share/lua/$(LUA_V)
+cmoddir  ?= $(PREFIX)/lib/lua/$(LUA_V)
+HEADERS  := $(sort $(wildcard include/dlrun/*.h))
+# A directory under PREFIX, as dlrun.pc writes it: relative to ${prefix}.
+pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# The Lua module into (Lua files folder, C modules folder): dlrun/*.lua and dlrun/core.so.
+install_lua_module = install -d $(1)/dlrun $(2)/dlrun && install -m 644 $(LUA_FILES) $(1)/dlrun/ && \
+  install -m 755 $(LUA_MOD) $(2)/dlrun/core.so
+
+$(MAN): docs/dlrun.1.in include/dlrun/dlrun.h
+	@mkdir -p $(dir $@)
+	@sed 's/@VERSION@/$(VERSION)/g' $< >$@
+
+install: $(EXE) $(LIB_SO) $(LIB_A) $(LUA_LIB_A) $(LUA_MOD) $(MAN) $(LIB_MODULES)
+	@echo "  INSTALL $(DESTDIR)$(PREFIX)"
+	@install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/pkgconfig \
+	  $(DESTDIR)$(includedir)/dlrun $(DESTDIR)$(mandir)/man1
+	@install -m 755 $(EXE) $(DESTDIR)$(bindir)/dlrun
+	@install -m 755 $(BUILD)/$(LIB_SO_FILE) $(LIB_MODULES) $(DESTDIR)$(libdir)/
+	@ln -sf $(LIB_SO_FILE) $(DESTDIR)$(libdir)/$(SONAME)
+	@ln -sf $(LIB_SO_FILE) $(DESTDIR)$(libdir)/libdlrun.so
+	@install -m 644 $(LIB_A) $(LUA_LIB_A) $(DESTDIR)$(libdir)/
+	@install -m 644 $(HEADERS) $(DESTDIR)$(includedir)/dlrun/
+	@install -m 644 $(MAN) $(DESTDIR)$(mandir)/man1/dlrun.1
+	@sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(call pc_dir,$(libdir))|' \
+	  -e 's|@includedir@|$(call pc_dir,$(includedir))|' -e 's|@VERSION@|$(VERSION)|' \
+	  -e 's|@DLPACK_CFLAGS@|$(if $(DLPACK_CFLAGS), $(DLPACK_CFLAGS))|' dlrun.pc.in >$(DESTDIR)$(libdir)/pkgconfig/dlrun.pc
+	@$(call install_lua_module,$(DESTDIR)$(lmoddir),$(DESTDIR)$(cmoddir))
+
+# Removes exactly what install wrote, and the folders only dlrun uses.
+uninstall:
+	@echo "  UNINSTALL $(DESTDIR)$(PREFIX)"
+	@rm -f $(DESTDIR)$(bindir)/dlrun $(DESTDIR)$(mandir)/man1/dlrun.1 \
+	  $(addprefix $(DESTDIR)$(libdir)/,$(LIB_SO_FILE) $(SONAME) libdlrun.so libdlrun.a \
+	    libdlrun_lua.a pkgconfig/dlrun.pc $(notdir $(LIB_MODULES))) \
+	  $(addprefix $(DESTDIR)$(includedir)/dlrun/,$(notdir $(HEADERS))) \
+	  $(addprefix $(DESTDIR)$(lmoddir)/dlrun/,$(notdir $(LUA_FILES))) \
+	  $(DESTDIR)$(cmoddir)/dlrun/core.so
+	@for d in $(DESTDIR)$(includedir)/dlrun $(DESTDIR)$(lmoddir)/dlrun $(DESTDIR)$(cmoddir)/dlrun; do \
+	  if [ -d $$d ]; then rmdir --ignore-fail-on-non-empty $$d; fi; done
+
+# LuaRocks (dlrun-VERSION-1.rockspec) builds the module alone, with its own
+# flags, and installs it into its LUADIR (Lua files) and LIBDIR (C module).
+lua-module: $(LUA_MOD)
+
+install-lua-module: $(LUA_MOD)
+	@$(call install_lua_module,$(LUADIR),$(LIBDIR))
+
 # ---- hardening (see README, "Development") ----
 
 CLANG    ?= clang-14
@@ -139,7 +218,7 @@ check-valgrind: deps-hardening all
 check-all: test check-asan check-tsan check-valgrind
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-fuzz-cov build-bench
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-fuzz-cov build-bench build-rock
 
 -include fuzz/fuzz.mk bench/bench.mk
 -include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -4,7 +4,8 @@
 #   --hardening  also what the sanitizer, fuzzing and valgrind targets need
 #   --check      report what is missing, install nothing
 set -u
-PKGS="gcc make libc6-dev liblua5.4-dev lua5.4 lua-busted libdlpack-dev python3-numpy bsdutils"
+PKGS="gcc make libc6-dev liblua5.4-dev lua5.4 lua-busted libdlpack-dev python3-numpy bsdutils
+      binutils pkg-config man-db luarocks"
 check_only=""
 for a in "$@"; do
   case "$a" in
@@ -38,7 +39,15 @@ if ! command -v apt-get >/dev/null 2>&1; then
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+lua_before=$(readlink -e /usr/bin/lua 2>/dev/null)
 if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends $missing; } >&2; then
   echo "dlrun: apt-get failed; these packages are needed:$missing" >&2
   exit 1
+fi
+# luarocks brings lua5.1, whose alternative outranks lua5.4's: keep `lua`
+# (busted's interpreter) as it was, lua5.4 when there was none.
+lua_keep=${lua_before:-/usr/bin/lua5.4}
+if [ "$(readlink -e /usr/bin/lua 2>/dev/null)" != "$lua_keep" ]; then
+  $SUDO update-alternatives --set lua-interpreter "$lua_keep" >&2 ||
+    echo "dlrun: warning: \`lua\` is not $lua_keep; run busted with lua5.4" >&2
 fi

@@ -17,6 +17,9 @@
 #include "status.h"
 #include "trace.h"
 
+/* The one place the version is written: the Makefile reads it from here for
+ * the soname, dlrun.pc and the man page, `dlrun --version` prints it, and the
+ * rockspec's name must match it (spec/install_spec.lua checks them all). */
 #define DLRUN_VERSION_STRING "0.1.0"
 
 #endif

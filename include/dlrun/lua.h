@@ -1,8 +1,9 @@
 /* Embedding dlrun in a host application's Lua state.
  *
- * Link the host with libdlrun_lua.a, libdlrun.a and Lua 5.4. The pure-Lua
- * part of the module (the lua/ folder of the source tree) must be on the
- * state's package.path. */
+ * Link the host with libdlrun_lua.a, libdlrun (`pkg-config --libs dlrun`) and
+ * Lua 5.4. The pure-Lua part of the module (the lua/ folder of the source
+ * tree, or share/lua/5.4 of an installed prefix) must be on the state's
+ * package.path. */
 #ifndef DLRUN_LUA_H
 #define DLRUN_LUA_H
 

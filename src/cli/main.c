@@ -21,14 +21,8 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "dlrun/runtime.h"
-#include "dlrun/status.h"
-#include "dlrun/trace.h"
+#include "dlrun/dlrun.h"
 #include "report.h"
-
-#ifndef DLRUN_VERSION
-#define DLRUN_VERSION "0.1.0"
-#endif
 
 #define PROGNAME "dlrun"
 
@@ -107,7 +101,7 @@ static void print_usage(FILE *out) {
 }
 
 static void print_version(void) {
-  printf(PROGNAME " " DLRUN_VERSION " (" LUA_RELEASE ")\n");
+  printf(PROGNAME " " DLRUN_VERSION_STRING " (" LUA_RELEASE ")\n");
   fflush(stdout);
 }
 
@@ -407,14 +401,31 @@ static void make_arg_table(lua_State *L, const cli_options *o) {
   lua_setglobal(L, "arg");
 }
 
+/* Where an installed prefix keeps Lua files, as plain lua5.4 looks there. */
+#define INSTALLED_LUA_DIR "/share/lua/" LUA_VERSION_MAJOR "." LUA_VERSION_MINOR
+
+/* Push prefix..sub and return 1 when that folder holds dlrun/init.lua; else
+ * push nothing and return 0. */
+static int push_if_holds_dlrun(lua_State *L, const char *prefix, const char *sub) {
+  const char *dir = lua_pushfstring(L, "%s%s", prefix, sub);
+  lua_pushfstring(L, "%s/dlrun/init.lua", dir);
+  int holds = access(lua_tostring(L, -1), R_OK) == 0;
+  lua_pop(L, holds ? 1 : 2);
+  return holds;
+}
+
 /* Push the directory of dlrun's Lua files, in order:
  *   1. $DLRUN_LUA_DIR when set and not empty;
- *   2. <exe dir>/../lua when it holds dlrun/init.lua (the source tree:
+ *   2. <exe dir>/../share/lua/5.4 when it holds dlrun/init.lua (an installed
+ *      prefix, wherever it was moved: bin/dlrun beside share/lua/5.4/dlrun/);
+ *   3. <exe dir>/../lua when it holds dlrun/init.lua (the source tree:
  *      build/dlrun beside lua/dlrun/);
- *   3. <exe dir>/../share/dlrun/lua (an installed prefix).
- * The executable is /proc/self/exe, already free of symbolic links, so
- * "<exe dir>/.." is written as the parent directory itself. Returns 0, having
- * pushed nothing, when the executable cannot be found. */
+ *   4. else the installed place of 2, so that a failing require names it.
+ * The installed place comes first so that an installed dlrun never takes
+ * other files for its own. The executable is /proc/self/exe, already free of
+ * symbolic links, so "<exe dir>/.." is written as the parent directory
+ * itself. Returns 0, having pushed nothing, when the executable cannot be
+ * found. */
 static int push_lua_dir(lua_State *L) {
   const char *env = getenv("DLRUN_LUA_DIR");
   if (env != NULL && env[0] != '\0') {
@@ -432,13 +443,9 @@ static int push_lua_dir(lua_State *L) {
   if (slash != NULL) *slash = '\0';
   else exe[0] = '\0';
 
-  const char *tree = lua_pushfstring(L, "%s/lua", exe);
-  lua_pushfstring(L, "%s/dlrun/init.lua", tree);
-  int in_tree = access(lua_tostring(L, -1), R_OK) == 0;
-  lua_pop(L, 1);
-  if (in_tree) return 1;
-  lua_pop(L, 1);
-  lua_pushfstring(L, "%s/share/dlrun/lua", exe);
+  if (push_if_holds_dlrun(L, exe, INSTALLED_LUA_DIR) || push_if_holds_dlrun(L, exe, "/lua"))
+    return 1;
+  lua_pushfstring(L, "%s" INSTALLED_LUA_DIR, exe);
   return 1;
 }
 

@@ -1,0 +1,322 @@
+-- make install / make uninstall and the rockspec, used the way a packager, a
+-- C programmer and a Lua programmer would, from a temporary folder outside
+-- the source tree: the installed files, one version everywhere, the exported
+-- symbols, pkg-config, the installed dlrun (also moved elsewhere), plain
+-- lua5.4, the man page and `luarocks make`.
+--
+-- Installs the build the suite tests (the folder of DLRUN_EXE, else build),
+-- so under the sanitizers the installed programs are the instrumented ones.
+local helpers = require "spec.helpers"
+local q = helpers.shell_quote
+
+local function read_all(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+local function write_file(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- What a shell command line prints on stdout.
+local function capture(line)
+  local p = assert(io.popen(line))
+  local text = p:read("a")
+  p:close()
+  return text
+end
+
+local ROOT = capture("pwd"):gsub("\n$", "")
+local BUILD = (os.getenv("DLRUN_EXE") or ""):match("^(.*)/[^/]*$") or "build"
+local VERSION = read_all("include/dlrun/dlrun.h"):match('#define DLRUN_VERSION_STRING "([^"]*)"')
+local MAJOR = VERSION and VERSION:match("^(%d+)%.")
+
+-- Variables that would point a command back at the source tree or at the
+-- caller's own setup, and make's from an enclosing `make test`.
+local CLEAN = "unset DLRUN_LUA_DIR LUA_PATH LUA_PATH_5_4 LUA_CPATH LUA_CPATH_5_4 LUA_INIT " ..
+              "LUA_INIT_5_4 PKG_CONFIG_PATH LD_LIBRARY_PATH MAKEFLAGS MAKELEVEL MFLAGS; "
+
+-- sh(line [, cwd]) -> stdout, stderr, exit status; runs from `cwd` (the
+-- temporary folder unless given) with CLEAN applied.
+local tmp
+local function sh(line, cwd)
+  local out, err = os.tmpname(), os.tmpname()
+  local _, how, code = os.execute(("%s cd %s && { %s; } >%s 2>%s"):format(
+    CLEAN, q(cwd or tmp), line, q(out), q(err)))
+  if how == "signal" then code = 128 + code end
+  local o, e = read_all(out), read_all(err)
+  os.remove(out)
+  os.remove(err)
+  return o, e, code
+end
+
+-- Run and expect success; returns stdout.
+local function ok(line, cwd)
+  local out, err, code = sh(line, cwd)
+  assert(code == 0, ("`%s` exited %s:\n%s%s"):format(line, tostring(code), out, err))
+  return out
+end
+
+local function sorted_lines(text)
+  local t = {}
+  for l in text:gmatch("[^\n]+") do t[#t + 1] = l end
+  table.sort(t)
+  return t
+end
+
+local function dir_list(dir) -- file names in a source folder, sorted
+  return sorted_lines(ok("ls " .. q(dir), ROOT))
+end
+
+-- Installed files and symbolic links under `dir`, relative, sorted.
+local function tree(dir)
+  return sorted_lines(ok(("find . -type f -o -type l | sed 's|^\\./||'"), dir))
+end
+
+-- The instrumented library's runtime for programs that load it (none for a
+-- plain build): the environment prefix, and the link flag letting a plain
+-- link accept the sanitizer symbols the runtime will provide.
+local function sanitized(lib)
+  local prefix = helpers.sanitizer_prefix(lib)
+  return prefix, prefix ~= "" and " -Wl,--allow-shlib-undefined" or ""
+end
+
+local stage, prefix -- PREFIX=/usr/local under DESTDIR=stage; PREFIX=prefix
+local S             -- stage/usr/local: the staged prefix, as if moved there
+
+setup(function()
+  tmp = capture("mktemp -d"):gsub("\n$", "")
+  stage, prefix = tmp .. "/stage", tmp .. "/prefix"
+  S = stage .. "/usr/local"
+  local make = "make --no-print-directory BUILD=" .. q(BUILD)
+  local out = ok(make .. " PREFIX=/usr/local DESTDIR=" .. q(stage) .. " install", ROOT)
+  -- Nothing rebuilt: what is installed is the build under test.
+  assert.are.equal("  INSTALL " .. S .. "\n", out)
+  out = ok(make .. " PREFIX=" .. q(prefix) .. " install", ROOT)
+  assert.are.equal("  INSTALL " .. prefix .. "\n", out)
+end)
+
+teardown(function()
+  if tmp then os.execute("rm -rf " .. q(tmp)) end
+end)
+
+describe("make install", function()
+  it("installs the program, the libraries, the headers, pkg-config, the Lua module and the man page", function()
+    local want = {"bin/dlrun", "lib/libdlrun.a", "lib/libdlrun.so", "lib/libdlrun.so." .. MAJOR,
+                  "lib/libdlrun.so." .. VERSION, "lib/libdlrun_lua.a", "lib/lua/5.4/dlrun/core.so",
+                  "lib/pkgconfig/dlrun.pc", "share/man/man1/dlrun.1"}
+    for _, h in ipairs(dir_list("include/dlrun")) do want[#want + 1] = "include/dlrun/" .. h end
+    for _, l in ipairs(dir_list("lua/dlrun")) do want[#want + 1] = "share/lua/5.4/dlrun/" .. l end
+    table.sort(want)
+    assert.are.same(want, tree(S))
+    assert.are.same(want, tree(prefix))
+    assert.are.equal("libdlrun.so." .. VERSION .. "\n", ok("readlink " .. q(S .. "/lib/libdlrun.so")))
+    assert.are.equal("libdlrun.so." .. VERSION .. "\n",
+                     ok("readlink " .. q(S .. "/lib/libdlrun.so." .. MAJOR)))
+  end)
+
+  it("puts the Lua module where plain lua5.4 looks under /usr/local", function()
+    local out = ok("lua5.4 -e 'print(package.path); print(package.cpath)'")
+    assert.truthy(out:find("/usr/local/share/lua/5.4/?.lua;/usr/local/share/lua/5.4/?/init.lua;", 1, true), out)
+    assert.truthy(out:find("/usr/local/lib/lua/5.4/?.so;", 1, true), out)
+  end)
+
+  it("writes the version of include/dlrun/dlrun.h everywhere", function()
+    assert.truthy(VERSION and VERSION:match("^%d+%.%d+%.%d+$"), VERSION)
+    local lib = S .. "/lib/libdlrun.so." .. VERSION
+    assert.truthy(ok("readelf -d " .. q(lib)):find("Library soname: [libdlrun.so." .. MAJOR .. "]\n", 1, true))
+    assert.are.equal(VERSION .. "\n",
+                     ok("PKG_CONFIG_PATH=" .. q(S .. "/lib/pkgconfig") .. " pkg-config --modversion dlrun"))
+    assert.truthy(ok(q(S .. "/bin/dlrun") .. " --version"):match("^dlrun " .. VERSION:gsub("%.", "%%.") ..
+                                                               " %(Lua 5%.4%.%d+%)\n$"))
+    assert.truthy(read_all(S .. "/share/man/man1/dlrun.1"):find('\n.TH DLRUN 1 "" "dlrun ' .. VERSION .. '"', 1, true))
+    -- The rockspec: one, named and versioned alike.
+    assert.are.same({"dlrun-" .. VERSION .. "-1.rockspec"},
+                    sorted_lines(ok("ls dlrun-*.rockspec", ROOT)))
+    local rock = {}
+    assert(loadfile(ROOT .. "/dlrun-" .. VERSION .. "-1.rockspec", "t", rock))()
+    assert.are.equal("dlrun", rock.package)
+    assert.are.equal(VERSION .. "-1", rock.version)
+  end)
+
+  it("exports from libdlrun.so exactly the DLRUN_API functions of its headers", function()
+    local want = {}
+    for _, h in ipairs(dir_list("include/dlrun")) do
+      if h ~= "lua.h" and h ~= "export.h" then -- the Lua binding is not in libdlrun
+        for decl in read_all("include/dlrun/" .. h):gmatch("DLRUN_API([^;{]-)%(") do
+          want[#want + 1] = decl:match("([%w_]+)%s*$")
+        end
+      end
+    end
+    table.sort(want)
+    local got = {}
+    for line in ok("nm -D --defined-only " .. q(S .. "/lib/libdlrun.so." .. VERSION)):gmatch("[^\n]+") do
+      got[#got + 1] = line:match("(%S+)$")
+    end
+    table.sort(got)
+    assert.truthy(#want > 100, #want)
+    assert.are.same(want, got)
+  end)
+
+  it("writes dlrun.pc for its PREFIX, with the link flags of a static link", function()
+    local pc = read_all(S .. "/lib/pkgconfig/dlrun.pc"):gsub("#[^\n]*\n", "")
+    assert.are.equal("prefix=/usr/local\nexec_prefix=${prefix}\nlibdir=${prefix}/lib\n" ..
+                     "includedir=${prefix}/include\n\nName: dlrun\n" ..
+                     "Description: Arrays spread over many devices, handed to other libraries through DLPack\n" ..
+                     "Version: " .. VERSION .. "\nCflags: -I${includedir}\nLibs: -L${libdir} -ldlrun\n" ..
+                     "Libs.private: -pthread -lm\n", pc)
+    local pkg = "PKG_CONFIG_PATH=" .. q(prefix .. "/lib/pkgconfig") .. " pkg-config "
+    assert.are.equal("-I" .. prefix .. "/include -L" .. prefix .. "/lib -ldlrun",
+                     ok(pkg .. "--cflags --libs dlrun"):match("^(.-)%s*$"))
+    assert.are.equal("-L" .. prefix .. "/lib -ldlrun -pthread -lm",
+                     ok(pkg .. "--static --libs dlrun"):match("^(.-)%s*$"))
+    -- A moved prefix: the .pc says everything relative to ${prefix}.
+    assert.are.equal("-I" .. S .. "/include",
+                     ok("PKG_CONFIG_PATH=" .. q(S .. "/lib/pkgconfig") .. " pkg-config --define-variable=prefix=" ..
+                        q(S) .. " --cflags dlrun"):match("^(.-)%s*$"))
+  end)
+
+  it("builds examples/host/minimal.c with pkg-config against the shared library, and runs it", function()
+    ok("cp " .. q(ROOT .. "/examples/host/minimal.c") .. " minimal.c")
+    local env, link = sanitized(prefix .. "/lib/libdlrun.so")
+    ok("cc -std=c11 -o minimal minimal.c $(PKG_CONFIG_PATH=" .. q(prefix .. "/lib/pkgconfig") ..
+       " pkg-config --cflags --libs dlrun)" .. link)
+    assert.truthy(ok("readelf -d minimal"):find("Shared library: [libdlrun.so." .. MAJOR .. "]", 1, true))
+    local out, err, code = sh(env .. "LD_LIBRARY_PATH=" .. q(prefix .. "/lib") .. " ./minimal")
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal("gathered 4 shards: 0 ... 15, 48 bytes moved between devices\n", out)
+  end)
+
+  it("lets plain lua5.4 require dlrun with that prefix's standard paths", function()
+    local env = sanitized(prefix .. "/lib/lua/5.4/dlrun/core.so")
+    local code = [[
+local dl = require "dlrun"
+print(package.searchpath("dlrun", package.path))
+print(package.searchpath("dlrun.core", package.cpath))
+local x = dl.array({{1, 2}, {3, 4}}, "float32")
+print(dl.__version__, x.shape[1], x:tolist()[2][1], x.dtype)]]
+    write_file(tmp .. "/plain.lua", code)
+    local out, err, status = sh(env .. "LUA_PATH=" .. q(prefix .. "/share/lua/5.4/?.lua;" .. prefix ..
+                                "/share/lua/5.4/?/init.lua;;") .. " LUA_CPATH=" ..
+                                q(prefix .. "/lib/lua/5.4/?.so;;") .. " lua5.4 plain.lua")
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.equal(prefix .. "/share/lua/5.4/dlrun/init.lua\n" .. prefix .. "/lib/lua/5.4/dlrun/core.so\n" ..
+                     VERSION .. "\t2\t3.0\tfloat32\n", out)
+  end)
+
+  describe("the installed dlrun", function()
+    local script = [[
+local dl = require "dlrun"
+print(package.searchpath("dlrun", package.path))
+print(package.path:find(arg[1], 1, true) == nil)
+local x = dl.arange(0, 8, 1, "float32", dl.NamedSharding(dl.make_mesh({4}, {"x"}), dl.P("x")))
+print(#x.addressable_shards, dl.device_get(x):tolist()[8])]]
+
+    for _, where in ipairs({"prefix", "moved prefix"}) do
+      it("finds its Lua files in its own " .. where .. ", not in the source tree", function()
+        local p = where == "prefix" and prefix or S
+        write_file(tmp .. "/script.lua", script)
+        local out, err, code = sh(q(p .. "/bin/dlrun") .. " --devices sim:4 script.lua " .. q(ROOT))
+        assert.are.equal("", err)
+        assert.are.equal(0, code)
+        assert.are.equal(p .. "/share/lua/5.4/dlrun/init.lua\ntrue\n4\t7.0\n", out)
+        out = ok(q(p .. "/bin/dlrun") .. " -e 'print(package.path)'")
+        assert.are.equal(p .. "/share/lua/5.4/?.lua;" .. p .. "/share/lua/5.4/?/init.lua;",
+                         out:match("^[^;]*;[^;]*;"))
+      end)
+    end
+
+    it("run through a symbolic link from elsewhere, finds the prefix the link points into", function()
+      ok("mkdir -p links && ln -sf " .. q(prefix .. "/bin/dlrun") .. " links/dlrun")
+      assert.are.equal(prefix .. "/share/lua/5.4/dlrun/init.lua\n",
+                       ok("links/dlrun -e 'print(package.searchpath(\"dlrun\", package.path))'"))
+    end)
+
+    it("still takes DLRUN_LUA_DIR first", function()
+      local out = ok("DLRUN_LUA_DIR=" .. q(ROOT .. "/lua") .. " " .. q(S .. "/bin/dlrun") ..
+                     " -e 'print(package.searchpath(\"dlrun\", package.path))'")
+      assert.are.equal(ROOT .. "/lua/dlrun/init.lua\n", out)
+    end)
+  end)
+
+  describe("the man page", function()
+    local function page() return S .. "/share/man/man1/dlrun.1" end
+    local function render() return ok("LC_ALL=C MANWIDTH=80 man -l " .. q(page())) end
+
+    it("renders without warnings", function()
+      local out, err, code = sh("LC_ALL=C MANWIDTH=80 man --warnings -l " .. q(page()) .. " 2>&1 >/dev/null")
+      assert.are.equal(0, code)
+      assert.are.equal("", out .. err)
+    end)
+
+    it("has every section, every option of --help and every variable dlrun reads", function()
+      local text = render()
+      for _, s in ipairs({"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT", "EXIT STATUS",
+                          "EXAMPLES", "FILES", "SEE ALSO"}) do
+        assert.truthy(text:find("\n" .. s .. "\n", 1, true), s)
+      end
+      local help = ok(q(S .. "/bin/dlrun") .. " --help")
+      local names = {}
+      for line in help:gmatch("[^\n]+") do -- "  -e STAT   ...", "  -h, --help   ..."
+        local head = line:match("^  (%-.-)%s%s") or ""
+        for o in head:gmatch("%-[%w-]*") do names[#names + 1] = o end
+      end
+      for v in help:gmatch("[A-Z][A-Z0-9]*_[A-Z0-9_]+") do names[#names + 1] = v end
+      for v in ok("grep -rhoE '\"DLRUN_[A-Z0-9_]+\"' src", ROOT):gmatch('"([^"]+)"') do
+        names[#names + 1] = v
+      end
+      assert.truthy(#names > 20, #names)
+      for _, n in ipairs(names) do
+        assert.truthy(text:find("%f[%w_-]" .. n:gsub("%-", "%%-") .. "%f[^%w_-]"), n)
+      end
+    end)
+
+    it("shows an example that runs as shown", function()
+      local text = render()
+      local code, shown = text:match("%$ cat sum%.lua\n(.-)\n%s*%$ dlrun %-%-devices sim:4 sum%.lua\n%s*([^\n]*)\n")
+      assert.truthy(code, text)
+      write_file(tmp .. "/sum.lua", code .. "\n")
+      local out = ok(q(S .. "/bin/dlrun") .. " --devices sim:4 sum.lua")
+      assert.are.equal(shown:gsub("%s+", " "), out:gsub("\n$", ""):gsub("%s+", " "))
+    end)
+  end)
+
+  it("make uninstall removes every file it installed", function()
+    local make = "make --no-print-directory BUILD=" .. q(BUILD)
+    assert.are.equal("  UNINSTALL " .. S .. "\n",
+                     ok(make .. " PREFIX=/usr/local DESTDIR=" .. q(stage) .. " uninstall", ROOT))
+    ok(make .. " PREFIX=" .. q(prefix) .. " uninstall", ROOT)
+    assert.are.same({}, tree(S))
+    assert.are.same({}, tree(prefix))
+  end)
+end)
+
+describe("the rockspec", function()
+  it("luarocks make builds and installs the module from a checkout, offline, and lua5.4 requires it", function()
+    local src, rocks = tmp .. "/checkout", tmp .. "/rocks"
+    ok("mkdir -p checkout home && cp -R " .. table.concat({q(ROOT .. "/Makefile"), q(ROOT .. "/include"),
+       q(ROOT .. "/src"), q(ROOT .. "/lua"), q(ROOT .. "/dlrun-" .. VERSION .. "-1.rockspec")}, " ") ..
+       " checkout/")
+    -- A home of its own; there, as on any Debian machine (whose luarocks
+    -- defaults to Lua 5.1), the Lua version is set once. Fetches would go
+    -- through an unreachable proxy: nothing is downloaded.
+    local env = "export HOME=" .. q(tmp .. "/home") ..
+                " http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9; "
+    ok(env .. "luarocks config --scope user lua_version 5.4")
+    ok(env .. "MAKEFLAGS=-j2 luarocks make --tree " .. q(rocks), src)
+    local out, err, code = sh(env .. 'eval "$(luarocks --tree ' .. q(rocks) .. ' path)" && lua5.4 -e ' ..
+                              q('local dl = require "dlrun"; print(package.searchpath("dlrun", package.path)); ' ..
+                                'print(package.searchpath("dlrun.core", package.cpath)); ' ..
+                                'print(dl.__version__, dl.full({2}, 7, "int32"):tolist()[2])'))
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    assert.are.equal(rocks .. "/share/lua/5.4/dlrun/init.lua\n" .. rocks .. "/lib/lua/5.4/dlrun/core.so\n" ..
+                     VERSION .. "\t7\n", out)
+  end)
+end)
