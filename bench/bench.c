@@ -222,14 +222,6 @@ static double put_once(dlrun_array *src, dlrun_sharding *dst, const float *check
   return t;
 }
 
-/* device_put timings, `reps` runs after one warm-up (which warms the
- * destination pools). */
-static void time_put(dlrun_array *src, dlrun_sharding *dst, int reps, double *out,
-                     const char *what) {
-  put_once(src, dst, NULL, what);
-  for (int r = 0; r < reps; r++) out[r] = put_once(src, dst, NULL, what);
-}
-
 /* ------------------------------------------------------------ parallel memcpy reference */
 
 /* The number of copy threads the engine runs: the rule of worker_count() in
@@ -727,38 +719,54 @@ static bool bench_pool(void) {
 
 /* ------------------------------------------------------------ 6: scale */
 
+/* One device count's set-up: its own runtime, the source on device 0, the
+ * row sharding over all its devices. */
+typedef struct scale_setup {
+  dlrun_runtime *rt;
+  dlrun_sharding *one, *rows;
+  dlrun_mesh *mesh;
+  dlrun_array *x;
+} scale_setup;
+
 static bool bench_scale(void) {
   static const size_t counts[] = {8, 64, 512, 4096};
   enum { NC = sizeof counts / sizeof counts[0] };
-  int reps = quick ? 5 : 11, map_reps = quick ? 5 : 21;
+  int reps = quick ? 5 : 15, map_reps = quick ? 5 : 21;
   shape2 sh = {8192, 2048}; /* 64 MiB float32; rows divide by 4096 */
   uint64_t nbytes = (uint64_t)(sh.rows * sh.cols) * sizeof(float);
   int64_t dims[2] = {sh.rows, sh.cols};
-  note("6 scale: float32[%lld,%lld] (%.0f MiB) from SimDevice(id=0) onto 8..4096 devices, %d runs",
-       (long long)sh.rows, (long long)sh.cols, nbytes / MIB, reps);
+  note("6 scale: float32[%lld,%lld] (%.0f MiB) from SimDevice(id=0) onto 8..4096 devices, %d "
+       "runs each, interleaved", (long long)sh.rows, (long long)sh.cols, nbytes / MIB, reps);
   float *host = host_matrix(sh.rows, sh.cols);
   double med[NC], create_s[NC];
   double *samples = xmalloc((size_t)(NC * reps) * sizeof *samples);
   double map_s = 0, map_replica_s = 0;
   bool ok = true;
+  scale_setup su[NC];
   for (int c = 0; c < NC; c++) {
-    size_t n = counts[c];
     char spec[32];
-    snprintf(spec, sizeof spec, "sim:%zu", n);
+    snprintf(spec, sizeof spec, "sim:%zu", counts[c]);
     double t0 = now_s();
     /* Device 0 holds the whole source and its destination shard. */
-    dlrun_runtime *rt = make_runtime(spec, 2 * nbytes + (1u << 20));
+    su[c].rt = make_runtime(spec, 2 * nbytes + (1u << 20));
     create_s[c] = now_s() - t0;
-    dlrun_sharding *one = device_sharding(rt, 0);
-    dlrun_mesh *mesh = make_mesh(rt, n);
-    dlrun_sharding *rows = split_sharding(mesh, 0);
-    dlrun_array *x;
-    CHECK(dlrun_array_from_host(one, DLRUN_FLOAT32, 2, dims, host, nbytes, &x));
-    CHECK(dlrun_array_block_until_ready(x));
-    time_put(x, rows, reps, samples + c * reps, "scale");
+    su[c].one = device_sharding(su[c].rt, 0);
+    su[c].mesh = make_mesh(su[c].rt, counts[c]);
+    su[c].rows = split_sharding(su[c].mesh, 0);
+    CHECK(dlrun_array_from_host(su[c].one, DLRUN_FLOAT32, 2, dims, host, nbytes, &su[c].x));
+    CHECK(dlrun_array_block_until_ready(su[c].x));
+    put_once(su[c].x, su[c].rows, NULL, "scale"); /* warms the destination pools */
+  }
+  /* Round robin over the counts, so that drifts of the machine hit all alike. */
+  for (int r = 0; r < reps; r++)
+    for (int c = 0; c < NC; c++) samples[c * reps + r] = put_once(su[c].x, su[c].rows, NULL, "scale");
+  for (int c = 0; c < NC; c++) {
+    size_t n = counts[c];
     med[c] = median(samples + c * reps, reps);
     note("6 scale: %zu devices: %.3f ms (runtime created in %.1f ms)", n, med[c] * 1e3,
          create_s[c] * 1e3);
+    dlrun_sharding *rows = su[c].rows;
+    dlrun_array *x = su[c].x;
     if (c == NC - 1) {
       /* Correctness at 4096: a few shards against the host data. */
       dlrun_array *y;
@@ -804,9 +812,9 @@ static bool bench_scale(void) {
     }
     dlrun_array_release(x);
     dlrun_sharding_release(rows);
-    dlrun_mesh_release(mesh);
-    dlrun_sharding_release(one);
-    dlrun_runtime_release(rt);
+    dlrun_mesh_release(su[c].mesh);
+    dlrun_sharding_release(su[c].one);
+    dlrun_runtime_release(su[c].rt);
   }
   js_open("scale");
   js_int("bytes", (long long)nbytes);

@@ -68,38 +68,40 @@ static ptrdiff_t shareable(const dlrun_array *src, dlrun_buffer **src_bufs,
 /* Everything a put needs, allocated up front. */
 typedef struct put_plan {
   size_t n;
-  dlrun_buffer **dst_bufs; /* shared (retained) or fresh */
-  dlrun_copy_task **tasks; /* NULL where shared or empty */
+  dlrun_buffer **dst_bufs;     /* shared (retained) or fresh */
+  dlrun_copy_plan *copies;     /* one task per destination that is not shared */
   dlrun_transfer_stats stats;
 } put_plan;
 
 static void plan_free(put_plan *pl) {
-  for (size_t i = 0; i < pl->n; i++)
-    if (pl->tasks && pl->tasks[i]) dlrun_copy_task_free(pl->tasks[i]);
-  dlrun_free(pl->tasks);
+  dlrun_copy_plan_free(pl->copies);
   dlrun_buffers_release(pl->dst_bufs, pl->n);
 }
 
+/* src_bufs (a reference each) go to the copy plan, whatever happens. */
 static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sharding *dst,
                              bool may_share, put_plan *pl) {
   memset(pl, 0, sizeof *pl);
   pl->n = dlrun_sharding_device_count(dst);
+  size_t esize = dlrun_dtype_get(src->dtype)->size;
+  dlrun_status st = dlrun_copy_plan_create(pl->n, src->ndim, esize, src->shard_dims, src_bufs,
+                                           src->nshards, &pl->copies);
+  if (st) return st;
   pl->dst_bufs = dlrun_calloc(pl->n, sizeof *pl->dst_bufs);
-  pl->tasks = dlrun_calloc(pl->n, sizeof *pl->tasks);
-  if (!pl->dst_bufs || !pl->tasks) {
+  if (!pl->dst_bufs) {
     plan_free(pl);
-    return dlrun_fail_oom_host(pl->n * 2 * sizeof(void *));
+    return dlrun_fail_oom_host(pl->n * sizeof(void *));
   }
   dlrun_grid grid;
-  dlrun_status st = dlrun_grid_build(src, &grid);
-  if (st) {
+  if ((st = dlrun_grid_build(src, &grid))) {
     plan_free(pl);
     return st;
   }
   int64_t shard_dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  int64_t dst_strides[DLRUN_MAX_NDIM];
   uint64_t nbytes, shard_nbytes;
   dlrun_array_layout(dst, src->dtype, src->ndim, src->dims, shard_dims, &nbytes, &shard_nbytes);
-  size_t esize = dlrun_dtype_get(src->dtype)->size;
+  dlrun_row_major_strides(src->ndim, shard_dims, dst_strides);
   for (size_t i = 0; i < pl->n && !st; i++) {
     dlrun_sharding_shard_index(dst, i, src->ndim, src->dims, lo, hi);
     ptrdiff_t j = may_share ? shareable(src, src_bufs, dst, i, lo, hi) : -1;
@@ -114,12 +116,8 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
                                   &pl->dst_bufs[i])))
       break;
     if (shard_nbytes == 0) continue;
-    int64_t dst_strides[DLRUN_MAX_NDIM];
-    dlrun_row_major_strides(src->ndim, shard_dims, dst_strides);
-    if ((st = dlrun_copy_task_create(pl->dst_bufs[i], src->ndim, esize, lo, dst_strides,
-                                     src->shard_dims, &pl->tasks[i])))
-      break;
-    dlrun_copy_task *t = pl->tasks[i];
+    dlrun_copy_task *t;
+    if ((st = dlrun_copy_plan_add_task(pl->copies, pl->dst_bufs[i], lo, dst_strides, &t))) break;
     planner p = {.src = src, .src_bufs = src_bufs, .dst_dev = dev,
                  .dst_kind = dlrun_sharding_memory_kind(dst), .spread = i, .task = t};
     dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
@@ -172,26 +170,24 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
     return st;
   }
   put_plan pl;
-  st = plan_put(src, src_bufs, dst, may_share || o.donate, &pl);
-  /* The array takes the buffer references; the plan keeps the tasks. */
+  if ((st = plan_put(src, src_bufs, dst, may_share || o.donate, &pl))) return st;
+  /* The array takes the buffer references; the copy plan goes to the
+   * device layer. */
   dlrun_buffer **bufs = pl.dst_bufs;
   pl.dst_bufs = NULL;
-  if (!st && (st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, dst, bufs, out)))
+  if ((st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, dst, bufs, out))) {
     plan_free(&pl);
-  if (st) {
-    dlrun_buffers_release(src_bufs, src->nshards);
     return st;
   }
-  /* The engine takes src_bufs: one reference per source for all tasks. */
-  if ((st = dlrun_copy_tasks_enqueue(pl.tasks, pl.n, src_bufs, src->nshards))) {
-    plan_free(&pl);
+  st = dlrun_copy_plan_run(pl.copies);
+  pl.copies = NULL;
+  if (st) {
     dlrun_array_release(*out);
     *out = NULL;
     return st;
   }
   dlrun_count_transfer(dlrun_sharding_device(dst, 0)->rt, &pl.stats);
   if (o.stats) *o.stats = pl.stats;
-  plan_free(&pl);
   if (o.donate) dlrun_array_delete(src);
   return DLRUN_OK;
 }
