@@ -11,7 +11,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hidden \
               -pthread -Iinclude -Isrc -I$(LUA_INC) $(CFLAGS)
 LDFLAGS_ALL := $(SAN) -pthread $(LDFLAGS)
-LIBS     := -lm
+LIBS     := -lm -ldl
 LIBFLAG  ?= -shared
 # Where DLPack's header lives when not on the compiler's default path
 # (e.g. -I/opt/dlpack/include); also written into dlrun.pc's Cflags.
@@ -23,7 +23,8 @@ CFLAGS_ALL += $(DLPACK_CFLAGS)
 VERSION  := $(shell sed -n 's/.*DLRUN_VERSION_STRING "\(.*\)".*/\1/p' include/dlrun/dlrun.h)
 MAJOR    := $(firstword $(subst ., ,$(VERSION)))
 
-CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/device/*.c src/shard/*.c src/array/*.c src/dlpack/*.c))
+CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*.c src/shard/*.c \
+              src/array/*.c src/dlpack/*.c))
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard spec/c/test_*.c))
@@ -49,9 +50,26 @@ MAN      := $(BUILD)/dlrun.1
 # Optional modules installed beside libdlrun; a rule that builds one adds it here.
 LIB_MODULES :=
 
+# The MPI transport, loaded only when a job is joined (include/dlrun/distributed.h):
+# built when pkg-config knows an MPI (Open MPI's ompi-c, or MPICH's mpich). It is
+# not instrumented by SAN: a sanitizer runtime of another compiler cannot share
+# the process.
+MPI_PC   := $(firstword $(foreach p,ompi-c mpich,$(shell pkg-config --exists $(p) 2>/dev/null && echo $(p))))
+MPI_MOD  := $(BUILD)/libdlrun_mpi.so
+ifneq ($(MPI_PC),)
+LIB_MODULES += $(MPI_MOD)
+endif
+
 .PHONY: all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind check-all \
         check-layers install uninstall lua-module install-lua-module
-all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES)
+all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES) \
+     $(LIB_MODULES)
+
+$(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
+	  $$(pkg-config --cflags $(MPI_PC)) -o $@ $< $$(pkg-config --libs $(MPI_PC))
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:

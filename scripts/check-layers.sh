@@ -13,7 +13,7 @@ pub=${2:-include/dlrun}
 
 # The layers, lowest first. A layer may include the public headers of its own
 # layer and of every layer below it.
-order="core mem device shard array dlpack lua cli"
+order="core mem dist device shard array dlpack lua cli mpi"
 
 # Internal headers (src/LAYER/*.h) a layer may include besides its own:
 # the layers whose internals it is built on. The Lua binding and the command
@@ -22,12 +22,14 @@ internal() {
   case $1 in
   core) echo "" ;;
   mem) echo "core" ;;
+  dist) echo "core" ;;
   device) echo "core mem" ;;
   shard) echo "core" ;;
   array) echo "core device shard" ;;
   dlpack) echo "core device shard array" ;;
   lua) echo "" ;;
   cli) echo "" ;;
+  mpi) echo "dist" ;; # the transport module: transport.h alone
   esac
 }
 
@@ -35,6 +37,7 @@ internal() {
 public_layer() {
   case $1 in
   status | dtype | shape | debug | trace | export) echo core ;;
+  distributed) echo dist ;;
   device | runtime | stats) echo device ;;
   sharding) echo shard ;;
   array) echo array ;;

@@ -109,6 +109,8 @@ describe("make install", function()
     local want = {"bin/dlrun", "lib/libdlrun.a", "lib/libdlrun.so", "lib/libdlrun.so." .. MAJOR,
                   "lib/libdlrun.so." .. VERSION, "lib/libdlrun_lua.a", "lib/lua/5.4/dlrun/core.so",
                   "lib/pkgconfig/dlrun.pc", "share/man/man1/dlrun.1"}
+    -- The MPI transport, where it is built (MPI installed).
+    if io.open(BUILD .. "/libdlrun_mpi.so") then want[#want + 1] = "lib/libdlrun_mpi.so" end
     for _, h in ipairs(dir_list("include/dlrun")) do want[#want + 1] = "include/dlrun/" .. h end
     for _, l in ipairs(dir_list("lua/dlrun")) do want[#want + 1] = "share/lua/5.4/dlrun/" .. l end
     table.sort(want)
@@ -236,6 +238,20 @@ print(#x.addressable_shards, dl.device_get(x):tolist()[8])]]
       ok("mkdir -p links && ln -sf " .. q(prefix .. "/bin/dlrun") .. " links/dlrun")
       assert.are.equal(prefix .. "/share/lua/5.4/dlrun/init.lua\n",
                        ok("links/dlrun -e 'print(package.searchpath(\"dlrun\", package.path))'"))
+    end)
+
+    it("joins a job through the MPI transport installed beside it", function()
+      if not io.open(BUILD .. "/libdlrun_mpi.so") then
+        -- Not built (no MPI): joining must then say so.
+        local _, err = sh("DLRUN_DISTRIBUTED=mpi " .. q(S .. "/bin/dlrun") .. " -e 'print(1)'")
+        assert.truthy(err:find("the MPI transport module could not be loaded", 1, true), err)
+        return
+      end
+      for _, p in ipairs({prefix, S}) do
+        local out = ok("DLRUN_DISTRIBUTED=mpi " .. q(p .. "/bin/dlrun") ..
+                       " -e 'local dl = require \"dlrun\" print(dl.process_index(), dl.process_count())'")
+        assert.are.equal("0\t1\n", out)
+      end
     end)
 
     it("still takes DLRUN_LUA_DIR first", function()

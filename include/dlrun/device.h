@@ -40,7 +40,8 @@ typedef struct dlrun_memory_stats {
 } dlrun_memory_stats;
 
 /* Devices of a runtime. `platform` NULL means the default backend's devices;
- * otherwise "sim" or "cpu". Count 0 for a platform the runtime lacks. */
+ * otherwise a platform name ("sim", "cpu"). Count 0 for a platform the
+ * runtime lacks. */
 DLRUN_API size_t dlrun_device_count(dlrun_runtime *rt, const char *platform);
 /* The i-th device (0-based, ordered by id) of `platform` (NULL: default
  * backend), or NULL when out of range. Borrowed: owned by the runtime. */

@@ -10,6 +10,7 @@
 #include "debug.h"
 #include "dlpack.h"
 #include "device.h"
+#include "distributed.h"
 #include "dtype.h"
 #include "runtime.h"
 #include "shape.h"

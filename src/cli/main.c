@@ -55,7 +55,12 @@ typedef struct cli_options {
   uint64_t device_memory; /* --device-memory; 0 when not given */
   const char *trace;      /* --trace FILE; NULL when not given */
   int stats;              /* --stats */
+  const char *distributed; /* --distributed MODE; NULL when not given */
 } cli_options;
+
+/* "dlrun", or "dlrun[p]" on process p of a job of several: the name that
+ * starts every message. */
+static char progname[32] = PROGNAME;
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -87,6 +92,10 @@ static void print_usage(FILE *out) {
         "                        streamed to it; it is complete at exit, os.exit too\n"
         "  --stats               at exit, print a per-device table of memory, bytes\n"
         "                        moved and DLPack exports still alive\n"
+        "  --distributed MODE    auto (default): join the job when launched by mpirun\n"
+        "                        (Open MPI or MPICH), else run alone; mpi: join (a job\n"
+        "                        of one when not launched); off: run alone. An\n"
+        "                        uncaught error on one process ends the whole job\n"
         "  --version             print the version and exit\n"
         "  -h, --help            print this help and exit\n"
         "  --                    stop handling options\n"
@@ -96,6 +105,11 @@ static void print_usage(FILE *out) {
         "  DLRUN_LUA_DIR         directory holding dlrun/init.lua\n"
         "  DLRUN_DEVICES         default for --devices (else \"auto\"); checked at start\n"
         "  DLRUN_DEVICE_MEMORY   default for --device-memory; checked at start\n"
+        "  DLRUN_DISTRIBUTED     default for --distributed; checked at start\n"
+        "  DLRUN_DISTRIBUTED_TIMEOUT  seconds any wait for other processes may last\n"
+        "                        (default 300)\n"
+        "  DLRUN_MPI_MODULE      the MPI transport module to load (default: the\n"
+        "                        libdlrun_mpi.so installed beside dlrun)\n"
         "  LUA_INIT_5_4, LUA_INIT  Lua code, or @file, run before the script\n",
         out);
 }
@@ -115,12 +129,24 @@ static int usage_error(const char *fmt, const char *what) {
 
 /* A failed dlrun call: "dlrun: ValueError: <message>", exit status 1. */
 static int status_error(dlrun_status status) {
-  fprintf(stderr, PROGNAME ": %s: %s\n", dlrun_status_name(status),
-          dlrun_last_error());
+  fprintf(stderr, "%s: %s: %s\n", progname, dlrun_status_name(status), dlrun_last_error());
   return EXIT_FAILURE;
 }
 
 /* ---- option parsing ---------------------------------------------------- */
+
+/* "off", "mpi" or "auto". */
+static int parse_mode(const char *text, dlrun_distributed_mode *mode) {
+  static const char *const names[] = {"auto", "off", "mpi"};
+  static const dlrun_distributed_mode modes[] = {DLRUN_DISTRIBUTED_AUTO, DLRUN_DISTRIBUTED_OFF,
+                                                 DLRUN_DISTRIBUTED_MPI};
+  for (size_t k = 0; k < 3; k++)
+    if (strcmp(text, names[k]) == 0) {
+      *mode = modes[k];
+      return 1;
+    }
+  return 0;
+}
 
 /* Whether `arg` is the long option `name`, alone or as "name=VALUE". Sets
  * *value to the text after '=' or to NULL when there is none. */
@@ -176,6 +202,15 @@ static int parse_long(cli_options *o, int *i) {
   }
   if (strcmp(arg, "--stats") == 0) {
     o->stats = 1;
+    return PARSE_CONTINUE;
+  }
+  if (match_long(arg, "--distributed", &value)) {
+    o->distributed = option_value(o, i, value);
+    if (o->distributed == NULL) return usage_error("option '%s' needs a value", "--distributed");
+    dlrun_distributed_mode mode;
+    if (!parse_mode(o->distributed, &mode))
+      return usage_error("invalid value '%s' for --distributed (expected off, mpi or auto)",
+                         o->distributed);
     return PARSE_CONTINUE;
   }
   if (match_long(arg, "--device-memory", &value)) {
@@ -329,7 +364,7 @@ static int call_chunk(lua_State *L, int nargs, int nresults) {
 static int report(lua_State *L, int status, int use_meta) {
   if (status == LUA_OK) return 1;
   const char *text = push_error_text(L, -1, use_meta);
-  fprintf(stderr, PROGNAME ": %s\n", text);
+  fprintf(stderr, "%s: %s\n", progname, text);
   fflush(stderr);
   lua_pop(L, 2);
   return 0;
@@ -523,6 +558,7 @@ static int tracing;
  * whether the trace, if any, was written. */
 static int finish(void) {
   cli_progress_stop();
+  dlrun_distributed_shutdown();
   if (!tracing) return 1;
   tracing = 0;
   if (dlrun_trace_stop() == DLRUN_OK) return 1;
@@ -544,9 +580,30 @@ static int has_work(cli_options *o) {
   return o->implicit_stdin || o->has_code;
 }
 
+/* Join the job as --distributed, else $DLRUN_DISTRIBUTED, says: before
+ * anything else, so that every message after names the process. */
+static int join_job(const cli_options *o) {
+  dlrun_distributed_options d = {.mode = DLRUN_DISTRIBUTED_AUTO};
+  const char *env = getenv("DLRUN_DISTRIBUTED");
+  if (o->distributed) {
+    parse_mode(o->distributed, &d.mode); /* checked when parsed */
+  } else if (env && *env && !parse_mode(env, &d.mode)) {
+    fprintf(stderr, PROGNAME ": ValueError: DLRUN_DISTRIBUTED=\"%s\" is not off, mpi or auto\n",
+            env);
+    return EXIT_FAILURE;
+  }
+  dlrun_status st = dlrun_distributed_init(&d);
+  if (st) return status_error(st);
+  if (dlrun_process_count() > 1)
+    snprintf(progname, sizeof progname, PROGNAME "[%d]", dlrun_process_index());
+  return PARSE_CONTINUE;
+}
+
 /* Check everything that can be checked before Lua runs: the device
  * configuration with its environment fallbacks, then the trace file. */
 static int prepare(const cli_options *o) {
+  int rc = join_job(o);
+  if (rc != PARSE_CONTINUE) return rc;
   dlrun_config cfg = {.devices = o->devices, .device_memory = o->device_memory};
   dlrun_status st = dlrun_check_config(&cfg);
   if (st == DLRUN_OK) st = dlrun_default_configure(o->devices, o->device_memory);
@@ -589,7 +646,12 @@ int main(int argc, char **argv) {
   int status = lua_pcall(L, 1, 1, 0);
   int ok = status == LUA_OK && lua_toboolean(L, -1);
   report(L, status, 0); /* outside protected mode: no metamethods */
-  lua_close(L);         /* runs the pending __gc and __close */
+  if (!ok && dlrun_process_count() > 1) {
+    /* The others would wait for this process forever: end the job. */
+    cli_progress_stop();
+    dlrun_distributed_abort(EXIT_FAILURE);
+  }
+  lua_close(L); /* runs the pending __gc and __close */
   if (!finish()) ok = 0;
   if (o.stats) cli_print_stats(stderr);
   free(o.actions);

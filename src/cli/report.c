@@ -35,12 +35,16 @@ void cli_print_stats(FILE *out) {
   fprintf(out, "dlrun stats (%s)\n", dlrun_runtime_spec(rt));
   fprintf(out, "%-18s %12s %12s %12s %12s %14s\n", "device", "in use", "peak", "moved in",
           "moved out", "exports alive");
-  const char *platforms[] = {"sim", "cpu"};
   size_t idle = 0;
-  for (size_t p = 0; p < 2; p++) {
-    size_t n = dlrun_device_count(rt, platforms[p]);
+  /* Every platform of the runtime, in its order ("sim,cpu"). */
+  for (const char *p = dlrun_runtime_platforms(rt); *p;) {
+    size_t len = strcspn(p, ",");
+    char platform[32];
+    snprintf(platform, sizeof platform, "%.*s", (int)len, p);
+    p += len + (p[len] == ',');
+    size_t n = dlrun_device_count(rt, platform);
     for (size_t i = 0; i < n; i++) {
-      dlrun_device *d = dlrun_device_get(rt, platforms[p], i);
+      dlrun_device *d = dlrun_device_get(rt, platform, i);
       dlrun_memory_stats m;
       dlrun_device_stats s;
       dlrun_device_memory_stats(d, DLRUN_MEM_DEVICE, &m);

@@ -62,6 +62,7 @@ dlrun_device *dlrun_lua_test_device(lua_State *L, int idx); /* NULL if not a Dev
 dlrun_memory_kind dlrun_lua_check_memory_kind(lua_State *L, int idx, const char *fn);
 void dlrun_lua_runtime_open(lua_State *L);
 void dlrun_lua_device_open(lua_State *L);
+void dlrun_lua_distributed_open(lua_State *L);
 
 /* ---- conversions (lconvert.c) ---- */
 /* The length of the table at idx as # gives it (honouring __len): a

@@ -1,0 +1,182 @@
+-- Many processes: dlrun under mpirun joins the job before the script runs,
+-- knows its place in it, checks that collectives agree, bounds every wait,
+-- and ends the whole job when one process fails. Runs the same scripts on
+-- 1, 2 and 4 processes (shared memory, and once over TCP loopback).
+local H = require "helpers"
+local q = H.shell_quote
+
+local MCA_SHM = "--mca btl self,vader"
+local MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
+                .. "--mca pml ob1"
+
+-- Open MPI's own allocations at exit are not dlrun's: an instrumented dlrun
+-- checks its leaks with those suppressed (names of Open MPI's libraries).
+local suppressions = os.tmpname()
+do
+  local f = assert(io.open(suppressions, "w"))
+  for _, lib in ipairs {"libmpi.so", "libopen-pal.so", "libopen-rte.so", "libpmix.so",
+                        "libhwloc.so", "libevent", "mca_"} do
+    f:write("leak:", lib, "\n")
+  end
+  f:close()
+end
+
+-- Run `code` (with dl = require "dlrun") under mpirun -n n. Returns stdout,
+-- stderr, exit status and the seconds it took.
+local function mpirun(n, code, opts)
+  opts = opts or {}
+  local out, err = os.tmpname(), os.tmpname()
+  local env = {
+    "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+    "LSAN_OPTIONS=" .. q("suppressions=" .. suppressions),
+  }
+  for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
+  local line = table.concat(env, " ") .. " mpirun -n " .. n
+               .. " --oversubscribe --mca mpi_yield_when_idle 1 " .. (opts.mca or MCA_SHM) .. " "
+               .. q(H.exe) .. " " .. (opts.args or "") .. " -e "
+               .. q('local dl = require "dlrun"\n' .. code) .. " >" .. out .. " 2>" .. err
+  local t0 = os.time()
+  local _, _, status = os.execute(line)
+  local function slurp(p)
+    local f = assert(io.open(p)); local s = f:read("a"); f:close(); os.remove(p); return s
+  end
+  return slurp(out), slurp(err), status, os.time() - t0
+end
+
+-- The lines of s, sorted (processes print in any order).
+local function sorted_lines(s)
+  local t = {}
+  for line in s:gmatch("[^\n]+") do t[#t + 1] = line end
+  table.sort(t)
+  return t
+end
+
+describe("joining a job", function()
+  for _, n in ipairs {1, 2, 4} do
+    it("on " .. n .. " process(es): each knows its index and the count", function()
+      local out, err, status = mpirun(n, 'print(dl.process_index(), dl.process_count())')
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      local want = {}
+      for p = 0, n - 1 do want[#want + 1] = p .. "\t" .. n end
+      assert.are.same(want, sorted_lines(out))
+    end)
+  end
+
+  it("over TCP loopback too", function()
+    local out, err, status = mpirun(2, 'dl.sync_global_devices("tcp")\n'
+                                       .. 'print(dl.process_index(), dl.process_count())',
+                                    {mca = MCA_TCP})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.same({"0\t2", "1\t2"}, sorted_lines(out))
+  end)
+
+  it("--distributed off runs each process alone, even under mpirun", function()
+    local out, _, status = mpirun(2, 'print(dl.process_index(), dl.process_count())',
+                                  {args = "--distributed off"})
+    assert.are.equal(0, status)
+    assert.are.same({"0\t1", "0\t1"}, sorted_lines(out))
+  end)
+
+  it("DLRUN_DISTRIBUTED=mpi without mpirun is a job of one", function()
+    local out, err, status = H.run_code('local dl = require "dlrun"\n'
+                                        .. 'print(dl.process_index(), dl.process_count())', nil,
+                                        {DLRUN_DISTRIBUTED = "mpi"})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.equal("0\t1\n", out)
+  end)
+
+  it("alone by default: index 0 of 1, and a barrier returns", function()
+    local out, err, status = H.run_code('local dl = require "dlrun"\n'
+                                        .. 'dl.sync_global_devices("alone")\n'
+                                        .. 'print(dl.process_index(), dl.process_count())')
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.equal("0\t1\n", out)
+  end)
+
+  it("refuses a --distributed or DLRUN_DISTRIBUTED that is not off, mpi or auto", function()
+    local _, err, status = H.run({"--distributed", "yes", "-e", "print(1)"})
+    assert.are.equal(1, status)
+    assert.are.equal("dlrun: invalid value 'yes' for --distributed (expected off, mpi or auto)\n"
+                     .. "Try 'dlrun --help' for more information.\n", err)
+    local out, err2, status2 = H.run({"-e", "print(1)"}, nil, {DLRUN_DISTRIBUTED = "on"})
+    assert.are.equal(1, status2)
+    assert.are.equal("", out)
+    assert.are.equal('dlrun: ValueError: DLRUN_DISTRIBUTED="on" is not off, mpi or auto\n', err2)
+  end)
+
+  it("a missing transport module is a clear error before the script runs", function()
+    local out, err, status = H.run({"-e", "print(1)"}, nil,
+                                   {DLRUN_DISTRIBUTED = "mpi", DLRUN_MPI_MODULE = "/nonexistent.so"})
+    assert.are.equal(1, status)
+    assert.are.equal("", out)
+    assert.are.equal("dlrun: RuntimeError: cannot join the job: the MPI transport module could "
+                     .. "not be loaded (DLRUN_MPI_MODULE: /nonexistent.so: cannot open shared "
+                     .. "object file: No such file or directory). Build it with MPI installed "
+                     .. "(libopenmpi-dev) or run with --distributed off\n", err)
+  end)
+
+  it("refuses a DLRUN_DISTRIBUTED_TIMEOUT that is not a positive number", function()
+    local _, err, status = H.run({"-e", "print(1)"}, nil,
+                                 {DLRUN_DISTRIBUTED = "mpi", DLRUN_DISTRIBUTED_TIMEOUT = "-3"})
+    assert.are.equal(1, status)
+    assert.are.equal('dlrun: ValueError: DLRUN_DISTRIBUTED_TIMEOUT="-3" is not a positive '
+                     .. 'number of seconds\n', err)
+  end)
+end)
+
+describe("collectives that disagree, and waits that end", function()
+  it("sync_global_devices with different names raises on every process, which stay usable",
+     function()
+    local out, err, status = mpirun(2, [[
+local ok, e = pcall(dl.sync_global_devices, "step" .. dl.process_index())
+print(dl.process_index(), ok, e.name, e.message)
+dl.sync_global_devices("after")
+print(dl.process_index(), "after")]])
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.same({
+      "0\tafter",
+      "0\tfalse\tRuntimeError\tsync_global_devices name mismatch: process 0 called it with "
+        .. "'step0', process 1 with 'step1'",
+      "1\tafter",
+      "1\tfalse\tRuntimeError\tsync_global_devices name mismatch: process 1 called it with "
+        .. "'step1', process 0 with 'step0'",
+    }, sorted_lines(out))
+  end)
+
+  it("a wait that passes DLRUN_DISTRIBUTED_TIMEOUT raises, naming who did not arrive", function()
+    local out, _, status = mpirun(3, [[
+if dl.process_index() > 0 then os.execute("sleep 2") end
+local ok, e = pcall(dl.sync_global_devices, "late")
+if dl.process_index() == 0 then print(ok, e.name, e.message) end]],
+                                  {env = {DLRUN_DISTRIBUTED_TIMEOUT = "0.5"}})
+    assert.are.equal(0, status)
+    assert.are.equal("false\tRuntimeError\tsync_global_devices('late'): processes 1 and 2 did "
+                     .. "not arrive within 0.5 s\n", out)
+  end)
+
+  it("sync_global_devices takes one string", function()
+    local out = mpirun(1, [[
+local ok, e = pcall(dl.sync_global_devices, 3)
+print(e.name, e.message)]])
+    assert.are.equal("TypeError\tsync_global_devices: argument 1 (name) must be a string, got "
+                     .. "number\n", out)
+  end)
+end)
+
+describe("a process that fails", function()
+  it("ends the whole job at once, its error named with its index", function()
+    local out, err, status, seconds = mpirun(4, [[
+if dl.process_index() == 2 then error(dl.ValueError("bad input on this process")) end
+dl.sync_global_devices("never reached by 2")
+print("the others went on")]])
+    assert.are_not.equal(0, status)
+    assert.is_true(seconds < 20, "took " .. seconds .. " s")
+    assert.are.equal("", out)
+    assert.truthy(err:find("dlrun[2]: ValueError: bad input on this process\n", 1, true), err)
+  end)
+end)

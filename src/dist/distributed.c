@@ -1,0 +1,205 @@
+/* Joining a job (dlrun/distributed.h): finds the launch, loads the
+ * transport module, keeps the process's place in the job. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "dist/transport.h"
+#include "dlrun/distributed.h"
+
+#define DEFAULT_TIMEOUT_S 300.0
+#define MODULE_NAME "libdlrun_mpi.so"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static dlrun_transport transport; /* .name set once joined */
+static bool joined, left;
+static double timeout_s = DEFAULT_TIMEOUT_S;
+
+/* Whether an MPI launcher started this process: Open MPI's or MPICH's
+ * (Hydra's) environment. */
+static bool launched(void) {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMI_RANK");
+}
+
+/* $DLRUN_DISTRIBUTED_TIMEOUT, checked: a positive number of seconds. */
+static dlrun_status env_timeout(double *out) {
+  const char *text = getenv("DLRUN_DISTRIBUTED_TIMEOUT");
+  *out = DEFAULT_TIMEOUT_S;
+  if (!text || !*text) return DLRUN_OK;
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || end == text || *end || !(v > 0) || v > 1e9)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "DLRUN_DISTRIBUTED_TIMEOUT=\"%s\" is not a positive number of seconds",
+                      text);
+  *out = v;
+  return DLRUN_OK;
+}
+
+/* Open the module at `path`; NULL with the loader's reason in `why`. */
+static void *open_module(const char *path, char *why, size_t n) {
+  /* RTLD_GLOBAL: MPI libraries load plugins of their own that need its
+   * symbols. */
+  void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!h) snprintf(why, n, "%s", dlerror());
+  return h;
+}
+
+/* The places a module is looked for, in order (distributed.h). */
+static void *find_module(const char *given, char *tried, size_t n) {
+  char why[512];
+  if (given) {
+    void *h = open_module(given, why, sizeof why);
+    if (!h) snprintf(tried, n, "%s", why);
+    return h;
+  }
+  const char *env = getenv("DLRUN_MPI_MODULE");
+  if (env && *env) {
+    void *h = open_module(env, why, sizeof why);
+    if (!h) snprintf(tried, n, "DLRUN_MPI_MODULE: %s", why);
+    return h;
+  }
+  /* The folder of the code running this (libdlrun.so, or an executable
+   * linking it statically), and of the executable itself. */
+  char dirs[2][PATH_MAX] = {"", ""};
+  Dl_info info;
+  if (dladdr((void *)dlrun_distributed_init, &info) && info.dli_fname &&
+      strchr(info.dli_fname, '/'))
+    snprintf(dirs[0], sizeof dirs[0], "%s", info.dli_fname);
+  ssize_t len_exe = readlink("/proc/self/exe", dirs[1], sizeof dirs[1] - 1);
+  dirs[1][len_exe > 0 ? len_exe : 0] = '\0';
+  char path[PATH_MAX + 32];
+  const char *beside[] = {"%s/" MODULE_NAME, "%s/../lib/" MODULE_NAME};
+  size_t len = 0;
+  tried[0] = '\0';
+  for (size_t d = 0; d < 2; d++) {
+    char *slash = strrchr(dirs[d], '/');
+    if (!slash) continue;
+    *slash = '\0';
+    for (size_t i = 0; i < 2; i++) {
+      snprintf(path, sizeof path, beside[i], dirs[d]);
+      void *h = open_module(path, why, sizeof why);
+      if (h) return h;
+      len += (size_t)snprintf(tried + len, len < n ? n - len : 0, "%s; ", why);
+    }
+  }
+  void *h = open_module(MODULE_NAME, why, sizeof why);
+  if (!h) snprintf(tried + len, len < n ? n - len : 0, "%s", why);
+  return h;
+}
+
+static dlrun_status join(const char *module) {
+  char tried[1024];
+  void *h = find_module(module, tried, sizeof tried);
+  if (!h)
+    return dlrun_fail(DLRUN_ERR_RUNTIME,
+                      "cannot join the job: the MPI transport module could not be loaded (%s). "
+                      "Build it with MPI installed (libopenmpi-dev) or run with "
+                      "--distributed off",
+                      tried);
+  dlrun_transport_open_fn open_fn;
+  *(void **)&open_fn = dlsym(h, DLRUN_TRANSPORT_OPEN_SYMBOL);
+  if (!open_fn) {
+    dlclose(h);
+    return dlrun_fail(DLRUN_ERR_RUNTIME, "cannot join the job: the transport module has no %s",
+                      DLRUN_TRANSPORT_OPEN_SYMBOL);
+  }
+  char err[256] = "";
+  dlrun_transport t;
+  if (open_fn(DLRUN_TRANSPORT_ABI, &t, err, sizeof err) != DLRUN_TRANSPORT_OK) {
+    dlclose(h);
+    return dlrun_fail(DLRUN_ERR_RUNTIME, "cannot join the job: %s", err);
+  }
+  transport = t; /* the module stays loaded for the life of the process */
+  joined = true;
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
+  dlrun_distributed_options o = options ? *options : (dlrun_distributed_options){0};
+  if ((int)o.mode < DLRUN_DISTRIBUTED_AUTO || o.mode > DLRUN_DISTRIBUTED_MPI)
+    return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_distributed_init: unknown mode %d", (int)o.mode);
+  if (o.timeout_s < 0 || o.timeout_s != o.timeout_s)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "dlrun_distributed_init: timeout_s must be positive (0: the default)");
+  double timeout = o.timeout_s;
+  dlrun_status st = timeout > 0 ? DLRUN_OK : env_timeout(&timeout);
+  if (st) return st;
+  pthread_mutex_lock(&mu);
+  if (joined || left)
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "this process has already %s the job",
+                    left ? "left" : "joined");
+  else if (o.mode == DLRUN_DISTRIBUTED_MPI || (o.mode == DLRUN_DISTRIBUTED_AUTO && launched()))
+    st = join(o.module);
+  if (!st) timeout_s = timeout;
+  pthread_mutex_unlock(&mu);
+  return st;
+}
+
+bool dlrun_distributed_joined(void) { return joined; }
+int dlrun_process_index(void) { return joined ? transport.rank : 0; }
+int dlrun_process_count(void) { return joined ? transport.size : 1; }
+const char *dlrun_distributed_transport(void) { return joined ? transport.name : NULL; }
+double dlrun_distributed_timeout(void) { return timeout_s; }
+
+/* A fixed-size record of a barrier's name: its hash, its length and its
+ * start, so that a mismatch can be told with both names. */
+typedef struct sync_record {
+  uint32_t hash, len;
+  char text[56];
+} sync_record;
+
+static uint32_t fnv1a(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+dlrun_status dlrun_sync_global(const char *name) {
+  if (!name) name = "";
+  if (!joined || transport.size == 1) return DLRUN_OK;
+  sync_record mine = {.hash = fnv1a(name), .len = (uint32_t)strlen(name)};
+  snprintf(mine.text, sizeof mine.text, "%s", name);
+  sync_record *all = calloc((size_t)transport.size, sizeof *all);
+  if (!all) return dlrun_fail_oom_host((size_t)transport.size * sizeof *all);
+  char err[320] = "";
+  int rc = transport.allgather(&mine, sizeof mine, all, timeout_s, err, sizeof err);
+  dlrun_status st = DLRUN_OK;
+  if (rc != DLRUN_TRANSPORT_OK) {
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "sync_global_devices('%s'): %s", name, err);
+  } else {
+    for (int r = 0; r < transport.size && !st; r++)
+      if (all[r].hash != mine.hash || all[r].len != mine.len)
+        st = dlrun_fail(DLRUN_ERR_RUNTIME,
+                        "sync_global_devices name mismatch: process %d called it with '%s%s', "
+                        "process %d with '%s%s'",
+                        dlrun_process_index(), mine.text,
+                        mine.len >= sizeof mine.text ? "..." : "", r, all[r].text,
+                        all[r].len >= sizeof all[r].text ? "..." : "");
+  }
+  free(all);
+  return st;
+}
+
+void dlrun_distributed_abort(int code) {
+  fflush(NULL);
+  if (joined) transport.abort(code);
+  exit(code);
+}
+
+void dlrun_distributed_shutdown(void) {
+  pthread_mutex_lock(&mu);
+  if (joined && !left) transport.finalize();
+  left = joined || left;
+  joined = false;
+  pthread_mutex_unlock(&mu);
+}
