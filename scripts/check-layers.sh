@@ -23,7 +23,7 @@ internal() {
   core) echo "" ;;
   mem) echo "core" ;;
   dist) echo "core" ;;
-  device) echo "core mem" ;;
+  device) echo "core mem dist" ;;
   shard) echo "core" ;;
   array) echo "core device shard" ;;
   dlpack) echo "core device shard array" ;;

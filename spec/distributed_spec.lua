@@ -10,7 +10,8 @@ local MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if
                 .. "--mca pml ob1"
 
 -- Open MPI's own allocations at exit are not dlrun's: an instrumented dlrun
--- checks its leaks with those suppressed (names of Open MPI's libraries).
+-- checks its leaks with those suppressed (names of Open MPI's libraries; its
+-- plugins stay loaded so that their frames have names).
 local suppressions = os.tmpname()
 do
   local f = assert(io.open(suppressions, "w"))
@@ -29,6 +30,7 @@ local function mpirun(n, code, opts)
   local env = {
     "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
     "LSAN_OPTIONS=" .. q("suppressions=" .. suppressions),
+    "OMPI_MCA_mca_base_component_disable_dlclose=1",
   }
   for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
   local line = table.concat(env, " ") .. " mpirun -n " .. n
@@ -128,6 +130,62 @@ describe("joining a job", function()
   end)
 end)
 
+describe("devices of a job", function()
+  it("are numbered across processes in process order; each process holds its own", function()
+    local out, err, status = mpirun(2, [[
+local p = dl.process_index()
+local all, here = {}, {}
+for _, d in ipairs(dl.devices()) do all[#all + 1] = tostring(d) .. "@" .. d.process_index end
+for _, d in ipairs(dl.local_devices()) do here[#here + 1] = d.id end
+print(p, dl.device_count(), dl.local_device_count(), table.concat(all, " "),
+      table.concat(here, ","), tostring(dl.host_device()), dl.device_count("cpu"),
+      dl.local_device_count("cpu"))]], {args = "--devices sim:2"})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    local all = "SimDevice(id=0)@0 SimDevice(id=1)@0 SimDevice(id=2)@1 SimDevice(id=3)@1"
+    assert.are.same({"0\t4\t2\t" .. all .. "\t0,1\tCpuDevice(id=0)\t2\t1",
+                     "1\t4\t2\t" .. all .. "\t2,3\tCpuDevice(id=1)\t2\t1"}, sorted_lines(out))
+  end)
+
+  it("hold arrays on local devices; another process's device is refused, naming both", function()
+    local out, err, status = mpirun(2, [[
+local p = dl.process_index()
+local x = dl.arange(0, 4, 1, "float32", dl.local_devices()[2])
+local t, id = x:__dlpack_device__()
+print(p, table.concat(x:tolist(), ","), t, id)
+local other = dl.devices()[p == 0 and 3 or 1]
+local ok, e = pcall(dl.ones, {2}, "float32", other)
+print(p, ok, e.name, e.message)]], {args = "--devices sim:2"})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.same({
+      -- DLPack device ids are process-local ordinals, as CUDA's.
+      "0\t0.0,1.0,2.0,3.0\t12\t1",
+      "0\tfalse\tRuntimeError\tSimDevice(id=2) belongs to process 1: its memory is not "
+        .. "addressable from process 0",
+      "1\t0.0,1.0,2.0,3.0\t12\t1",
+      "1\tfalse\tRuntimeError\tSimDevice(id=0) belongs to process 0: its memory is not "
+        .. "addressable from process 1",
+    }, sorted_lines(out))
+  end)
+
+  it("must be the same on every process: a different spec is a ValueError on each", function()
+    local out, err, status = mpirun(2, [[
+local p = dl.process_index()
+dl.configure{devices = p == 0 and "sim:2" or "sim:3"}
+local ok, e = pcall(dl.devices)
+print(p, ok, e.name, e.message)]])
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.same({
+      "0\tfalse\tValueError\tdevice spec mismatch: process 0 has 'sim:2,cpu:1', process 1 "
+        .. "'sim:3,cpu:1'",
+      "1\tfalse\tValueError\tdevice spec mismatch: process 1 has 'sim:3,cpu:1', process 0 "
+        .. "'sim:2,cpu:1'",
+    }, sorted_lines(out))
+  end)
+end)
+
 describe("collectives that disagree, and waits that end", function()
   it("sync_global_devices with different names raises on every process, which stay usable",
      function()
@@ -140,11 +198,11 @@ print(dl.process_index(), "after")]])
     assert.are.equal(0, status)
     assert.are.same({
       "0\tafter",
-      "0\tfalse\tRuntimeError\tsync_global_devices name mismatch: process 0 called it with "
-        .. "'step0', process 1 with 'step1'",
+      "0\tfalse\tRuntimeError\tsync_global_devices name mismatch: process 0 has 'step0', "
+        .. "process 1 'step1'",
       "1\tafter",
-      "1\tfalse\tRuntimeError\tsync_global_devices name mismatch: process 1 called it with "
-        .. "'step1', process 0 with 'step0'",
+      "1\tfalse\tRuntimeError\tsync_global_devices name mismatch: process 1 has 'step1', "
+        .. "process 0 'step0'",
     }, sorted_lines(out))
   end)
 

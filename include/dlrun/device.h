@@ -46,6 +46,12 @@ DLRUN_API size_t dlrun_device_count(dlrun_runtime *rt, const char *platform);
 /* The i-th device (0-based, ordered by id) of `platform` (NULL: default
  * backend), or NULL when out of range. Borrowed: owned by the runtime. */
 DLRUN_API dlrun_device *dlrun_device_get(dlrun_runtime *rt, const char *platform, size_t i);
+/* This process's devices of `platform` (NULL: the default backend): in a
+ * job of several processes dlrun_device_count and dlrun_device_get see
+ * every process's devices, ordered by process, and these only the local
+ * ones. Borrowed. */
+DLRUN_API size_t dlrun_local_device_count(dlrun_runtime *rt, const char *platform);
+DLRUN_API dlrun_device *dlrun_local_device_get(dlrun_runtime *rt, const char *platform, size_t i);
 /* Name of the default backend: "sim" when there are sim devices, else "cpu". */
 DLRUN_API const char *dlrun_default_backend(dlrun_runtime *rt);
 /* The host cpu device (always present). Borrowed. */
@@ -58,7 +64,7 @@ DLRUN_API const char *dlrun_runtime_spec(dlrun_runtime *rt);
 
 DLRUN_API int dlrun_device_id(const dlrun_device *dev);
 DLRUN_API const char *dlrun_device_platform(const dlrun_device *dev); /* "sim" */
-DLRUN_API int dlrun_device_process_index(const dlrun_device *dev);   /* always 0 */
+DLRUN_API int dlrun_device_process_index(const dlrun_device *dev); /* the process holding it */
 /* "SimDevice(id=3)", "CpuDevice(id=0)". Owned by the device. */
 DLRUN_API const char *dlrun_device_name(const dlrun_device *dev);
 DLRUN_API dlrun_runtime *dlrun_device_runtime(const dlrun_device *dev);

@@ -9,6 +9,7 @@ static void destroy_buffer(dlrun_ref *ref);
 dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint64_t nbytes,
                                  dlrun_buffer **out) {
   *out = NULL;
+  if (!dev->local) return dlrun_not_local(dev);
   dlrun_buffer *b = dlrun_calloc(1, sizeof *b);
   if (!b) return dlrun_fail_oom_host(sizeof *b);
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
@@ -43,6 +44,7 @@ dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *
                                uint64_t nbytes, void (*release)(void *ctx), void *ctx,
                                dlrun_buffer **out) {
   *out = NULL;
+  if (!dev->local) return dlrun_not_local(dev);
   if (!dev->platform->owns(dev, kind, data, nbytes))
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "the %llu bytes at %p are not in %s's %s memory",

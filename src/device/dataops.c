@@ -131,8 +131,10 @@ dlrun_device *dlrun_device_from_dlpack(dlrun_runtime *rt, int32_t type, int32_t 
                                        dlrun_memory_kind *kind) {
   for (size_t g = 0; g < rt->ngroups; g++) {
     const dlrun_device_group *grp = &rt->groups[g];
-    ptrdiff_t i = grp->platform->dlpack_lookup(type, id, grp->count, kind);
-    if (i >= 0) return &rt->devices[grp->first + (size_t)i];
+    /* DLPack device ids are process-local ordinals, as CUDA's. */
+    ptrdiff_t i = grp->platform->dlpack_lookup(type, id, grp->local_count, kind);
+    if (i >= 0)
+      return &rt->devices[grp->first + (size_t)rt->process_index * grp->local_count + (size_t)i];
   }
   return NULL;
 }
@@ -144,6 +146,7 @@ static dlrun_status driver_copy(dlrun_device *dev, dlrun_memory_kind kind, const
   DLRUN_NONNULL(dev, fn, "dev");
   if ((int)kind < 0 || kind >= DLRUN_MEM_KIND_COUNT)
     return dlrun_fail(DLRUN_ERR_VALUE, "%s: invalid memory kind %d", fn, (int)kind);
+  if (!dev->local) return dlrun_not_local(dev);
   if (nbytes == 0) return DLRUN_OK;
   DLRUN_NONNULL(device_data, fn, "device_data");
   DLRUN_NONNULL(host, fn, "host");

@@ -24,6 +24,17 @@ dlrun_device *dlrun_device_get(dlrun_runtime *rt, const char *platform, size_t i
   return g && i < g->count ? &rt->devices[g->first + i] : NULL;
 }
 
+size_t dlrun_local_device_count(dlrun_runtime *rt, const char *platform) {
+  const dlrun_device_group *g = rt ? find_group(rt, platform) : NULL;
+  return g ? g->local_count : 0;
+}
+
+dlrun_device *dlrun_local_device_get(dlrun_runtime *rt, const char *platform, size_t i) {
+  const dlrun_device_group *g = rt ? find_group(rt, platform) : NULL;
+  if (!g || i >= g->local_count) return NULL;
+  return &rt->devices[g->first + (size_t)rt->process_index * g->local_count + i];
+}
+
 const char *dlrun_default_backend(dlrun_runtime *rt) {
   return rt ? rt->default_group->platform->name : NULL;
 }
@@ -35,7 +46,7 @@ int dlrun_device_id(const dlrun_device *dev) { return dev ? dev->id : -1; }
 const char *dlrun_device_platform(const dlrun_device *dev) {
   return dev ? dev->platform->name : NULL;
 }
-int dlrun_device_process_index(const dlrun_device *dev) { return dev ? 0 : -1; }
+int dlrun_device_process_index(const dlrun_device *dev) { return dev ? dev->process_index : -1; }
 const char *dlrun_device_name(const dlrun_device *dev) { return dev ? dev->name : NULL; }
 dlrun_runtime *dlrun_device_runtime(const dlrun_device *dev) { return dev ? dev->rt : NULL; }
 
@@ -45,6 +56,7 @@ dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind
   DLRUN_NONNULL(out, "dlrun_device_memory_stats", "out");
   if ((int)kind < 0 || kind >= DLRUN_MEM_KIND_COUNT)
     return dlrun_fail(DLRUN_ERR_VALUE, "invalid memory kind %d", (int)kind);
+  if (!dev->local) return dlrun_not_local(dev);
   dlrun_pool_stats s;
   dlrun_pool_get_stats(dev->pools[kind], &s);
   *out = (dlrun_memory_stats){
@@ -60,8 +72,14 @@ dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind
   return DLRUN_OK;
 }
 
+dlrun_status dlrun_not_local(const dlrun_device *dev) {
+  return dlrun_fail(DLRUN_ERR_RUNTIME,
+                    "%s belongs to process %d: its memory is not addressable from process %d",
+                    dev->name, dev->process_index, dev->rt->process_index);
+}
+
 void dlrun_device_synchronize(dlrun_device *dev) {
-  if (!dev) return;
+  if (!dev || !dev->local) return; /* another process's: nothing queued here */
   dlrun_event_wait(dlrun_device_record(dev));
 }
 

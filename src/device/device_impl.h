@@ -64,6 +64,10 @@ typedef struct dlrun_platform {
   ptrdiff_t (*dlpack_lookup)(int32_t type, int32_t id, size_t ndevices, dlrun_memory_kind *kind);
 } dlrun_platform;
 
+/* RuntimeError: dev is another process's ("... belongs to process 1: its
+ * memory is not addressable from process 0"). */
+dlrun_status dlrun_not_local(const dlrun_device *dev);
+
 /* Events, whatever their platform: whether ev is done; wait for it (a
  * zero event is done). */
 bool dlrun_event_done(dlrun_event ev);
@@ -108,11 +112,16 @@ typedef struct dlrun_region {
   uint64_t size;
 } dlrun_region;
 
+/* A device of the job. Devices of other processes (local false) are
+ * names only: no pools, no stream, no memory here. */
 struct dlrun_device {
   const dlrun_platform *platform;
   dlrun_region regions[DLRUN_MEM_KIND_COUNT];
   dlrun_runtime *rt;
-  int id;
+  int id;              /* across processes: process p's k-th is p * local_count + k */
+  int process_index;   /* the process that holds it */
+  size_t local_index;  /* k: its place among its process's devices of its platform */
+  bool local;          /* held by this process */
   char name[40];
   dlrun_pool *pools[DLRUN_MEM_KIND_COUNT];
   dlrun_stream stream;
@@ -120,16 +129,18 @@ struct dlrun_device {
   atomic_int_fast64_t live_exports;
 };
 
-/* A run of devices of one platform inside runtime->devices. */
+/* A run of devices of one platform inside runtime->devices: every
+ * process's, in process order, local_count each (count in all). */
 typedef struct dlrun_device_group {
   const dlrun_platform *platform;
-  size_t first, count;
+  size_t first, count, local_count;
 } dlrun_device_group;
 
 
 struct dlrun_runtime {
   dlrun_ref ref; /* first: the object base */
-  char spec[128];      /* canonical: "sim:8,cpu:1" */
+  char spec[128];      /* canonical, each process's: "sim:8,cpu:1" */
+  int process_index, process_count; /* this process's place in the job */
   char platforms[64];  /* "sim,cpu" */
   dlrun_workers *workers;
   dlrun_device *devices;

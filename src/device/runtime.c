@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device_impl.h"
+#include "dist/dist.h"
 #include "dlrun/stats.h"
 
 #define MAX_WORKERS 64
@@ -70,6 +71,7 @@ dlrun_status dlrun_check_config(const dlrun_config *config) {
 static void destroy_devices(dlrun_runtime *rt, size_t n) {
   for (size_t i = 0; i < n; i++) {
     dlrun_device *d = &rt->devices[i];
+    if (!d->local) continue;
     dlrun_stream_destroy(&d->stream);
     for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) dlrun_pool_destroy(d->pools[k]);
   }
@@ -86,10 +88,16 @@ static void region_release(void *ctx, void *base, uint64_t size) {
   r->dev->platform->release(r->dev, r->kind, base, size);
 }
 
-static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_platform *pl,
-                                int id, const uint64_t caps[DLRUN_MEM_KIND_COUNT]) {
-  *d = (dlrun_device){.platform = pl, .rt = rt, .id = id};
+/* Device k of process p in group grp; only this process's get memory and a
+ * stream. */
+static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_device_group *grp,
+                                int p, size_t k, const uint64_t caps[DLRUN_MEM_KIND_COUNT]) {
+  const dlrun_platform *pl = grp->platform;
+  int id = (int)((size_t)p * grp->local_count + k);
+  *d = (dlrun_device){.platform = pl, .rt = rt, .id = id, .process_index = p, .local_index = k,
+                      .local = p == rt->process_index};
   snprintf(d->name, sizeof d->name, "%s(id=%d)", pl->class_name, id);
+  if (!d->local) return DLRUN_OK;
   for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
     char label[64];
     snprintf(label, sizeof label, k == DLRUN_MEM_DEVICE ? "%s" : "%s pinned_host memory",
@@ -159,7 +167,8 @@ static void note_overcommit(dlrun_runtime *rt, uint64_t device_memory, uint64_t 
            "of all devices add up to %s, more than the %s of RAM, so filling them may get the "
            "process killed instead of raising ResourceExhaustedError",
            dlrun_format_bytes(device_memory & ~(uint64_t)(DLRUN_POOL_ALIGN - 1), each, sizeof each),
-           g->count, g->platform->name, dlrun_format_bytes(rt->memory_total, total, sizeof total),
+           g->local_count, g->platform->name,
+           dlrun_format_bytes(rt->memory_total, total, sizeof total),
            dlrun_format_bytes(host_ram, ram, sizeof ram));
 }
 
@@ -170,8 +179,10 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   dlrun_complete_device_spec(&full);
   dlrun_format_device_spec(&full, rt->spec, sizeof rt->spec);
 
-  size_t total = 0;
-  for (size_t g = 0; g < full.ngroups; g++) total += full.groups[g].count;
+  /* Every process has the same devices (checked when the runtime is made):
+   * the job has process_count times each group. */
+  size_t nproc = (size_t)rt->process_count, total = 0;
+  for (size_t g = 0; g < full.ngroups; g++) total += full.groups[g].count * nproc;
   rt->devices = dlrun_calloc(total, sizeof *rt->devices);
   if (!rt->devices) return dlrun_fail_oom_host(total * sizeof *rt->devices);
 
@@ -180,41 +191,45 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   size_t at = 0;
   for (size_t g = 0; g < full.ngroups; g++) {
     dlrun_device_group *grp = &rt->groups[g];
+    size_t k_count = full.groups[g].count;
     *grp = (dlrun_device_group){.platform = full.groups[g].platform, .first = at,
-                                .count = full.groups[g].count};
+                                .count = k_count * nproc, .local_count = k_count};
     uint64_t caps[DLRUN_MEM_KIND_COUNT];
     for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
-      caps[k] = capacity_of(grp->platform, (dlrun_memory_kind)k, grp->count, host_ram, &sh,
+      caps[k] = capacity_of(grp->platform, (dlrun_memory_kind)k, k_count, host_ram, &sh,
                             device_memory);
-      rt->memory_total += (caps[k] & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) * grp->count;
+      rt->memory_total += (caps[k] & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) * k_count;
     }
-    for (size_t i = 0; i < grp->count; i++, at++) {
-      dlrun_status st = init_device(rt, &rt->devices[at], grp->platform, (int)i, caps);
-      if (st) {
-        destroy_devices(rt, at);
-        dlrun_free(rt->devices);
-        rt->devices = NULL;
-        return st;
+    for (size_t p = 0; p < nproc; p++)
+      for (size_t k = 0; k < k_count; k++, at++) {
+        dlrun_status st = init_device(rt, &rt->devices[at], grp, (int)p, k, caps);
+        if (st) {
+          destroy_devices(rt, at);
+          dlrun_free(rt->devices);
+          rt->devices = NULL;
+          return st;
+        }
       }
-    }
     strncat(rt->platforms, g ? "," : "", sizeof rt->platforms - strlen(rt->platforms) - 1);
     strncat(rt->platforms, grp->platform->name, sizeof rt->platforms - strlen(rt->platforms) - 1);
   }
   rt->ngroups = full.ngroups;
   rt->ndevices = total;
   for (size_t g = 0; g < rt->ngroups; g++) {
-    if (strcmp(rt->groups[g].platform->name, "cpu") == 0 && !rt->host)
-      rt->host = &rt->devices[rt->groups[g].first];
+    /* This process's first device of the group. */
+    dlrun_device *mine = &rt->devices[rt->groups[g].first +
+                                      (size_t)rt->process_index * rt->groups[g].local_count];
+    if (strcmp(rt->groups[g].platform->name, "cpu") == 0 && !rt->host) rt->host = mine;
     if (rt->groups[g].platform->is_accelerator && !rt->default_group) {
       rt->default_group = &rt->groups[g];
       dlrun_pool_stats stats;
-      dlrun_pool_get_stats(rt->devices[rt->groups[g].first].pools[DLRUN_MEM_DEVICE], &stats);
+      dlrun_pool_get_stats(mine->pools[DLRUN_MEM_DEVICE], &stats);
       rt->accelerator_memory = stats.bytes_limit;
     }
   }
   if (!rt->default_group)
     for (size_t g = 0; g < rt->ngroups; g++)
-      if (&rt->devices[rt->groups[g].first] == rt->host) rt->default_group = &rt->groups[g];
+      if (rt->groups[g].platform == rt->host->platform) rt->default_group = &rt->groups[g];
   note_overcommit(rt, device_memory, host_ram);
   return DLRUN_OK;
 }
@@ -231,9 +246,19 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   if (!st) st = sim_memory_mode(&sim_shared);
   if (st) return st;
 
+  /* In a job, every process must lay out the same devices: agreeing is the
+   * first collective of a runtime. */
+  dlrun_device_spec full = spec;
+  char canonical[128];
+  dlrun_complete_device_spec(&full);
+  dlrun_format_device_spec(&full, canonical, sizeof canonical);
+  if ((st = dlrun_dist_agree_config("device spec", canonical))) return st;
+
   dlrun_runtime *rt = dlrun_calloc(1, sizeof *rt);
   if (!rt) return dlrun_fail_oom_host(sizeof *rt);
   rt->sim_memory_shared = sim_shared;
+  rt->process_index = dlrun_process_index();
+  rt->process_count = dlrun_process_count();
   dlrun_ref_init(&rt->ref, release_last);
   if ((st = dlrun_workers_create(worker_count(), &rt->workers))) {
     dlrun_free(rt);

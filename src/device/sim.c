@@ -100,7 +100,7 @@ static void sim_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, i
                               int32_t *id) {
   bool host = kind == DLRUN_MEM_PINNED_HOST;
   *type = host ? DL_CPU : DL_EXT_DEV;
-  *id = host ? 0 : dev->id;
+  *id = host ? 0 : (int32_t)dev->local_index; /* a process-local ordinal, as CUDA's */
 }
 
 static ptrdiff_t sim_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,

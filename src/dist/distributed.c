@@ -12,6 +12,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "dist/dist.h"
 #include "dist/transport.h"
 #include "dlrun/distributed.h"
 
@@ -164,30 +165,45 @@ static uint32_t fnv1a(const char *s) {
   return h;
 }
 
-dlrun_status dlrun_sync_global(const char *name) {
-  if (!name) name = "";
+/* Whether every process passed the same `value`: an error on every process
+ * when not ("<what> mismatch: ..." naming this process's value and the
+ * first other one), RuntimeError "<call>: ..." when the wait passes the
+ * timeout. */
+static dlrun_status agree(const char *call, const char *what, const char *value,
+                          bool as_value_error) {
   if (!joined || transport.size == 1) return DLRUN_OK;
-  sync_record mine = {.hash = fnv1a(name), .len = (uint32_t)strlen(name)};
-  snprintf(mine.text, sizeof mine.text, "%s", name);
+  sync_record mine = {.hash = fnv1a(value), .len = (uint32_t)strlen(value)};
+  snprintf(mine.text, sizeof mine.text, "%s", value);
   sync_record *all = calloc((size_t)transport.size, sizeof *all);
   if (!all) return dlrun_fail_oom_host((size_t)transport.size * sizeof *all);
   char err[320] = "";
   int rc = transport.allgather(&mine, sizeof mine, all, timeout_s, err, sizeof err);
   dlrun_status st = DLRUN_OK;
   if (rc != DLRUN_TRANSPORT_OK) {
-    st = dlrun_fail(DLRUN_ERR_RUNTIME, "sync_global_devices('%s'): %s", name, err);
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
   } else {
     for (int r = 0; r < transport.size && !st; r++)
       if (all[r].hash != mine.hash || all[r].len != mine.len)
-        st = dlrun_fail(DLRUN_ERR_RUNTIME,
-                        "sync_global_devices name mismatch: process %d called it with '%s%s', "
-                        "process %d with '%s%s'",
+        st = dlrun_fail(as_value_error ? DLRUN_ERR_VALUE : DLRUN_ERR_RUNTIME,
+                        "%s mismatch: process %d has '%s%s', process %d '%s%s'", what,
                         dlrun_process_index(), mine.text,
                         mine.len >= sizeof mine.text ? "..." : "", r, all[r].text,
                         all[r].len >= sizeof all[r].text ? "..." : "");
   }
   free(all);
   return st;
+}
+
+dlrun_status dlrun_sync_global(const char *name) {
+  if (!name) name = "";
+  char call[96];
+  snprintf(call, sizeof call, "sync_global_devices('%.60s%s')", name,
+           strlen(name) > 60 ? "..." : "");
+  return agree(call, "sync_global_devices name", name, false);
+}
+
+dlrun_status dlrun_dist_agree_config(const char *what, const char *value) {
+  return agree(what, what, value, true);
 }
 
 void dlrun_distributed_abort(int code) {

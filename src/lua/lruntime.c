@@ -145,25 +145,37 @@ static const char *opt_platform(lua_State *L, int idx, const char *fn, dlrun_run
   return p;
 }
 
-static int l_devices(lua_State *L) {
-  dlrun_lua_check_nargs(L, "devices", 1);
+/* devices([backend]) of every process, or local_devices([backend]) of this
+ * one. */
+static int push_devices(lua_State *L, const char *fn, bool local) {
+  dlrun_lua_check_nargs(L, fn, 1);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
-  const char *platform = opt_platform(L, 1, "devices", rt);
-  size_t n = dlrun_device_count(rt, platform);
+  const char *platform = opt_platform(L, 1, fn, rt);
+  size_t n = local ? dlrun_local_device_count(rt, platform) : dlrun_device_count(rt, platform);
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
-    dlrun_lua_push_device(L, dlrun_device_get(rt, platform, i));
+    dlrun_lua_push_device(L, local ? dlrun_local_device_get(rt, platform, i)
+                                   : dlrun_device_get(rt, platform, i));
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   return 1;
 }
 
-static int l_device_count(lua_State *L) {
-  dlrun_lua_check_nargs(L, "device_count", 1);
+static int l_devices(lua_State *L) { return push_devices(L, "devices", false); }
+static int l_local_devices(lua_State *L) { return push_devices(L, "local_devices", true); }
+
+static int count_devices(lua_State *L, const char *fn, bool local) {
+  dlrun_lua_check_nargs(L, fn, 1);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
-  const char *platform = opt_platform(L, 1, "device_count", rt);
-  lua_pushinteger(L, (lua_Integer)dlrun_device_count(rt, platform));
+  const char *platform = opt_platform(L, 1, fn, rt);
+  size_t n = local ? dlrun_local_device_count(rt, platform) : dlrun_device_count(rt, platform);
+  lua_pushinteger(L, (lua_Integer)n);
   return 1;
+}
+
+static int l_device_count(lua_State *L) { return count_devices(L, "device_count", false); }
+static int l_local_device_count(lua_State *L) {
+  return count_devices(L, "local_device_count", true);
 }
 
 static int l_default_backend(lua_State *L) {
@@ -194,6 +206,7 @@ void dlrun_lua_runtime_open(lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"configure", l_configure},       {"devices", l_devices},
       {"device_count", l_device_count}, {"default_backend", l_default_backend},
+      {"local_devices", l_local_devices}, {"local_device_count", l_local_device_count},
       {"host_device", l_host_device},   {"device_spec", l_device_spec},
       {"_stdout_is_terminal", l_stdout_is_terminal},
       {NULL, NULL},
