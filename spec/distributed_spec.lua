@@ -9,29 +9,13 @@ local MCA_SHM = "--mca btl self,vader"
 local MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
                 .. "--mca pml ob1"
 
--- Open MPI's own allocations at exit are not dlrun's: an instrumented dlrun
--- checks its leaks with those suppressed (names of Open MPI's libraries; its
--- plugins stay loaded so that their frames have names).
-local suppressions = os.tmpname()
-do
-  local f = assert(io.open(suppressions, "w"))
-  for _, lib in ipairs {"libmpi.so", "libopen-pal.so", "libopen-rte.so", "libpmix.so",
-                        "libhwloc.so", "libevent", "mca_"} do
-    f:write("leak:", lib, "\n")
-  end
-  f:close()
-end
-
 -- Run `code` (with dl = require "dlrun") under mpirun -n n. Returns stdout,
 -- stderr, exit status and the seconds it took.
 local function mpirun(n, code, opts)
   opts = opts or {}
   local out, err = os.tmpname(), os.tmpname()
-  local env = {
-    "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-    "LSAN_OPTIONS=" .. q("suppressions=" .. suppressions),
-    "OMPI_MCA_mca_base_component_disable_dlclose=1",
-  }
+  local env = {}
+  for k, v in pairs(H.mpi_env()) do env[#env + 1] = k .. "=" .. q(v) end
   for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
   local line = table.concat(env, " ") .. " mpirun -n " .. n
                .. " --oversubscribe --mca mpi_yield_when_idle 1 " .. (opts.mca or MCA_SHM) .. " "
@@ -82,9 +66,11 @@ describe("joining a job", function()
   end)
 
   it("DLRUN_DISTRIBUTED=mpi without mpirun is a job of one", function()
+    local env = H.mpi_env()
+    env.DLRUN_DISTRIBUTED = "mpi"
     local out, err, status = H.run_code('local dl = require "dlrun"\n'
                                         .. 'print(dl.process_index(), dl.process_count())', nil,
-                                        {DLRUN_DISTRIBUTED = "mpi"})
+                                        env)
     assert.are.equal("", err)
     assert.are.equal(0, status)
     assert.are.equal("0\t1\n", out)
@@ -236,5 +222,18 @@ print("the others went on")]])
     assert.is_true(seconds < 20, "took " .. seconds .. " s")
     assert.are.equal("", out)
     assert.truthy(err:find("dlrun[2]: ValueError: bad input on this process\n", 1, true), err)
+  end)
+
+  it("that dies (killed) takes the job down promptly; the others do not wait", function()
+    local out, _, status, seconds = mpirun(3, [[
+if dl.process_index() == 1 then
+  local pid = io.open("/proc/self/stat"):read("n")
+  os.execute("kill -9 " .. pid)
+end
+dl.sync_global_devices("never complete")
+print("the others went on")]])
+    assert.are_not.equal(0, status)
+    assert.is_true(seconds < 20, "took " .. seconds .. " s")
+    assert.are.equal("", out)
   end)
 end)

@@ -64,6 +64,31 @@ function M.sanitizer_env(lib)
           ASAN_OPTIONS = (os.getenv("ASAN_OPTIONS") or "") .. ":detect_leaks=0"}
 end
 
+-- The environment of a dlrun that joins an MPI job (under mpirun, or alone
+-- with DLRUN_DISTRIBUTED=mpi): Open MPI allowed to run as root, and, for an
+-- instrumented dlrun, Open MPI's own allocations at exit (not dlrun's)
+-- suppressed from the leak check, by the names of its libraries; its plugins
+-- stay loaded and stacks are unwound without frame pointers, so that every
+-- frame has its library's name.
+local mpi_suppressions
+function M.mpi_env()
+  if not mpi_suppressions then
+    mpi_suppressions = os.tmpname()
+    local f = assert(io.open(mpi_suppressions, "w"))
+    for _, lib in ipairs {"libmpi.so", "libopen-pal.so", "libopen-rte.so", "libpmix.so",
+                          "libhwloc.so", "libevent", "mca_"} do
+      f:write("leak:", lib, "\n")
+    end
+    f:close()
+  end
+  return {
+    OMPI_ALLOW_RUN_AS_ROOT = "1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = "1",
+    OMPI_MCA_mca_base_component_disable_dlclose = "1",
+    LSAN_OPTIONS = "suppressions=" .. mpi_suppressions .. ":print_suppressions=0",
+    ASAN_OPTIONS = (os.getenv("ASAN_OPTIONS") or "") .. ":fast_unwind_on_malloc=0",
+  }
+end
+
 -- The same as a shell prefix ("LD_PRELOAD=... ASAN_OPTIONS=... "), or "".
 function M.sanitizer_prefix(lib)
   local env, words = M.sanitizer_env(lib), {}

@@ -247,8 +247,10 @@ print(#x.addressable_shards, dl.device_get(x):tolist()[8])]]
         assert.truthy(err:find("the MPI transport module could not be loaded", 1, true), err)
         return
       end
+      local env = ""
+      for k, v in pairs(helpers.mpi_env()) do env = env .. k .. "=" .. q(v) .. " " end
       for _, p in ipairs({prefix, S}) do
-        local out = ok("DLRUN_DISTRIBUTED=mpi " .. q(p .. "/bin/dlrun") ..
+        local out = ok(env .. "DLRUN_DISTRIBUTED=mpi " .. q(p .. "/bin/dlrun") ..
                        " -e 'local dl = require \"dlrun\" print(dl.process_index(), dl.process_count())'")
         assert.are.equal("0\t1\n", out)
       end
