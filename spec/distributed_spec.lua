@@ -133,14 +133,14 @@ print(p, dl.device_count(), dl.local_device_count(), table.concat(all, " "),
                      "1\t4\t2\t" .. all .. "\t2,3\tCpuDevice(id=1)\t2\t1"}, sorted_lines(out))
   end)
 
-  it("hold arrays on local devices; another process's device is refused, naming both", function()
+  it("hold arrays on local devices; another process's device memory is not addressable", function()
     local out, err, status = mpirun(2, [[
 local p = dl.process_index()
 local x = dl.arange(0, 4, 1, "float32", dl.local_devices()[2])
 local t, id = x:__dlpack_device__()
 print(p, table.concat(x:tolist(), ","), t, id)
 local other = dl.devices()[p == 0 and 3 or 1]
-local ok, e = pcall(dl.ones, {2}, "float32", other)
+local ok, e = pcall(other.memory_stats, other)
 print(p, ok, e.name, e.message)]], {args = "--devices sim:2"})
     assert.are.equal("", err)
     assert.are.equal(0, status)
@@ -169,6 +169,75 @@ print(p, ok, e.name, e.message)]])
       "1\tfalse\tValueError\tdevice spec mismatch: process 1 has 'sim:3,cpu:1', process 0 "
         .. "'sim:2,cpu:1'",
     }, sorted_lines(out))
+  end)
+end)
+
+describe("global arrays", function()
+  it("a sharding over every process's devices: addressable devices and indices", function()
+    local out, err, status = mpirun(2, [[
+local p = dl.process_index()
+local s = dl.NamedSharding(dl.make_mesh({4}, {"x"}), dl.P("x"))
+local ids, map = {}, {}
+for _, d in ipairs(s.addressable_devices) do ids[#ids + 1] = d.id end
+for d, index in pairs(s:addressable_devices_indices_map({8})) do
+  map[#map + 1] = d.id .. "=" .. index[1][1] .. ":" .. index[1][2]
+end
+table.sort(map)
+local local_only = dl.NamedSharding(dl.make_mesh({2}, {"x"}, dl.local_devices()), dl.P("x"))
+print(p, s.is_fully_addressable, #s.device_set, table.concat(ids, ","), table.concat(map, " "),
+      local_only.is_fully_addressable)]], {args = "--devices sim:2"})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.same({"0\tfalse\t4\t0,1\t0=1:2 1=3:4\ttrue",
+                     "1\tfalse\t4\t2,3\t2=5:6 3=7:8\ttrue"}, sorted_lines(out))
+  end)
+
+  it("hold only their local shards; creation fills those; fetching the value raises", function()
+    local out, err, status = mpirun(2, [[
+local p = dl.process_index()
+local s = dl.NamedSharding(dl.make_mesh({4}, {"x"}), dl.P("x"))
+for _, x in ipairs {dl.arange(0, 8, 1, "float32", s), dl.full({8}, p + 1, "int32", s),
+                    dl.array({0, 1, 2, 3, 4, 5, 6, 7}, "int8", s)} do
+  local got = {}
+  for _, shard in ipairs(x.addressable_shards) do
+    got[#got + 1] = shard.device.id .. "=" .. table.concat(shard.data:tolist(), ",")
+  end
+  local remote = 0
+  for _, shard in ipairs(x.global_shards) do remote = remote + (shard.data == nil and 1 or 0) end
+  print(p, x.is_fully_addressable, #x.global_shards, remote, table.concat(got, " "))
+end
+local x = dl.zeros({8}, "float32", s)
+local one = dl.ones({}, "float32", dl.NamedSharding(s.mesh, dl.P()))
+for _, read in ipairs {{x, "tolist"}, {x, "tobytes"}, {one, "item"}} do
+  local obj, method = read[1], read[2]
+  local ok, e = pcall(obj[method], obj)
+  print(p, method, ok, e.name, e.message)
+end
+local ok, e = pcall(dl.device_put, x, dl.local_devices()[1])
+print(p, ok, e.message)]], {args = "--devices sim:2"})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    local fetch = "Fetching value for an Array that spans non-addressable (non process local) "
+                  .. "devices is not possible. You can use `dl.process_allgather` to print the "
+                  .. "global array or use `.addressable_shards` of the Array to inspect the "
+                  .. "addressable (process local) shards."
+    local want = {
+      "0\tfalse\t4\t2\t0=0.0,1.0 1=2.0,3.0",
+      "0\tfalse\t4\t2\t0=1,1 1=1,1",
+      "0\tfalse\t4\t2\t0=0,1 1=2,3",
+      "1\tfalse\t4\t2\t2=4.0,5.0 3=6.0,7.0",
+      "1\tfalse\t4\t2\t2=2,2 3=2,2",
+      "1\tfalse\t4\t2\t2=4,5 3=6,7",
+    }
+    for p = 0, 1 do
+      for _, read in ipairs {"tolist", "tobytes", "item"} do
+        want[#want + 1] = p .. "\t" .. read .. "\tfalse\tRuntimeError\t" .. fetch
+      end
+      want[#want + 1] = p .. "\tfalse\tdevice_put between processes is not supported yet: the "
+                        .. "source sharding has devices of other processes"
+    end
+    table.sort(want)
+    assert.are.same(want, sorted_lines(out))
   end)
 end)
 

@@ -83,6 +83,11 @@ DLRUN_API dlrun_device *dlrun_sharding_device(const dlrun_sharding *s, size_t i)
 DLRUN_API ptrdiff_t dlrun_sharding_device_position(const dlrun_sharding *s, const dlrun_device *dev);
 /* True when every device holds the whole array. */
 DLRUN_API bool dlrun_sharding_is_fully_replicated(const dlrun_sharding *s);
+/* Whether every device of s belongs to this process (always, alone); and
+ * whether device i does. In a job, arrays hold only the shards on this
+ * process's devices. */
+DLRUN_API bool dlrun_sharding_is_fully_addressable(const dlrun_sharding *s);
+DLRUN_API bool dlrun_sharding_is_addressable(const dlrun_sharding *s, size_t i);
 /* How many ways dimension `dim` is split (1 when the spec does not reach it). */
 DLRUN_API int64_t dlrun_sharding_partitions(const dlrun_sharding *s, int dim);
 

@@ -47,6 +47,15 @@ dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
   return DLRUN_OK;
 }
 
+dlrun_status dlrun_array_check_addressable(const dlrun_array *a) {
+  if (dlrun_sharding_is_fully_addressable(a->sharding)) return DLRUN_OK;
+  return dlrun_fail(DLRUN_ERR_RUNTIME,
+                    "Fetching value for an Array that spans non-addressable (non process local) "
+                    "devices is not possible. You can use `dl.process_allgather` to print the "
+                    "global array or use `.addressable_shards` of the Array to inspect the "
+                    "addressable (process local) shards.");
+}
+
 dlrun_status dlrun_array_alloc(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
                                const int64_t *dims, dlrun_array **out) {
   *out = NULL;
@@ -61,6 +70,7 @@ dlrun_status dlrun_array_alloc(dlrun_sharding *sharding, dlrun_dtype dtype, int 
   dlrun_buffer **bufs = dlrun_calloc(n, sizeof *bufs);
   if (!bufs) return dlrun_fail_oom_host(n * sizeof *bufs);
   for (size_t i = 0; i < n; i++) {
+    if (!dlrun_sharding_is_addressable(sharding, i)) continue; /* another process's shard */
     st = dlrun_buffer_create(dlrun_sharding_device(sharding, i),
                              dlrun_sharding_memory_kind(sharding), shard_nbytes, &bufs[i]);
     if (st) {
@@ -116,7 +126,7 @@ dlrun_status dlrun_array_acquire_buffers(dlrun_array *a, dlrun_buffer **out) {
   if (live)
     for (size_t i = 0; i < a->nshards; i++) {
       out[i] = a->bufs[i];
-      dlrun_buffer_retain(out[i]);
+      if (out[i]) dlrun_buffer_retain(out[i]);
     }
   pthread_mutex_unlock(&a->mu);
   return live ? DLRUN_OK : deleted_error(a);
@@ -132,7 +142,8 @@ dlrun_status dlrun_array_block_until_ready(dlrun_array *a) {
   if (!events) return dlrun_fail_oom_host(a->nshards * sizeof *events);
   pthread_mutex_lock(&a->mu);
   bool live = a->bufs != NULL;
-  for (size_t i = 0; live && i < a->nshards; i++) events[i] = a->bufs[i]->ready;
+  for (size_t i = 0; live && i < a->nshards; i++)
+    events[i] = a->bufs[i] ? a->bufs[i]->ready : (dlrun_event){0};
   pthread_mutex_unlock(&a->mu);
   if (live) dlrun_events_wait(events, a->nshards);
   dlrun_free(events);
@@ -163,14 +174,15 @@ dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out)
   if (!st) {
     pthread_mutex_lock(&a->mu);
     bool live = a->bufs != NULL; /* decided under the lock: delete may race */
-    if (live) {
+    bool here = live && a->bufs[i];
+    if (here) {
       bufs[0] = a->bufs[i];
       dlrun_buffer_retain(bufs[0]);
     }
     pthread_mutex_unlock(&a->mu);
-    if (!live) {
+    if (!here) {
       dlrun_free(bufs);
-      st = deleted_error(a);
+      st = live ? dlrun_not_local(dlrun_sharding_device(a->sharding, i)) : deleted_error(a);
     }
   }
   if (!st) st = dlrun_array_wrap(a->dtype, a->ndim, a->shard_dims, single, bufs, out);
@@ -188,7 +200,8 @@ void dlrun_array_delete(dlrun_array *a) {
   if (!bufs) return;
   /* Let the work that writes the buffers finish, so that their memory
    * returns to the pools now rather than whenever that work runs. */
-  for (size_t i = a->nshards; i-- > 0;) dlrun_event_wait(bufs[i]->ready); /* as events_wait */
+  for (size_t i = a->nshards; i-- > 0;) /* as events_wait */
+    if (bufs[i]) dlrun_event_wait(bufs[i]->ready);
   dlrun_buffers_release(bufs, a->nshards);
 }
 

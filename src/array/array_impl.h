@@ -47,6 +47,10 @@ dlrun_status dlrun_array_alloc(dlrun_sharding *sharding, dlrun_dtype dtype, int 
 dlrun_status dlrun_array_acquire_buffers(dlrun_array *a, dlrun_buffer **out);
 void dlrun_buffers_release(dlrun_buffer **bufs, size_t n);
 
+/* RuntimeError "Fetching value for an Array that spans non-addressable ..."
+ * (JAX's text with dlrun's names) when some shard is another process's. */
+dlrun_status dlrun_array_check_addressable(const dlrun_array *a);
+
 /* Add to a runtime's transfer statistics (counted when planned). */
 void dlrun_count_transfer(dlrun_runtime *rt, const dlrun_transfer_stats *s);
 

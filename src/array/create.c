@@ -30,6 +30,7 @@ dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, 
   dlrun_row_major_strides(ndim, a->shard_dims, shard_strides);
   for (size_t i = 0; i < a->nshards && a->shard_nbytes; i++) {
     dlrun_buffer *b = a->bufs[i];
+    if (!b) continue; /* another process's shard: it fills its own */
     dlrun_sharding_shard_index(sharding, i, ndim, dims, lo, hi);
     dlrun_box_end dst = dlrun_buffer_end(b, lo, shard_strides);
     dlrun_box_end src = dlrun_host_end(data, zero_origin, host_strides);
@@ -52,7 +53,8 @@ dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int n
   if (!st) st = dlrun_array_alloc(sharding, dtype, ndim, dims, &a);
   dlrun_fill f = {.esize = info->size};
   memcpy(f.pattern, pattern, info->size);
-  for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++) st = dlrun_buffer_fill_async(a->bufs[i], &f);
+  for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++)
+    if (a->bufs[i]) st = dlrun_buffer_fill_async(a->bufs[i], &f);
   if (st) {
     dlrun_array_release(a);
     return st;
@@ -133,6 +135,7 @@ dlrun_status dlrun_array_arange(dlrun_sharding *sharding, dlrun_dtype dtype,
   if (!st) st = dlrun_array_alloc(sharding, dtype, 1, &n, &a);
   int64_t lo, hi;
   for (size_t i = 0; !st && a->shard_nbytes && i < a->nshards; i++) {
+    if (!a->bufs[i]) continue; /* another process's shard */
     dlrun_sharding_shard_index(sharding, i, 1, &n, &lo, &hi);
     p.first = lo;
     st = dlrun_buffer_fill_async(a->bufs[i], &p);

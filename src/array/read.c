@@ -101,6 +101,7 @@ dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes, 
                       (unsigned long long)nbytes, (unsigned long long)offset,
                       (unsigned long long)a->nbytes);
   dlrun_status st = dlrun_array_check_live(a);
+  if (!st) st = dlrun_array_check_addressable(a);
   if (st || nbytes == 0) return st;
   read_ctx c = {.a = a, .esize = esize, .dst = dst};
   c.bufs = dlrun_malloc(a->nshards * sizeof *c.bufs);

@@ -163,6 +163,12 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
     *out = src;
     return DLRUN_OK;
   }
+  if (!dlrun_sharding_is_fully_addressable(src->sharding) ||
+      !dlrun_sharding_is_fully_addressable(dst))
+    return dlrun_fail(DLRUN_ERR_RUNTIME,
+                      "device_put between processes is not supported yet: the %s sharding has "
+                      "devices of other processes",
+                      dlrun_sharding_is_fully_addressable(src->sharding) ? "target" : "source");
   dlrun_buffer **src_bufs = dlrun_malloc(src->nshards * sizeof *src_bufs);
   if (!src_bufs) return dlrun_fail_oom_host(src->nshards * sizeof *src_bufs);
   if ((st = dlrun_array_acquire_buffers(src, src_bufs))) {

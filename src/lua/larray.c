@@ -299,7 +299,8 @@ static void push_array_sharding(lua_State *L, int idx, dlrun_array *a) {
   lua_setiuservalue(L, idx, 1);
 }
 
-/* A Shard: {device=, index=, replica_id=, data=}. */
+/* A Shard: {device=, index=, replica_id=, data=}; data is nil for another
+ * process's shard. */
 static void push_shard(lua_State *L, dlrun_array *a, size_t i) {
   int ndim = dlrun_array_ndim(a);
   int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM], replica;
@@ -312,35 +313,44 @@ static void push_shard(lua_State *L, dlrun_array *a, size_t i) {
   lua_setfield(L, -2, "index");
   lua_pushinteger(L, replica);
   lua_setfield(L, -2, "replica_id");
+  if (!dlrun_sharding_is_addressable(dlrun_array_sharding(a), i)) return;
   array_ud *u = new_array_ud(L, 0);
   dlrun_lua_check(L, dlrun_array_shard_data(a, i, &u->a));
   lua_setfield(L, -2, "data");
 }
 
-static int push_addressable_shards(lua_State *L, dlrun_array *a) {
+/* addressable_shards (this process's), or global_shards (all). */
+static int push_shards(lua_State *L, dlrun_array *a, bool global) {
   size_t n = dlrun_array_shard_count(a);
   lua_createtable(L, (int)n, 0);
+  lua_Integer k = 0;
   for (size_t i = 0; i < n; i++) {
+    if (!global && !dlrun_sharding_is_addressable(dlrun_array_sharding(a), i)) continue;
     push_shard(L, a, i);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    lua_rawseti(L, -2, ++k);
   }
   return 1;
 }
 
-/* addressable_data(i): the i-th shard's data (1-based); any i gives a full
- * replica of a fully replicated array. */
+/* addressable_data(i): the data of this process's i-th shard (1-based);
+ * any i gives a full replica of a fully replicated array. */
 static int l_addressable_data(lua_State *L) {
   dlrun_array *a = check_live(L, "addressable_data", 2);
+  dlrun_sharding *s = dlrun_array_sharding(a);
   lua_Integer i;
-  size_t n = dlrun_array_shard_count(a);
+  size_t n = 0, total = dlrun_array_shard_count(a);
+  for (size_t k = 0; k < total; k++) n += dlrun_sharding_is_addressable(s, k);
   if (!dlrun_lua_to_integer(L, 2, &i))
     return dlrun_lua_number_error(L, "addressable_data", 2, "i", "an integer");
-  if (dlrun_sharding_is_fully_replicated(dlrun_array_sharding(a))) i = 1;
+  if (dlrun_sharding_is_fully_replicated(s)) i = 1;
   if (i < 1 || (size_t)i > n)
     return dlrun_lua_raise(L, "ValueError", "addressable_data: index %lld is out of range (1 to %zu)",
                            (long long)i, n);
+  size_t k = 0;
+  for (lua_Integer seen = 0; k < total; k++)
+    if (dlrun_sharding_is_addressable(s, k) && ++seen == i) break;
   array_ud *u = new_array_ud(L, 0);
-  dlrun_lua_check(L, dlrun_array_shard_data(a, (size_t)i - 1, &u->a));
+  dlrun_lua_check(L, dlrun_array_shard_data(a, k, &u->a));
   return 1;
 }
 
@@ -402,12 +412,13 @@ static int array_index(lua_State *L) {
   else if (strcmp(key, "itemsize") == 0) lua_pushinteger(L, (lua_Integer)info->size);
   else if (strcmp(key, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)dlrun_array_nbytes(a));
   else if (strcmp(key, "sharding") == 0) push_array_sharding(L, 1, a);
-  else if (strcmp(key, "is_fully_addressable") == 0) lua_pushboolean(L, 1);
+  else if (strcmp(key, "is_fully_addressable") == 0)
+    lua_pushboolean(L, dlrun_sharding_is_fully_addressable(dlrun_array_sharding(a)));
   else if (strcmp(key, "is_fully_replicated") == 0)
     lua_pushboolean(L, dlrun_sharding_is_fully_replicated(dlrun_array_sharding(a)));
-  else if (strcmp(key, "addressable_shards") == 0) {
+  else if (strcmp(key, "addressable_shards") == 0 || strcmp(key, "global_shards") == 0) {
     dlrun_lua_check(L, dlrun_array_check_live(a));
-    push_addressable_shards(L, a);
+    push_shards(L, a, key[0] == 'g');
   } else return 0;
   return 1;
 }

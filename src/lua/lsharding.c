@@ -547,6 +547,26 @@ static int l_devices_indices_map(lua_State *L) {
   return 1;
 }
 
+/* addressable_devices_indices_map(shape): devices_indices_map of this
+ * process's devices only. */
+static int l_addressable_devices_indices_map(lua_State *L) {
+  const char *fn = "addressable_devices_indices_map";
+  dlrun_sharding *s = check_self(L, fn, 2);
+  int64_t dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  int ndim = dlrun_lua_check_shape(L, 2, fn, "shape", dims);
+  dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
+  size_t n = dlrun_sharding_device_count(s);
+  lua_newtable(L);
+  for (size_t i = 0; i < n; i++) {
+    if (!dlrun_sharding_is_addressable(s, i)) continue;
+    dlrun_lua_push_device(L, dlrun_sharding_device(s, i));
+    dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
+    push_index(L, ndim, lo, hi);
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
 static int l_is_equivalent_to(lua_State *L) {
   dlrun_sharding *a = check_self(L, "is_equivalent_to", 3);
   dlrun_sharding *b = check_sharding(L, 2, "is_equivalent_to");
@@ -575,13 +595,16 @@ static int l_with_memory_kind(lua_State *L) {
   return 1;
 }
 
-/* device_set: the devices ordered by platform then id. */
-static int push_device_set(lua_State *L, dlrun_sharding *s) {
+/* device_set (or addressable_devices, this process's only): the devices
+ * ordered by platform then id. */
+static int push_devices_sorted(lua_State *L, dlrun_sharding *s, bool local_only) {
   size_t n = dlrun_sharding_device_count(s);
   lua_createtable(L, (int)n, 0);
+  lua_Integer k = 0;
   for (size_t i = 0; i < n; i++) {
+    if (local_only && !dlrun_sharding_is_addressable(s, i)) continue;
     dlrun_lua_push_device(L, dlrun_sharding_device(s, i));
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    lua_rawseti(L, -2, ++k);
   }
   lua_getglobal(L, "table");
   lua_getfield(L, -1, "sort");
@@ -589,6 +612,10 @@ static int push_device_set(lua_State *L, dlrun_sharding *s) {
   lua_pushvalue(L, -2);
   lua_call(L, 1, 0);
   return 1;
+}
+
+static int push_device_set(lua_State *L, dlrun_sharding *s) {
+  return push_devices_sorted(L, s, false);
 }
 
 void dlrun_lua_push_device_set(lua_State *L, dlrun_sharding *s) { push_device_set(L, s); }
@@ -608,7 +635,9 @@ static int sharding_index(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)dlrun_sharding_device_count(s));
   else if (strcmp(key, "is_fully_replicated") == 0)
     lua_pushboolean(L, dlrun_sharding_is_fully_replicated(s));
-  else if (strcmp(key, "is_fully_addressable") == 0) lua_pushboolean(L, 1);
+  else if (strcmp(key, "is_fully_addressable") == 0)
+    lua_pushboolean(L, dlrun_sharding_is_fully_addressable(s));
+  else if (strcmp(key, "addressable_devices") == 0) push_devices_sorted(L, s, true);
   else if (strcmp(key, "kind") == 0)
     lua_pushstring(L, dlrun_sharding_is_named(s) ? "NamedSharding" : "SingleDeviceSharding");
   else return 0;
@@ -672,6 +701,7 @@ void dlrun_lua_sharding_open(lua_State *L) {
   static const luaL_Reg methods[] = {
       {"shard_shape", l_shard_shape},
       {"devices_indices_map", l_devices_indices_map},
+      {"addressable_devices_indices_map", l_addressable_devices_indices_map},
       {"is_equivalent_to", l_is_equivalent_to},
       {"with_memory_kind", l_with_memory_kind},
       {NULL, NULL},

@@ -5,6 +5,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "dlrun/distributed.h"
 #include "shard_impl.h"
 
 static int compare_ptr(const void *a, const void *b) {
@@ -111,6 +112,8 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
   }
   m->rt = dlrun_device_runtime(devices[0]);
   dlrun_runtime_retain(m->rt);
+  for (size_t i = 0; i < ndevices; i++)
+    m->nlocal += dlrun_device_process_index(devices[i]) == dlrun_process_index();
   *out = m;
   return DLRUN_OK;
 }

@@ -15,6 +15,7 @@ struct dlrun_mesh {
   dlrun_device **devices;     /* flat row-major */
   dlrun_device **by_address;  /* sorted by pointer, for position lookups */
   size_t *position_of_sorted; /* by_address[i] is devices[position_of_sorted[i]] */
+  size_t nlocal;              /* devices of this process */
 };
 
 struct dlrun_sharding {

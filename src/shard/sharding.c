@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "core/text.h"
+#include "dlrun/distributed.h"
 #include "shard_impl.h"
 
 
@@ -175,6 +176,15 @@ bool dlrun_sharding_is_fully_replicated(const dlrun_sharding *s) {
   for (int i = 0; i < s->nentries; i++)
     if (s->partitions[i] != 1) return false;
   return true;
+}
+
+bool dlrun_sharding_is_fully_addressable(const dlrun_sharding *s) {
+  return s && s->mesh->nlocal == s->mesh->ndevices;
+}
+
+bool dlrun_sharding_is_addressable(const dlrun_sharding *s, size_t i) {
+  return s && i < s->mesh->ndevices &&
+         dlrun_device_process_index(s->mesh->devices[i]) == dlrun_process_index();
 }
 
 int64_t dlrun_sharding_partitions(const dlrun_sharding *s, int dim) {
