@@ -152,6 +152,27 @@ int dlrun_process_count(void) { return joined ? transport.size : 1; }
 const char *dlrun_distributed_transport(void) { return joined ? transport.name : NULL; }
 double dlrun_distributed_timeout(void) { return timeout_s; }
 
+int dlrun_dist_allgatherv(const void *send, void *recv, const size_t *counts,
+                          const size_t *displs, char *err, size_t errlen) {
+  return transport.allgatherv(send, recv, counts, displs, timeout_s, err, errlen);
+}
+
+int dlrun_dist_allgather(const void *send, size_t nbytes, void *recv, char *err, size_t errlen) {
+  size_t n = (size_t)transport.size;
+  size_t *counts = malloc(2 * n * sizeof *counts);
+  if (!counts) {
+    snprintf(err, errlen, "not enough memory");
+    return DLRUN_TRANSPORT_FAILED;
+  }
+  for (size_t r = 0; r < n; r++) {
+    counts[r] = nbytes;
+    counts[n + r] = r * nbytes;
+  }
+  int rc = dlrun_dist_allgatherv(send, recv, counts, counts + n, err, errlen);
+  free(counts);
+  return rc;
+}
+
 /* A fixed-size record of a barrier's name: its hash, its length and its
  * start, so that a mismatch can be told with both names. */
 typedef struct sync_record {
@@ -169,15 +190,15 @@ static uint32_t fnv1a(const char *s) {
  * when not ("<what> mismatch: ..." naming this process's value and the
  * first other one), RuntimeError "<call>: ..." when the wait passes the
  * timeout. */
-static dlrun_status agree(const char *call, const char *what, const char *value,
-                          bool as_value_error) {
+dlrun_status dlrun_dist_agree(const char *call, const char *what, const char *value,
+                              bool as_value_error) {
   if (!joined || transport.size == 1) return DLRUN_OK;
   sync_record mine = {.hash = fnv1a(value), .len = (uint32_t)strlen(value)};
   snprintf(mine.text, sizeof mine.text, "%s", value);
   sync_record *all = calloc((size_t)transport.size, sizeof *all);
   if (!all) return dlrun_fail_oom_host((size_t)transport.size * sizeof *all);
   char err[320] = "";
-  int rc = transport.allgather(&mine, sizeof mine, all, timeout_s, err, sizeof err);
+  int rc = dlrun_dist_allgather(&mine, sizeof mine, all, err, sizeof err);
   dlrun_status st = DLRUN_OK;
   if (rc != DLRUN_TRANSPORT_OK) {
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
@@ -199,11 +220,11 @@ dlrun_status dlrun_sync_global(const char *name) {
   char call[96];
   snprintf(call, sizeof call, "sync_global_devices('%.60s%s')", name,
            strlen(name) > 60 ? "..." : "");
-  return agree(call, "sync_global_devices name", name, false);
+  return dlrun_dist_agree(call, "sync_global_devices name", name, false);
 }
 
 dlrun_status dlrun_dist_agree_config(const char *what, const char *value) {
-  return agree(what, what, value, true);
+  return dlrun_dist_agree(what, what, value, true);
 }
 
 void dlrun_distributed_abort(int code) {

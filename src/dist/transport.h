@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 /* Raised when the vtable changes; the loader refuses other values. */
-#define DLRUN_TRANSPORT_ABI 1
+#define DLRUN_TRANSPORT_ABI 2
 /* The function a module exports, by this name. */
 #define DLRUN_TRANSPORT_OPEN_SYMBOL "dlrun_transport_open"
 
@@ -20,10 +20,11 @@ typedef struct dlrun_transport {
   int abi;
   const char *name; /* "mpi" */
   int rank, size;   /* this process, and how many */
-  /* Every process contributes `nbytes` (the same on all); recv gets
-   * size * nbytes, in rank order. */
-  int (*allgather)(const void *send, size_t nbytes, void *recv, double timeout_s, char *err,
-                   size_t errlen);
+  /* Every process r contributes counts[r] bytes (send, counts[rank] of
+   * them); recv gets process r's at displs[r]. Every process passes the
+   * same counts and displs. */
+  int (*allgatherv)(const void *send, void *recv, const size_t *counts, const size_t *displs,
+                    double timeout_s, char *err, size_t errlen);
   /* End every process of the job now with `code`. */
   void (*abort)(int code);
   /* Leave the job. */

@@ -41,29 +41,47 @@ static void list_missing(const int *arrived, char *buf, size_t n) {
   }
 }
 
-static int allgather(const void *send, size_t nbytes, void *recv, double timeout_s, char *err,
-                     size_t errlen) {
-  if (nbytes > (size_t)0x7fffffff) {
-    snprintf(err, errlen, "allgather of %zu bytes: more than one message can carry", nbytes);
-    return DLRUN_TRANSPORT_FAILED;
-  }
+/* Bytes per message: MPI counts are int. A larger contribution goes as
+ * several messages, in order. */
+#define CHUNK ((size_t)1 << 30)
+
+static size_t nchunks(size_t bytes) { return bytes == 0 ? 1 : (bytes + CHUNK - 1) / CHUNK; }
+
+static int allgatherv(const void *send, void *recv, const size_t *counts, const size_t *displs,
+                      double timeout_s, char *err, size_t errlen) {
   int tag = (int)(call_seq++ % 30000u);
   unsigned char *out = recv;
-  memcpy(out + (size_t)rank * nbytes, send, nbytes);
-  MPI_Request *reqs = malloc(2 * (size_t)size * sizeof *reqs);
-  int *arrived = calloc((size_t)size, sizeof *arrived);
-  if (!reqs || !arrived) {
+  memcpy(out + displs[rank], send, counts[rank]);
+  size_t nreq = 0;
+  for (int r = 0; r < size; r++)
+    if (r != rank) nreq += nchunks(counts[r]) + nchunks(counts[rank]);
+  size_t nproc = size > 0 ? (size_t)size : 1;
+  MPI_Request *reqs = malloc((nreq ? nreq : 1) * sizeof *reqs);
+  size_t *first = malloc(nproc * sizeof *first); /* r's first receive request */
+  int *arrived = calloc(nproc, sizeof *arrived);
+  if (!reqs || !first || !arrived) {
     free(reqs);
+    free(first);
     free(arrived);
     snprintf(err, errlen, "not enough memory");
     return DLRUN_TRANSPORT_FAILED;
   }
-  int nreq = 0;
+  size_t k = 0;
   for (int r = 0; r < size; r++) {
     if (r == rank) continue;
-    MPI_Irecv(out + (size_t)r * nbytes, (int)nbytes, MPI_BYTE, r, tag, comm, &reqs[2 * r]);
-    MPI_Isend(send, (int)nbytes, MPI_BYTE, r, tag, comm, &reqs[2 * r + 1]);
-    nreq += 2;
+    first[r] = k;
+    for (size_t c = 0; c < nchunks(counts[r]); c++) {
+      size_t off = c * CHUNK, n = counts[r] - off < CHUNK ? counts[r] - off : CHUNK;
+      MPI_Irecv(out + displs[r] + off, (int)n, MPI_BYTE, r, tag, comm, &reqs[k++]);
+    }
+  }
+  size_t sends = k;
+  for (int r = 0; r < size; r++) {
+    if (r == rank) continue;
+    for (size_t c = 0; c < nchunks(counts[rank]); c++) {
+      size_t off = c * CHUNK, n = counts[rank] - off < CHUNK ? counts[rank] - off : CHUNK;
+      MPI_Isend((const unsigned char *)send + off, (int)n, MPI_BYTE, r, tag, comm, &reqs[k++]);
+    }
   }
   double deadline = now_s() + timeout_s;
   int rc = DLRUN_TRANSPORT_OK, pending = size - 1;
@@ -71,7 +89,7 @@ static int allgather(const void *send, size_t nbytes, void *recv, double timeout
     for (int r = 0; r < size; r++) {
       if (r == rank || arrived[r]) continue;
       int done = 0;
-      MPI_Test(&reqs[2 * r], &done, MPI_STATUS_IGNORE);
+      MPI_Testall((int)nchunks(counts[r]), &reqs[first[r]], &done, MPI_STATUSES_IGNORE);
       if (done) {
         arrived[r] = 1;
         pending--;
@@ -88,20 +106,18 @@ static int allgather(const void *send, size_t nbytes, void *recv, double timeout
     }
     sched_yield(); /* oversubscribed processes: let the others run */
   }
-  for (int r = 0; r < size; r++) {
-    if (r == rank) continue;
-    if (!arrived[r]) { /* a failed call: take back the receive, leave the send */
-      MPI_Cancel(&reqs[2 * r]);
-      MPI_Request_free(&reqs[2 * r]);
-      MPI_Request_free(&reqs[2 * r + 1]);
-    } else if (rc == DLRUN_TRANSPORT_OK) {
-      MPI_Wait(&reqs[2 * r + 1], MPI_STATUS_IGNORE); /* received by all: sends end */
-    } else {
-      MPI_Request_free(&reqs[2 * r + 1]);
+  if (rc == DLRUN_TRANSPORT_OK) {
+    /* Everyone received from everyone, so every send is matched: finish them. */
+    MPI_Waitall((int)(k - sends), &reqs[sends], MPI_STATUSES_IGNORE);
+  } else { /* a failed call: take back the receives, leave the sends */
+    for (size_t i = 0; i < k; i++) {
+      if (reqs[i] == MPI_REQUEST_NULL) continue;
+      if (i < sends) MPI_Cancel(&reqs[i]);
+      MPI_Request_free(&reqs[i]);
     }
   }
-  (void)nreq;
   free(reqs);
+  free(first);
   free(arrived);
   return rc;
 }
@@ -135,7 +151,7 @@ EXPORT int dlrun_transport_open(int abi, dlrun_transport *out, char *err, size_t
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   *out = (dlrun_transport){.abi = DLRUN_TRANSPORT_ABI, .name = "mpi", .rank = rank,
-                           .size = size, .allgather = allgather, .abort = abort_job,
+                           .size = size, .allgatherv = allgatherv, .abort = abort_job,
                            .finalize = finalize};
   return DLRUN_TRANSPORT_OK;
 }
