@@ -25,7 +25,7 @@ internal() {
   dist) echo "core" ;;
   device) echo "core mem dist" ;;
   shard) echo "core" ;;
-  array) echo "core device shard" ;;
+  array) echo "core dist device shard" ;;
   dlpack) echo "core device shard array" ;;
   lua) echo "" ;;
   cli) echo "" ;;

@@ -117,6 +117,9 @@ typedef struct dlrun_transfer_stats {
   uint64_t local_bytes; /* bytes copied within one device memory (relayout) */
   uint64_t copies;      /* box copies made */
   uint64_t shares;      /* shards reused without a copy */
+  /* Between processes (this process's share): bytes sent to and received
+   * from other processes. Received bytes count in bytes_moved too. */
+  uint64_t bytes_sent, bytes_received;
 } dlrun_transfer_stats;
 
 typedef struct dlrun_put_options {

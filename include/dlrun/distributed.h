@@ -10,6 +10,7 @@
 #define DLRUN_DISTRIBUTED_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "status.h"
 
@@ -28,6 +29,10 @@ typedef struct dlrun_distributed_options {
   /* Seconds any wait for the other processes may last before it fails
    * with DLRUN_ERR_RUNTIME; 0: $DLRUN_DISTRIBUTED_TIMEOUT, else 300. */
   double timeout_s;
+  /* The largest message between two processes, in bytes (4096 to 1 GiB);
+   * larger pieces go as several. 0: $DLRUN_DISTRIBUTED_MESSAGE_BYTES, else
+   * 1 GiB. */
+  uint64_t message_bytes;
   /* The transport module to load; NULL: $DLRUN_MPI_MODULE, else
    * libdlrun_mpi.so beside the library (or the executable linking it
    * statically), then in ../lib from there, then the loader's search path. */

@@ -14,7 +14,9 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device/copy.h"
+#include "dist/dist.h"
 #include "grid.h"
+#include "transfer_impl.h"
 
 typedef struct planner {
   dlrun_array *src;
@@ -49,11 +51,8 @@ static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const siz
   return 0;
 }
 
-/* The source shard to share for destination i, or -1: the same device,
- * memory kind and index. */
-static ptrdiff_t shareable(const dlrun_array *src, dlrun_buffer **src_bufs,
-                           const dlrun_sharding *dst, size_t i, const int64_t *lo,
-                           const int64_t *hi) {
+ptrdiff_t dlrun_put_shareable(const dlrun_array *src, const dlrun_sharding *dst, size_t i,
+                              const int64_t *lo, const int64_t *hi) {
   if (dlrun_sharding_memory_kind(dst) != dlrun_sharding_memory_kind(src->sharding)) return -1;
   ptrdiff_t j = dlrun_sharding_device_position(src->sharding, dlrun_sharding_device(dst, i));
   if (j < 0) return -1;
@@ -61,7 +60,6 @@ static ptrdiff_t shareable(const dlrun_array *src, dlrun_buffer **src_bufs,
   dlrun_sharding_shard_index(src->sharding, (size_t)j, src->ndim, src->dims, slo, shi);
   for (int d = 0; d < src->ndim; d++)
     if (slo[d] != lo[d] || shi[d] != hi[d]) return -1;
-  (void)src_bufs;
   return j;
 }
 
@@ -104,7 +102,7 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
   dlrun_row_major_strides(src->ndim, shard_dims, dst_strides);
   for (size_t i = 0; i < pl->n && !st; i++) {
     dlrun_sharding_shard_index(dst, i, src->ndim, src->dims, lo, hi);
-    ptrdiff_t j = may_share ? shareable(src, src_bufs, dst, i, lo, hi) : -1;
+    ptrdiff_t j = may_share ? dlrun_put_shareable(src, dst, i, lo, hi) : -1;
     if (j >= 0) {
       pl->dst_bufs[i] = src_bufs[j];
       dlrun_buffer_retain(src_bufs[j]);
@@ -149,12 +147,28 @@ static dlrun_status validate_put(dlrun_array *src, dlrun_sharding *dst,
                             &shard_nbytes);
 }
 
+/* The one process holding every device of a and b, or -1 when they span
+ * several. */
+static int only_process(const dlrun_sharding *a, const dlrun_sharding *b) {
+  int p = dlrun_device_process_index(dlrun_sharding_device(a, 0));
+  const dlrun_sharding *both[2] = {a, b};
+  for (size_t s = 0; s < 2; s++)
+    for (size_t i = 0; i < dlrun_sharding_device_count(both[s]); i++)
+      if (dlrun_device_process_index(dlrun_sharding_device(both[s], i)) != p) return -1;
+  return p;
+}
+
 dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
                               const dlrun_put_options *options, dlrun_array **out) {
   DLRUN_NONNULL(out, "dlrun_device_put", "out");
   *out = NULL;
   dlrun_put_options o = options ? *options : (dlrun_put_options){0};
   dlrun_status st = validate_put(src, dst, &o);
+  /* Between processes: collective. Where both shardings are another single
+   * process's, this one takes no part: its result holds no shard. */
+  int owner = src && dst && dlrun_dist_transport() ? only_process(src->sharding, dst)
+                                                   : dlrun_process_index();
+  if (owner < 0) return dlrun_device_put_global(src, dst, &o, st, out);
   if (st) return st;
   bool may_share = o.may_alias != DLRUN_ALIAS_NEVER;
   if (may_share && !o.donate && dlrun_sharding_equal(src->sharding, dst)) {
@@ -163,12 +177,12 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
     *out = src;
     return DLRUN_OK;
   }
-  if (!dlrun_sharding_is_fully_addressable(src->sharding) ||
-      !dlrun_sharding_is_fully_addressable(dst))
-    return dlrun_fail(DLRUN_ERR_RUNTIME,
-                      "device_put between processes is not supported yet: the %s sharding has "
-                      "devices of other processes",
-                      dlrun_sharding_is_fully_addressable(src->sharding) ? "target" : "source");
+  if (owner != dlrun_process_index()) {
+    if (o.stats) *o.stats = (dlrun_transfer_stats){0};
+    if ((st = dlrun_array_alloc(dst, src->dtype, src->ndim, src->dims, out))) return st;
+    if (o.donate) dlrun_array_delete(src);
+    return DLRUN_OK;
+  }
   dlrun_buffer **src_bufs = dlrun_malloc(src->nshards * sizeof *src_bufs);
   if (!src_bufs) return dlrun_fail_oom_host(src->nshards * sizeof *src_bufs);
   if ((st = dlrun_array_acquire_buffers(src, src_bufs))) {
@@ -203,6 +217,8 @@ void dlrun_count_transfer(dlrun_runtime *rt, const dlrun_transfer_stats *s) {
   atomic_fetch_add(&rt->local_bytes, s->local_bytes);
   atomic_fetch_add(&rt->copies, s->copies);
   atomic_fetch_add(&rt->shares, s->shares);
+  atomic_fetch_add(&rt->bytes_sent, s->bytes_sent);
+  atomic_fetch_add(&rt->bytes_received, s->bytes_received);
 }
 
 void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out) {
@@ -215,6 +231,8 @@ void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out) {
   out->local_bytes = atomic_load(&rt->local_bytes);
   out->copies = atomic_load(&rt->copies);
   out->shares = atomic_load(&rt->shares);
+  out->bytes_sent = atomic_load(&rt->bytes_sent);
+  out->bytes_received = atomic_load(&rt->bytes_received);
 }
 
 void dlrun_transfer_stats_reset(dlrun_runtime *rt) {
@@ -223,4 +241,6 @@ void dlrun_transfer_stats_reset(dlrun_runtime *rt) {
   atomic_store(&rt->local_bytes, 0);
   atomic_store(&rt->copies, 0);
   atomic_store(&rt->shares, 0);
+  atomic_store(&rt->bytes_sent, 0);
+  atomic_store(&rt->bytes_received, 0);
 }

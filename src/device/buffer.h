@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "device/device_impl.h"
+#include "dist/transport.h"
 #include "dlrun/dtype.h"
 #include "dlrun/shape.h"
 
@@ -101,6 +102,19 @@ void dlrun_buffer_fill(dlrun_buffer *b, const dlrun_fill *f);
 /* Queue the fill of b on its device's stream; b's ready event becomes the
  * fill's. On failure nothing is queued. */
 dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f);
+
+/* ---- the transport between processes ---- */
+
+/* The message (dist/transport.h) that sends or receives the non-empty box
+ * [lo, hi) (global coordinates) of b, whose block of shape shard_dims
+ * starts at `origin`, straight from or into b's memory through its
+ * platform's transport view; to or from process `peer`. Dimensions are
+ * merged where contiguous. DLRUN_ERR_RUNTIME when the platform's transport
+ * cannot reach b's memory. */
+dlrun_status dlrun_buffer_piece(const dlrun_buffer *b, size_t esize, int ndim,
+                                const int64_t *shard_dims, const int64_t *origin,
+                                const int64_t *lo, const int64_t *hi, int peer,
+                                dlrun_transport_piece *out);
 
 /* ---- DLPack device codes ---- */
 

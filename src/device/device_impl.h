@@ -56,6 +56,11 @@ typedef struct dlrun_platform {
   dlrun_event (*event_record)(dlrun_device *dev);
   bool (*event_query)(dlrun_event ev);
   void (*event_synchronize)(dlrun_event ev);
+  /* (optional) Where a transport between processes (MPI) reads and writes
+   * the bytes at device address `data` of dev's `kind` memory, as a
+   * CUDA-aware MPI reaches device memory; NULL (slot or result): it cannot,
+   * and device_put between processes refuses that memory. */
+  void *(*transport_view)(const dlrun_device *dev, dlrun_memory_kind kind, const void *data);
   /* DLPack: the (device_type, device_id) that dev's `kind` memory exports
    * as; and which of this platform's devices (its index among them, or -1)
    * and memory a producer's (device_type, device_id) names. */
@@ -154,7 +159,7 @@ struct dlrun_runtime {
   uint64_t memory_total;       /* capacities of all memories of all devices */
   char memory_note[320];       /* dlrun_runtime_memory_note; empty when none */
   /* Transfer statistics (dlrun_transfer_stats_get). */
-  atomic_uint_fast64_t bytes_moved, local_bytes, copies, shares;
+  atomic_uint_fast64_t bytes_moved, local_bytes, copies, shares, bytes_sent, bytes_received;
   atomic_int_fast64_t live_exports; /* DLPack exports whose deleter has not run */
   atomic_uint_fast64_t bytes_queued, bytes_done; /* transfer progress */
 };

@@ -63,6 +63,14 @@ static void host_fill(const dlrun_device *dev, dlrun_memory_kind kind, void *dat
   dlrun_host_fill(data, nbytes, f);
 }
 
+/* Host memory: the transport reaches it where the host does. */
+static void *host_transport_view(const dlrun_device *dev, dlrun_memory_kind kind,
+                                 const void *data) {
+  (void)dev;
+  (void)kind;
+  return (void *)data;
+}
+
 /* Work and events on the runtime's host worker threads: each device's
  * stream is a dlrun_stream, an event a point on it. A dependency is an
  * event of any platform whose events are such points (every platform
@@ -108,6 +116,7 @@ static const dlrun_platform cpu_platform = {
     .event_record = dlrun_host_event_record,
     .event_query = dlrun_stream_reached,
     .event_synchronize = dlrun_stream_wait,
+    .transport_view = host_transport_view,
     .dlpack_device = cpu_dlpack_device,
     .dlpack_lookup = cpu_dlpack_lookup,
 };

@@ -83,6 +83,13 @@ static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void
   return r->view + ((const unsigned char *)data - base);
 }
 
+/* The view is host memory, which MPI reaches as it would a GPU's through
+ * a CUDA-aware build. */
+static void *sim_transport_view(const dlrun_device *dev, dlrun_memory_kind kind,
+                                const void *data) {
+  return view_of(dev, kind, data);
+}
+
 static void sim_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
                          const dlrun_box_end *dst, const dlrun_box_end *src) {
   dlrun_host_copy_box(esize, ndim, lo, hi, view_of(dst->dev, dst->kind, dst->data), dst->origin,
@@ -124,6 +131,7 @@ const dlrun_platform dlrun_sim_platform = {
     .event_record = dlrun_host_event_record,
     .event_query = dlrun_stream_reached,
     .event_synchronize = dlrun_stream_wait,
+    .transport_view = sim_transport_view,
     .dlpack_device = sim_dlpack_device,
     .dlpack_lookup = sim_dlpack_lookup,
 };

@@ -1,8 +1,18 @@
-/* Internal: what the layers above ask of a joined job. */
+/* Internal: what the layers above ask of a joined job. Collective calls are
+ * made by every process, in the same order; each agrees first
+ * (dlrun_dist_agree_call), so that a misuse is an error on every process,
+ * never a hang. Every wait is bounded by dlrun_distributed_timeout(). */
 #ifndef DLRUN_DIST_DIST_H
 #define DLRUN_DIST_DIST_H
 
+#include "dist/transport.h"
 #include "dlrun/distributed.h"
+
+/* The transport of a job of more than one process, or NULL (alone, or a
+ * job of one): collectives have nothing to exchange then. */
+const dlrun_transport *dlrun_dist_transport(void);
+/* The largest message between two processes, in bytes. */
+uint64_t dlrun_dist_message_bytes(void);
 
 /* Collective: whether every process passed the same configuration `value`
  * (a device spec). ValueError on every process when not, naming this
@@ -15,13 +25,43 @@ dlrun_status dlrun_dist_agree_config(const char *what, const char *value);
 dlrun_status dlrun_dist_agree(const char *call, const char *what, const char *value,
                               bool as_value_error);
 
-/* Joined only. Process r's counts[r] bytes land at recv + displs[r] on
- * every process (send holds this process's); every process passes the same
- * counts and displs. Returns 0, or a transport code with a message in err
- * (a timeout names who did not arrive). */
+/* One argument of a collective call, as text that must be equal on every
+ * process ("float32[8,4]"). */
+typedef struct dlrun_dist_field {
+  const char *name; /* for the message: "the source sharding" */
+  const char *value;
+} dlrun_dist_field;
+#define DLRUN_DIST_MAX_FIELDS 6
+
+/* Collective: agree on a call before running it. `mine` is this process's
+ * own check of its arguments (DLRUN_OK, or the status of the error it
+ * set). Returns `mine` with its message on this process when it failed;
+ * else RuntimeError on every process when another process failed its
+ * checks ("<call> failed on process 1: ValueError: ..."), made another
+ * call or is at another collective call ("<call> mismatch: ..."), or
+ * passed a different field ("<call> mismatch: <name> differs: process 0
+ * has '...', process 1 '...'"); a timeout names who did not arrive. Alone:
+ * `mine`. */
+dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine, size_t nfields,
+                                   const dlrun_dist_field *fields);
+
+/* Joined only (dlrun_dist_transport() not NULL). They return
+ * DLRUN_TRANSPORT_OK, or a transport code with a message in err (a timeout
+ * names who did not arrive). */
+
+/* Process r's counts[r] bytes land at recv + displs[r] on every process
+ * (send holds this process's); every process passes the same counts and
+ * displs. */
 int dlrun_dist_allgatherv(const void *send, void *recv, const size_t *counts,
                           const size_t *displs, char *err, size_t errlen);
 /* The same with nbytes from every process, in process order. */
 int dlrun_dist_allgather(const void *send, size_t nbytes, void *recv, char *err, size_t errlen);
+/* The transport's exchange (transport.h): every piece is at most
+ * dlrun_dist_message_bytes(). */
+int dlrun_dist_exchange(const dlrun_transport_piece *sends, size_t nsends,
+                        const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
+                        size_t errlen);
+/* nbytes at buf on process `root` into buf on every other process. */
+int dlrun_dist_bcast(void *buf, size_t nbytes, int root, char *err, size_t errlen);
 
 #endif

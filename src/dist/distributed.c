@@ -18,11 +18,14 @@
 
 #define DEFAULT_TIMEOUT_S 300.0
 #define MODULE_NAME "libdlrun_mpi.so"
+#define DEFAULT_MESSAGE_BYTES ((uint64_t)1 << 30)
+#define MIN_MESSAGE_BYTES ((uint64_t)4096)
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static dlrun_transport transport; /* .name set once joined */
 static bool joined, left;
 static double timeout_s = DEFAULT_TIMEOUT_S;
+static uint64_t message_bytes = DEFAULT_MESSAGE_BYTES;
 
 /* Whether an MPI launcher started this process: Open MPI's or MPICH's
  * (Hydra's) environment. */
@@ -41,6 +44,24 @@ static dlrun_status env_timeout(double *out) {
   if (errno || end == text || *end || !(v > 0) || v > 1e9)
     return dlrun_fail(DLRUN_ERR_VALUE,
                       "DLRUN_DISTRIBUTED_TIMEOUT=\"%s\" is not a positive number of seconds",
+                      text);
+  *out = v;
+  return DLRUN_OK;
+}
+
+/* $DLRUN_DISTRIBUTED_MESSAGE_BYTES, checked: whole bytes, 4 KiB to 1 GiB. */
+static dlrun_status env_message_bytes(uint64_t *out) {
+  const char *text = getenv("DLRUN_DISTRIBUTED_MESSAGE_BYTES");
+  *out = DEFAULT_MESSAGE_BYTES;
+  if (!text || !*text) return DLRUN_OK;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || end == text || *end || *text == '-' || v < MIN_MESSAGE_BYTES ||
+      v > DEFAULT_MESSAGE_BYTES)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "DLRUN_DISTRIBUTED_MESSAGE_BYTES=\"%s\" is not a number of bytes from "
+                      "4096 to 1073741824",
                       text);
   *out = v;
   return DLRUN_OK;
@@ -132,8 +153,15 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
   if (o.timeout_s < 0 || o.timeout_s != o.timeout_s)
     return dlrun_fail(DLRUN_ERR_VALUE,
                       "dlrun_distributed_init: timeout_s must be positive (0: the default)");
+  if (o.message_bytes &&
+      (o.message_bytes < MIN_MESSAGE_BYTES || o.message_bytes > DEFAULT_MESSAGE_BYTES))
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "dlrun_distributed_init: message_bytes must be from 4096 to 1073741824 "
+                      "(0: the default)");
   double timeout = o.timeout_s;
+  uint64_t msg = o.message_bytes;
   dlrun_status st = timeout > 0 ? DLRUN_OK : env_timeout(&timeout);
+  if (!st && !msg) st = env_message_bytes(&msg);
   if (st) return st;
   pthread_mutex_lock(&mu);
   if (joined || left)
@@ -141,7 +169,10 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
                     left ? "left" : "joined");
   else if (o.mode == DLRUN_DISTRIBUTED_MPI || (o.mode == DLRUN_DISTRIBUTED_AUTO && launched()))
     st = join(o.module);
-  if (!st) timeout_s = timeout;
+  if (!st) {
+    timeout_s = timeout;
+    message_bytes = msg;
+  }
   pthread_mutex_unlock(&mu);
   return st;
 }
@@ -152,80 +183,11 @@ int dlrun_process_count(void) { return joined ? transport.size : 1; }
 const char *dlrun_distributed_transport(void) { return joined ? transport.name : NULL; }
 double dlrun_distributed_timeout(void) { return timeout_s; }
 
-int dlrun_dist_allgatherv(const void *send, void *recv, const size_t *counts,
-                          const size_t *displs, char *err, size_t errlen) {
-  return transport.allgatherv(send, recv, counts, displs, timeout_s, err, errlen);
+const dlrun_transport *dlrun_dist_transport(void) {
+  return joined && transport.size > 1 ? &transport : NULL;
 }
 
-int dlrun_dist_allgather(const void *send, size_t nbytes, void *recv, char *err, size_t errlen) {
-  size_t n = (size_t)transport.size;
-  size_t *counts = malloc(2 * n * sizeof *counts);
-  if (!counts) {
-    snprintf(err, errlen, "not enough memory");
-    return DLRUN_TRANSPORT_FAILED;
-  }
-  for (size_t r = 0; r < n; r++) {
-    counts[r] = nbytes;
-    counts[n + r] = r * nbytes;
-  }
-  int rc = dlrun_dist_allgatherv(send, recv, counts, counts + n, err, errlen);
-  free(counts);
-  return rc;
-}
-
-/* A fixed-size record of a barrier's name: its hash, its length and its
- * start, so that a mismatch can be told with both names. */
-typedef struct sync_record {
-  uint32_t hash, len;
-  char text[56];
-} sync_record;
-
-static uint32_t fnv1a(const char *s) {
-  uint32_t h = 2166136261u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-  return h;
-}
-
-/* Whether every process passed the same `value`: an error on every process
- * when not ("<what> mismatch: ..." naming this process's value and the
- * first other one), RuntimeError "<call>: ..." when the wait passes the
- * timeout. */
-dlrun_status dlrun_dist_agree(const char *call, const char *what, const char *value,
-                              bool as_value_error) {
-  if (!joined || transport.size == 1) return DLRUN_OK;
-  sync_record mine = {.hash = fnv1a(value), .len = (uint32_t)strlen(value)};
-  snprintf(mine.text, sizeof mine.text, "%s", value);
-  sync_record *all = calloc((size_t)transport.size, sizeof *all);
-  if (!all) return dlrun_fail_oom_host((size_t)transport.size * sizeof *all);
-  char err[320] = "";
-  int rc = dlrun_dist_allgather(&mine, sizeof mine, all, err, sizeof err);
-  dlrun_status st = DLRUN_OK;
-  if (rc != DLRUN_TRANSPORT_OK) {
-    st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
-  } else {
-    for (int r = 0; r < transport.size && !st; r++)
-      if (all[r].hash != mine.hash || all[r].len != mine.len)
-        st = dlrun_fail(as_value_error ? DLRUN_ERR_VALUE : DLRUN_ERR_RUNTIME,
-                        "%s mismatch: process %d has '%s%s', process %d '%s%s'", what,
-                        dlrun_process_index(), mine.text,
-                        mine.len >= sizeof mine.text ? "..." : "", r, all[r].text,
-                        all[r].len >= sizeof all[r].text ? "..." : "");
-  }
-  free(all);
-  return st;
-}
-
-dlrun_status dlrun_sync_global(const char *name) {
-  if (!name) name = "";
-  char call[96];
-  snprintf(call, sizeof call, "sync_global_devices('%.60s%s')", name,
-           strlen(name) > 60 ? "..." : "");
-  return dlrun_dist_agree(call, "sync_global_devices name", name, false);
-}
-
-dlrun_status dlrun_dist_agree_config(const char *what, const char *value) {
-  return dlrun_dist_agree(what, what, value, true);
-}
+uint64_t dlrun_dist_message_bytes(void) { return message_bytes; }
 
 void dlrun_distributed_abort(int code) {
   fflush(NULL);

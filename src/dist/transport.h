@@ -8,13 +8,29 @@
 #define DLRUN_DIST_TRANSPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Raised when the vtable changes; the loader refuses other values. */
-#define DLRUN_TRANSPORT_ABI 2
+#define DLRUN_TRANSPORT_ABI 3
 /* The function a module exports, by this name. */
 #define DLRUN_TRANSPORT_OPEN_SYMBOL "dlrun_transport_open"
 
 enum { DLRUN_TRANSPORT_OK = 0, DLRUN_TRANSPORT_FAILED = 1, DLRUN_TRANSPORT_TIMEOUT = 2 };
+
+/* Dimensions of a piece: an array's 32 plus one for strided elements. */
+#define DLRUN_TRANSPORT_MAX_DIMS 33
+
+/* One message of an exchange: a strided block of memory the transport may
+ * read (a send) or write (a receive) directly. Dimension ndim-1 is
+ * count[ndim-1] contiguous bytes; each outer dimension d repeats the block
+ * inside it count[d] times, stride[d] bytes apart. At most 1 GiB in all. */
+typedef struct dlrun_transport_piece {
+  int peer; /* the other process */
+  int ndim; /* 1 to DLRUN_TRANSPORT_MAX_DIMS */
+  void *base;
+  int64_t count[DLRUN_TRANSPORT_MAX_DIMS];
+  int64_t stride[DLRUN_TRANSPORT_MAX_DIMS];
+} dlrun_transport_piece;
 
 typedef struct dlrun_transport {
   int abi;
@@ -25,6 +41,13 @@ typedef struct dlrun_transport {
    * same counts and displs. */
   int (*allgatherv)(const void *send, void *recv, const size_t *counts, const size_t *displs,
                     double timeout_s, char *err, size_t errlen);
+  /* Post every receive and send, then wait for all of them. Messages
+   * between two processes match in the order listed, so both sides list
+   * them in the same order. A timeout names the processes whose messages
+   * did not come. */
+  int (*exchange)(const dlrun_transport_piece *sends, size_t nsends,
+                  const dlrun_transport_piece *recvs, size_t nrecvs, double timeout_s, char *err,
+                  size_t errlen);
   /* End every process of the job now with `code`. */
   void (*abort)(int code);
   /* Leave the job. */

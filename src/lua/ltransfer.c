@@ -374,7 +374,7 @@ static int l_from_callback(lua_State *L) {
 }
 
 static void push_stats(lua_State *L, const dlrun_transfer_stats *s) {
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 6);
   lua_pushinteger(L, (lua_Integer)s->bytes_moved);
   lua_setfield(L, -2, "bytes_moved");
   lua_pushinteger(L, (lua_Integer)s->local_bytes);
@@ -383,6 +383,10 @@ static void push_stats(lua_State *L, const dlrun_transfer_stats *s) {
   lua_setfield(L, -2, "copies");
   lua_pushinteger(L, (lua_Integer)s->shares);
   lua_setfield(L, -2, "shares");
+  lua_pushinteger(L, (lua_Integer)s->bytes_sent);
+  lua_setfield(L, -2, "bytes_sent");
+  lua_pushinteger(L, (lua_Integer)s->bytes_received);
+  lua_setfield(L, -2, "bytes_received");
 }
 
 /* dl.transfer_stats([{reset = true}]): counts since start or the last reset. */

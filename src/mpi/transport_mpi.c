@@ -122,6 +122,98 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
   return rc;
 }
 
+/* The MPI datatype of a piece: its contiguous bytes, repeated outward by
+ * byte-strided vectors. */
+static int piece_type(const dlrun_transport_piece *p, MPI_Datatype *out) {
+  MPI_Datatype t;
+  if (MPI_Type_contiguous((int)p->count[p->ndim - 1], MPI_BYTE, &t) != MPI_SUCCESS) return 1;
+  for (int d = p->ndim - 2; d >= 0; d--) {
+    MPI_Datatype outer;
+    int rc = MPI_Type_create_hvector((int)p->count[d], 1, (MPI_Aint)p->stride[d], t, &outer);
+    MPI_Type_free(&t);
+    if (rc != MPI_SUCCESS) return 1;
+    t = outer;
+  }
+  if (MPI_Type_commit(&t) != MPI_SUCCESS) {
+    MPI_Type_free(&t);
+    return 1;
+  }
+  *out = t;
+  return 0;
+}
+
+static int exchange(const dlrun_transport_piece *sends, size_t nsends,
+                    const dlrun_transport_piece *recvs, size_t nrecvs, double timeout_s,
+                    char *err, size_t errlen) {
+  int tag = (int)(call_seq++ % 30000u);
+  size_t n = nsends + nrecvs;
+  MPI_Request *reqs = malloc((n ? n : 1) * sizeof *reqs);
+  MPI_Datatype *types = malloc((n ? n : 1) * sizeof *types);
+  int *arrived = calloc(size > 0 ? (size_t)size : 1, sizeof *arrived);
+  if (!reqs || !types || !arrived) {
+    free(reqs);
+    free(types);
+    free(arrived);
+    snprintf(err, errlen, "not enough memory");
+    return DLRUN_TRANSPORT_FAILED;
+  }
+  int rc = DLRUN_TRANSPORT_OK;
+  size_t posted = 0;
+  /* Receives first (recvs, then sends, in reqs), so that no send waits
+   * for a receive this process has not posted yet. */
+  for (size_t i = 0; i < n && rc == DLRUN_TRANSPORT_OK; i++) {
+    const dlrun_transport_piece *p = i < nrecvs ? &recvs[i] : &sends[i - nrecvs];
+    if (piece_type(p, &types[i])) {
+      snprintf(err, errlen, "could not describe a message of %d dimensions", p->ndim);
+      rc = DLRUN_TRANSPORT_FAILED;
+      break;
+    }
+    int e = i < nrecvs ? MPI_Irecv(p->base, 1, types[i], p->peer, tag, comm, &reqs[i])
+                       : MPI_Isend(p->base, 1, types[i], p->peer, tag, comm, &reqs[i]);
+    posted = i + 1;
+    if (e != MPI_SUCCESS) {
+      reqs[i] = MPI_REQUEST_NULL;
+      snprintf(err, errlen, "posting a message to process %d failed", p->peer);
+      rc = DLRUN_TRANSPORT_FAILED;
+    }
+  }
+  double deadline = now_s() + timeout_s;
+  while (rc == DLRUN_TRANSPORT_OK) {
+    int done = 0;
+    MPI_Testall((int)n, reqs, &done, MPI_STATUSES_IGNORE);
+    if (done) break;
+    if (now_s() > deadline) {
+      /* Who is missing: the peers of the messages still pending. */
+      int pending = 0;
+      for (int r = 0; r < size; r++) arrived[r] = 1;
+      for (size_t i = 0; i < n; i++) {
+        if (reqs[i] == MPI_REQUEST_NULL) continue;
+        int peer = i < nrecvs ? recvs[i].peer : sends[i - nrecvs].peer;
+        pending += arrived[peer];
+        arrived[peer] = 0;
+      }
+      char who[256];
+      list_missing(arrived, who, sizeof who);
+      snprintf(err, errlen, "process%s %s did not arrive within %g s", pending > 1 ? "es" : "",
+               who, timeout_s);
+      rc = DLRUN_TRANSPORT_TIMEOUT;
+      break;
+    }
+    sched_yield(); /* oversubscribed processes: let the others run */
+  }
+  for (size_t i = 0; i < posted; i++) {
+    if (rc != DLRUN_TRANSPORT_OK && reqs[i] != MPI_REQUEST_NULL) {
+      if (i < nrecvs) MPI_Cancel(&reqs[i]); /* take back the receives, leave the sends */
+      MPI_Request_free(&reqs[i]);
+    }
+    MPI_Type_free(&types[i]);
+  }
+  free(reqs);
+  free(types);
+  free(arrived);
+  return rc;
+}
+
 static void abort_job(int code) { MPI_Abort(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code); }
 
 static void finalize(void) {
@@ -151,7 +243,8 @@ EXPORT int dlrun_transport_open(int abi, dlrun_transport *out, char *err, size_t
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   *out = (dlrun_transport){.abi = DLRUN_TRANSPORT_ABI, .name = "mpi", .rank = rank,
-                           .size = size, .allgatherv = allgatherv, .abort = abort_job,
+                           .size = size, .allgatherv = allgatherv, .exchange = exchange,
+                           .abort = abort_job,
                            .finalize = finalize};
   return DLRUN_TRANSPORT_OK;
 }

@@ -1,0 +1,302 @@
+/* device_put between processes: a collective call of every process.
+ *
+ * Every process computes the same global plan from (source sharding,
+ * target sharding, shape): for each piece of each destination shard, one
+ * holder of the data is chosen (one on the destination device, else one on
+ * the destination's process, else spread over the holders by position).
+ * Each process then keeps only its part: copies into its own shards from
+ * its own holders go through the in-process engine (asynchronous, as
+ * device_put on one process); a piece whose holder is another process's is
+ * one message from that process, sent straight from the holder's memory and
+ * received straight into the destination buffer (through the platforms'
+ * transport views), never through process 0 or a host copy of the array.
+ * Both ends list a pair's messages in the same (plan) order, which is the
+ * order MPI matches them in. */
+#include <stdio.h>
+#include <string.h>
+
+#include "array_impl.h"
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "device/copy.h"
+#include "dist/dist.h"
+#include "grid.h"
+#include "transfer_impl.h"
+
+typedef struct piece_list {
+  dlrun_transport_piece *v;
+  size_t n, cap;
+} piece_list;
+
+static dlrun_transport_piece *piece_slot(piece_list *l) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    dlrun_transport_piece *v = dlrun_malloc(cap * sizeof *v);
+    if (!v) return NULL;
+    if (l->n) memcpy(v, l->v, l->n * sizeof *v);
+    dlrun_free(l->v);
+    l->v = v;
+    l->cap = cap;
+  }
+  return &l->v[l->n++];
+}
+
+typedef struct gplanner {
+  dlrun_array *src;
+  dlrun_buffer **src_bufs; /* this process's source shards (NULL: another's) */
+  const dlrun_sharding *dst;
+  int me;
+  size_t esize;
+  uint64_t limit; /* bytes per message */
+  /* The destination shard being planned. */
+  dlrun_device *dst_dev;
+  int dst_proc;
+  dlrun_memory_kind dst_kind;
+  dlrun_buffer *dst_buf; /* this process's, else NULL */
+  const int64_t *dst_lo, *dst_shard_dims;
+  size_t spread;         /* rotates the choice among holders */
+  dlrun_copy_plan *copies;
+  const int64_t *dst_strides;
+  dlrun_copy_task *task; /* made for the first local piece */
+  piece_list sends, recvs;
+  dlrun_transfer_stats stats;
+  dlrun_status st;
+} gplanner;
+
+static int holder_process(const gplanner *p, size_t h) {
+  return dlrun_device_process_index(dlrun_sharding_device(p->src->sharding, h));
+}
+
+/* The holder every process chooses for a piece. */
+static size_t choose(gplanner *p, const size_t *holders, size_t nholders) {
+  size_t spread = p->spread++, on_proc = 0;
+  for (size_t h = 0; h < nholders; h++) {
+    if (dlrun_sharding_device(p->src->sharding, holders[h]) == p->dst_dev) return holders[h];
+    on_proc += holder_process(p, holders[h]) == p->dst_proc;
+  }
+  if (on_proc == 0) return holders[spread % nholders];
+  size_t k = spread % on_proc;
+  for (size_t h = 0; h < nholders; h++)
+    if (holder_process(p, holders[h]) == p->dst_proc && k-- == 0) return holders[h];
+  return holders[0]; /* not reached */
+}
+
+static uint64_t box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
+  uint64_t bytes = esize;
+  for (int d = 0; d < ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
+  return bytes;
+}
+
+/* One message per chunk of the box of at most p->limit bytes: whole inner
+ * dimensions, the outermost dimensions cut. Both ends cut alike. */
+static dlrun_status add_messages(gplanner *p, bool send, dlrun_buffer *b,
+                                 const int64_t *shard_dims, const int64_t *origin, int peer,
+                                 const int64_t *lo, const int64_t *hi) {
+  int ndim = p->src->ndim;
+  /* d: the dimension cut into runs of `step` indices, each `inner` bytes;
+   * those before it go one index at a time; -1: one message. */
+  int d = -1;
+  uint64_t inner = p->esize;
+  if (box_bytes(p->esize, ndim, lo, hi) > p->limit) {
+    d = ndim - 1;
+    while (d > 0 && inner * (uint64_t)(hi[d] - lo[d]) <= p->limit) {
+      inner *= (uint64_t)(hi[d] - lo[d]);
+      d--;
+    }
+  }
+  /* Dimensions before d one index at a time, d in runs of `step`. */
+  int64_t step = d >= 0 ? (int64_t)(p->limit / inner) : 0;
+  int64_t clo[DLRUN_MAX_NDIM], chi[DLRUN_MAX_NDIM];
+  memcpy(clo, lo, (size_t)ndim * sizeof *lo);
+  memcpy(chi, hi, (size_t)ndim * sizeof *hi);
+  for (int e = 0; e < d; e++) chi[e] = clo[e] + 1;
+  if (d >= 0) chi[d] = clo[d] + step < hi[d] ? clo[d] + step : hi[d];
+  for (;;) {
+    dlrun_transport_piece *m = piece_slot(send ? &p->sends : &p->recvs);
+    if (!m) return dlrun_fail_oom_host(sizeof *m);
+    dlrun_status st = dlrun_buffer_piece(b, p->esize, ndim, shard_dims, origin, clo, chi, peer, m);
+    if (st) return st;
+    if (d < 0) return DLRUN_OK;
+    /* Next chunk: dimension d by a step, then the odometer before it. */
+    int e = d;
+    clo[e] = chi[e];
+    while (e >= 0 && clo[e] >= hi[e]) {
+      clo[e] = lo[e];
+      if (--e >= 0) clo[e]++;
+    }
+    if (e < 0) return DLRUN_OK;
+    for (int f = 0; f < d; f++) chi[f] = clo[f] + 1;
+    chi[d] = clo[d] + step < hi[d] ? clo[d] + step : hi[d];
+  }
+}
+
+static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const size_t *holders,
+                      size_t nholders) {
+  gplanner *p = ctx;
+  size_t h = choose(p, holders, nholders);
+  int hp = holder_process(p, h);
+  bool here = p->dst_proc == p->me, held = hp == p->me;
+  if (!here && !held) return 0;
+  int64_t src_lo[DLRUN_MAX_NDIM], src_hi[DLRUN_MAX_NDIM];
+  dlrun_sharding_shard_index(p->src->sharding, h, p->src->ndim, p->src->dims, src_lo, src_hi);
+  uint64_t bytes = box_bytes(p->esize, p->src->ndim, lo, hi);
+  if (here && held) { /* within this process: the engine's copy */
+    if (!p->task && ((p->st = dlrun_copy_plan_add_task(p->copies, p->dst_buf, p->dst_lo,
+                                                       p->dst_strides, &p->task))))
+      return 1;
+    dlrun_buffer *src = p->src_bufs[h];
+    if ((p->st = dlrun_copy_task_add(p->task, src, src_lo, lo, hi))) return 1;
+    bool local = src->dev == p->dst_dev && src->kind == p->dst_kind;
+    *(local ? &p->stats.local_bytes : &p->stats.bytes_moved) += bytes;
+    return 0;
+  }
+  if (here) {
+    p->st = add_messages(p, false, p->dst_buf, p->dst_shard_dims, p->dst_lo, hp, lo, hi);
+    p->stats.bytes_received += bytes;
+    p->stats.bytes_moved += bytes;
+  } else {
+    p->st = add_messages(p, true, p->src_bufs[h], p->src->shard_dims, src_lo, p->dst_proc, lo,
+                         hi);
+    p->stats.bytes_sent += bytes;
+  }
+  return p->st != DLRUN_OK;
+}
+
+static bool holds_any(dlrun_buffer **bufs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (bufs[i]) return true;
+  return false;
+}
+
+/* The text every process must agree on: the array, the shardings, the
+ * options. */
+static dlrun_status agree(dlrun_array *src, dlrun_sharding *dst, const dlrun_put_options *o,
+                          dlrun_status mine) {
+  char array[320], from[1024], to[1024], opts[64];
+  dlrun_shape_string(src->dtype, src->ndim, src->dims, array, sizeof array);
+  dlrun_sharding_describe(src->sharding, from, sizeof from);
+  dlrun_sharding_describe(dst, to, sizeof to);
+  snprintf(opts, sizeof opts, "may_alias=%d donate=%d", (int)o->may_alias, (int)o->donate);
+  dlrun_dist_field fields[] = {{"the array", array},
+                               {"the source sharding", from},
+                               {"the target sharding", to},
+                               {"the options", opts}};
+  return dlrun_dist_agree_call("device_put", mine, sizeof fields / sizeof *fields, fields);
+}
+
+/* Make the messages go; the sources they read must be written first. */
+static dlrun_status exchange(gplanner *p) {
+  for (size_t i = 0; i < p->src->nshards; i++)
+    if (p->src_bufs[i]) dlrun_event_wait(p->src_bufs[i]->ready);
+  char err[320] = "";
+  int rc = dlrun_dist_exchange(p->sends.v, p->sends.n, p->recvs.v, p->recvs.n, err, sizeof err);
+  if (rc != DLRUN_TRANSPORT_OK) return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
+  p->stats.copies += p->recvs.n;
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
+                                     const dlrun_put_options *o, dlrun_status valid,
+                                     dlrun_array **out) {
+  dlrun_status st = agree(src, dst, o, valid);
+  if (st) return st;
+  bool may_share = o->may_alias != DLRUN_ALIAS_NEVER;
+  if (may_share && !o->donate && dlrun_sharding_equal(src->sharding, dst)) {
+    if (o->stats) *o->stats = (dlrun_transfer_stats){0};
+    dlrun_array_retain(src);
+    *out = src;
+    return DLRUN_OK;
+  }
+  size_t n = dlrun_sharding_device_count(dst);
+  gplanner p = {.src = src, .dst = dst, .me = dlrun_process_index(),
+                .esize = dlrun_dtype_get(src->dtype)->size, .limit = dlrun_dist_message_bytes()};
+  /* Two references to the sources: the engine's plan takes one set, the
+   * messages read through the other until they are sent. Every failure
+   * from here on still reaches the second agreement, so that no process
+   * waits in the exchange for one that gave up. */
+  dlrun_buffer **plan_srcs = dlrun_malloc(src->nshards * sizeof *plan_srcs);
+  p.src_bufs = dlrun_calloc(src->nshards, sizeof *p.src_bufs);
+  dlrun_buffer **dst_bufs = dlrun_calloc(n, sizeof *dst_bufs);
+  if (!plan_srcs || !p.src_bufs || !dst_bufs)
+    st = dlrun_fail_oom_host(2 * src->nshards * sizeof(void *) + n * sizeof(void *));
+  if (!st && !(st = dlrun_array_acquire_buffers(src, p.src_bufs)) &&
+      (st = dlrun_array_acquire_buffers(src, plan_srcs))) {
+    for (size_t i = 0; i < src->nshards; i++) dlrun_buffer_release(p.src_bufs[i]);
+    memset(p.src_bufs, 0, src->nshards * sizeof *p.src_bufs);
+  }
+  if (st) {
+    dlrun_free(plan_srcs);
+    plan_srcs = NULL;
+  }
+  int64_t shard_dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  int64_t dst_strides[DLRUN_MAX_NDIM];
+  uint64_t nbytes, shard_nbytes;
+  dlrun_array_layout(dst, src->dtype, src->ndim, src->dims, shard_dims, &nbytes, &shard_nbytes);
+  dlrun_row_major_strides(src->ndim, shard_dims, dst_strides);
+  p.dst_shard_dims = shard_dims;
+  p.dst_strides = dst_strides;
+  p.dst_lo = lo;
+  p.dst_kind = dlrun_sharding_memory_kind(dst);
+  bool holds = !st && holds_any(p.src_bufs, src->nshards);
+  dlrun_grid grid = {0};
+  if (!st && !(st = dlrun_copy_plan_create(n, src->ndim, p.esize, src->shard_dims, plan_srcs,
+                                           src->nshards, &p.copies)))
+    st = dlrun_grid_build(src, &grid);
+  for (size_t i = 0; i < n && !st; i++) {
+    p.dst_dev = dlrun_sharding_device(dst, i);
+    p.dst_proc = dlrun_device_process_index(p.dst_dev);
+    p.dst_buf = NULL;
+    p.task = NULL;
+    p.spread = i;
+    bool here = p.dst_proc == p.me;
+    if (!here && !holds) continue; /* nothing to send from here */
+    dlrun_sharding_shard_index(dst, i, src->ndim, src->dims, lo, hi);
+    if (here) {
+      ptrdiff_t j = may_share || o->donate
+                        ? dlrun_put_shareable(src, dst, i, lo, hi) : -1;
+      if (j >= 0) { /* every piece's holder is on this device: no messages either */
+        dst_bufs[i] = p.src_bufs[j];
+        dlrun_buffer_retain(dst_bufs[i]);
+        p.stats.shares++;
+        continue;
+      }
+      if ((st = dlrun_buffer_create(p.dst_dev, p.dst_kind, shard_nbytes, &dst_bufs[i]))) break;
+      p.dst_buf = dst_bufs[i];
+    }
+    if (shard_nbytes == 0) continue;
+    dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
+    if ((st = p.st)) break;
+    if (p.task) {
+      if ((st = dlrun_copy_task_seal(p.task))) break;
+      p.stats.copies += dlrun_copy_task_piece_count(p.task);
+    }
+  }
+  dlrun_grid_free(&grid);
+  /* Every process must reach the exchange, or say why not. */
+  dlrun_status planned = dlrun_dist_agree_call("device_put (planned)", st, 0, NULL);
+  if (!st) st = planned;
+  if (!st) {
+    dlrun_buffer **bufs = dst_bufs;
+    dst_bufs = NULL;
+    st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, dst, bufs, out);
+  }
+  if (!st) {
+    st = dlrun_copy_plan_run(p.copies);
+    p.copies = NULL;
+  }
+  if (!st) st = exchange(&p);
+  dlrun_copy_plan_free(p.copies);
+  dlrun_buffers_release(dst_bufs, n);
+  if (p.src_bufs) dlrun_buffers_release(p.src_bufs, src->nshards);
+  dlrun_free(p.sends.v);
+  dlrun_free(p.recvs.v);
+  if (st) {
+    dlrun_array_release(*out);
+    *out = NULL;
+    return st;
+  }
+  dlrun_count_transfer(dlrun_sharding_device(dst, 0)->rt, &p.stats);
+  if (o->stats) *o->stats = p.stats;
+  if (o->donate) dlrun_array_delete(src);
+  return DLRUN_OK;
+}

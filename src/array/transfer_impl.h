@@ -1,0 +1,19 @@
+/* Internal: what device_put on one process and between processes share. */
+#ifndef DLRUN_TRANSFER_IMPL_H
+#define DLRUN_TRANSFER_IMPL_H
+
+#include "array_impl.h"
+
+/* The source shard to share for destination i of dst, whose index is
+ * [lo, hi), or -1: one on the same device and memory kind, with that index. */
+ptrdiff_t dlrun_put_shareable(const dlrun_array *src, const dlrun_sharding *dst, size_t i,
+                              const int64_t *lo, const int64_t *hi);
+
+/* device_put when the two shardings span more than one process: collective
+ * (transfer_global.c). `valid` is this process's own check of the call,
+ * which every process learns of. */
+dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
+                                     const dlrun_put_options *o, dlrun_status valid,
+                                     dlrun_array **out);
+
+#endif
