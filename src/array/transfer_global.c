@@ -58,6 +58,14 @@ typedef struct gplanner {
   dlrun_copy_plan *copies;
   const int64_t *dst_strides;
   dlrun_copy_task *task; /* made for the first local piece */
+  /* Replicas on one process receive once: twin[i] is the first destination
+   * shard on i's process with i's index, and a later one copies what came
+   * from other processes from it, once it has arrived (the second plan). */
+  const size_t *twin;
+  size_t i;
+  dlrun_buffer **dst_bufs;
+  dlrun_copy_plan *copies2;
+  dlrun_copy_task *task2;
   piece_list sends, recvs;
   dlrun_transfer_stats stats;
   dlrun_status st;
@@ -150,6 +158,15 @@ static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const siz
     *(local ? &p->stats.local_bytes : &p->stats.bytes_moved) += bytes;
     return 0;
   }
+  if (p->twin[p->i] != p->i && hp != p->dst_proc) { /* from the twin, here */
+    if (!here) return 0;
+    if (!p->task2 && ((p->st = dlrun_copy_plan_add_task(p->copies2, p->dst_buf, p->dst_lo,
+                                                        p->dst_strides, &p->task2))))
+      return 1;
+    p->st = dlrun_copy_task_add(p->task2, p->dst_bufs[p->twin[p->i]], p->dst_lo, lo, hi);
+    p->stats.bytes_moved += bytes;
+    return p->st != DLRUN_OK;
+  }
   if (here) {
     p->st = add_messages(p, false, p->dst_buf, p->dst_shard_dims, p->dst_lo, hp, lo, hi);
     p->stats.bytes_received += bytes;
@@ -160,6 +177,35 @@ static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const siz
     p->stats.bytes_sent += bytes;
   }
   return p->st != DLRUN_OK;
+}
+
+/* twin[i] for every destination shard (gplanner). */
+static dlrun_status find_twins(const dlrun_array *src, const dlrun_sharding *dst, size_t n,
+                               size_t *twin) {
+  dlrun_array layout = {.ndim = src->ndim, .sharding = (dlrun_sharding *)dst, .nshards = n};
+  memcpy(layout.dims, src->dims, (size_t)src->ndim * sizeof *src->dims);
+  dlrun_sharding_shard_shape(dst, src->ndim, src->dims, layout.shard_dims);
+  dlrun_grid g;
+  size_t nproc = (size_t)dlrun_process_count();
+  size_t *seen = dlrun_calloc(nproc, sizeof *seen); /* 1 + the first shard, per process */
+  dlrun_status st = seen ? dlrun_grid_build(&layout, &g) : dlrun_fail_oom_host(nproc * sizeof *seen);
+  if (st) {
+    dlrun_free(seen);
+    return st;
+  }
+  for (size_t b = 0; b < g.nblocks; b++) {
+    for (size_t k = g.first[b]; k < g.first[b + 1]; k++) {
+      size_t i = g.holder[k];
+      size_t proc = (size_t)dlrun_device_process_index(dlrun_sharding_device(dst, i));
+      if (!seen[proc]) seen[proc] = i + 1;
+      twin[i] = seen[proc] - 1;
+    }
+    for (size_t k = g.first[b]; k < g.first[b + 1]; k++)
+      seen[dlrun_device_process_index(dlrun_sharding_device(dst, g.holder[k]))] = 0;
+  }
+  dlrun_grid_free(&g);
+  dlrun_free(seen);
+  return DLRUN_OK;
 }
 
 static bool holds_any(dlrun_buffer **bufs, size_t n) {
@@ -217,8 +263,12 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
   dlrun_buffer **plan_srcs = dlrun_malloc(src->nshards * sizeof *plan_srcs);
   p.src_bufs = dlrun_calloc(src->nshards, sizeof *p.src_bufs);
   dlrun_buffer **dst_bufs = dlrun_calloc(n, sizeof *dst_bufs);
-  if (!plan_srcs || !p.src_bufs || !dst_bufs)
-    st = dlrun_fail_oom_host(2 * src->nshards * sizeof(void *) + n * sizeof(void *));
+  size_t *twin = dlrun_malloc(n * sizeof *twin);
+  p.twin = twin;
+  p.dst_bufs = dst_bufs;
+  if (!plan_srcs || !p.src_bufs || !dst_bufs || !twin)
+    st = dlrun_fail_oom_host(2 * src->nshards * sizeof(void *) + 2 * n * sizeof(void *));
+  if (!st) st = find_twins(src, dst, n, twin);
   if (!st && !(st = dlrun_array_acquire_buffers(src, p.src_bufs)) &&
       (st = dlrun_array_acquire_buffers(src, plan_srcs))) {
     for (size_t i = 0; i < src->nshards; i++) dlrun_buffer_release(p.src_bufs[i]);
@@ -242,12 +292,18 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
   if (!st && !(st = dlrun_copy_plan_create(n, src->ndim, p.esize, src->shard_dims, plan_srcs,
                                            src->nshards, &p.copies)))
     st = dlrun_grid_build(src, &grid);
+  /* The second plan reads the destination buffers (a reference each, taken
+   * once they are all made). */
+  dlrun_buffer **twin_srcs = st ? NULL : dlrun_calloc(n, sizeof *twin_srcs);
+  if (!st && !twin_srcs) st = dlrun_fail_oom_host(n * sizeof *twin_srcs);
+  if (!st)
+    st = dlrun_copy_plan_create(n, src->ndim, p.esize, shard_dims, twin_srcs, n, &p.copies2);
   for (size_t i = 0; i < n && !st; i++) {
     p.dst_dev = dlrun_sharding_device(dst, i);
     p.dst_proc = dlrun_device_process_index(p.dst_dev);
     p.dst_buf = NULL;
-    p.task = NULL;
-    p.spread = i;
+    p.task = p.task2 = NULL;
+    p.spread = p.i = i;
     bool here = p.dst_proc == p.me;
     if (!here && !holds) continue; /* nothing to send from here */
     dlrun_sharding_shard_index(dst, i, src->ndim, src->dims, lo, hi);
@@ -266,10 +322,14 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
     if (shard_nbytes == 0) continue;
     dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
     if ((st = p.st)) break;
-    if (p.task) {
-      if ((st = dlrun_copy_task_seal(p.task))) break;
-      p.stats.copies += dlrun_copy_task_piece_count(p.task);
-    }
+    dlrun_copy_task *tasks[2] = {p.task, p.task2};
+    for (size_t k = 0; k < 2 && !st; k++)
+      if (tasks[k] && !(st = dlrun_copy_task_seal(tasks[k])))
+        p.stats.copies += dlrun_copy_task_piece_count(tasks[k]);
+  }
+  for (size_t i = 0; i < n && !st; i++) {
+    twin_srcs[i] = dst_bufs[i];
+    if (twin_srcs[i]) dlrun_buffer_retain(twin_srcs[i]);
   }
   dlrun_grid_free(&grid);
   /* Every process must reach the exchange, or say why not. */
@@ -285,7 +345,13 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
     p.copies = NULL;
   }
   if (!st) st = exchange(&p);
+  if (!st) { /* what came from other processes is in the twins now */
+    st = dlrun_copy_plan_run(p.copies2);
+    p.copies2 = NULL;
+  }
   dlrun_copy_plan_free(p.copies);
+  dlrun_copy_plan_free(p.copies2);
+  dlrun_free(twin);
   dlrun_buffers_release(dst_bufs, n);
   if (p.src_bufs) dlrun_buffers_release(p.src_bufs, src->nshards);
   dlrun_free(p.sends.v);
