@@ -40,6 +40,7 @@ public_layer() {
   distributed) echo dist ;;
   device | runtime | stats) echo device ;;
   sharding) echo shard ;;
+  multihost) echo array ;;
   array) echo array ;;
   dlpack) echo dlpack ;;
   lua | dlrun) echo lua ;;

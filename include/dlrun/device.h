@@ -56,6 +56,9 @@ DLRUN_API dlrun_device *dlrun_local_device_get(dlrun_runtime *rt, const char *pl
 DLRUN_API const char *dlrun_default_backend(dlrun_runtime *rt);
 /* The host cpu device (always present). Borrowed. */
 DLRUN_API dlrun_device *dlrun_host_device(dlrun_runtime *rt);
+/* The host device of process `process` of the job (this process's is
+ * dlrun_host_device's); NULL when there is no such process. Borrowed. */
+DLRUN_API dlrun_device *dlrun_process_host_device(dlrun_runtime *rt, int process);
 /* Comma-separated list of the platforms present ("sim,cpu"). Static storage
  * of the runtime, valid while it lives. */
 DLRUN_API const char *dlrun_runtime_platforms(dlrun_runtime *rt);

@@ -12,6 +12,7 @@
 #include "device.h"
 #include "distributed.h"
 #include "dtype.h"
+#include "multihost.h"
 #include "runtime.h"
 #include "shape.h"
 #include "stats.h"

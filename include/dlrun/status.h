@@ -21,6 +21,7 @@ typedef enum dlrun_status {
   DLRUN_ERR_BUFFER,             /* BufferError: DLPack export/import refused */
   DLRUN_ERR_RUNTIME,            /* RuntimeError: bad state (deleted array...) */
   DLRUN_ERR_RESOURCE_EXHAUSTED, /* out of pool or host memory */
+  DLRUN_ERR_ASSERTION,          /* AssertionError: processes hold different values */
   DLRUN_STATUS_COUNT
 } dlrun_status;
 

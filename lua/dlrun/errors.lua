@@ -37,6 +37,7 @@ define("DuplicateSpecError", ValueError)
 define("TypeError", Error)
 define("RuntimeError", Error)
 define("ResourceExhaustedError", Error)
+define("AssertionError", Error)
 
 function M.new(class, message)
   if type(class) == "string" then class = assert(M[class], class) end

@@ -20,6 +20,7 @@ const char *dlrun_status_name(dlrun_status status) {
   case DLRUN_ERR_BUFFER: return "BufferError";
   case DLRUN_ERR_RUNTIME: return "RuntimeError";
   case DLRUN_ERR_RESOURCE_EXHAUSTED: return "ResourceExhaustedError";
+  case DLRUN_ERR_ASSERTION: return "AssertionError";
   case DLRUN_STATUS_COUNT: break;
   }
   return "RuntimeError";

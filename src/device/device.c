@@ -39,6 +39,17 @@ const char *dlrun_default_backend(dlrun_runtime *rt) {
   return rt ? rt->default_group->platform->name : NULL;
 }
 dlrun_device *dlrun_host_device(dlrun_runtime *rt) { return rt ? rt->host : NULL; }
+
+dlrun_device *dlrun_process_host_device(dlrun_runtime *rt, int process) {
+  if (!rt || !rt->host) return NULL;
+  for (size_t i = 0; i < rt->ndevices; i++) {
+    dlrun_device *d = &rt->devices[i];
+    if (d->platform == rt->host->platform && d->process_index == process &&
+        d->local_index == rt->host->local_index)
+      return d;
+  }
+  return NULL;
+}
 const char *dlrun_runtime_platforms(dlrun_runtime *rt) { return rt ? rt->platforms : NULL; }
 const char *dlrun_runtime_spec(dlrun_runtime *rt) { return rt ? rt->spec : NULL; }
 

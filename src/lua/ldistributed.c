@@ -1,7 +1,10 @@
-/* Lua: this process's place in a job (dlrun/distributed.h), with JAX's
- * names: process_index, process_count, sync_global_devices. */
+/* Lua: this process's place in a job (dlrun/distributed.h) and the
+ * collectives of dlrun/multihost.h, with JAX's names: process_index,
+ * process_count, sync_global_devices, process_allgather,
+ * broadcast_one_to_all, assert_equal. */
 #include "binding.h"
 #include "dlrun/distributed.h"
+#include "dlrun/multihost.h"
 
 static int l_process_index(lua_State *L) {
   dlrun_lua_check_nargs(L, "process_index", 0);
@@ -25,11 +28,77 @@ static int l_sync_global_devices(lua_State *L) {
   return 0;
 }
 
+/* The Array at idx, or the Lua data there (what dl.array takes) as a new
+ * Array on this process's host device, pushed and anchored on the stack. */
+static dlrun_array *collective_input(lua_State *L, int idx, const char *fn) {
+  dlrun_array *a = dlrun_lua_test_array(L, idx);
+  if (a) return a;
+  if (!dlrun_lua_is_data(L, idx))
+    return dlrun_lua_type_error(L, fn, idx, "x", "an Array or data dl.array takes"), NULL;
+  dlrun_sharding *host = dlrun_lua_push_device_sharding(L, dlrun_host_device(dlrun_lua_runtime(L)));
+  int sharding_idx = lua_gettop(L);
+  dlrun_dtype dtype = DLRUN_DTYPE_COUNT;
+  int ndim;
+  int64_t dims[DLRUN_MAX_NDIM];
+  uint64_t nbytes;
+  void *data = dlrun_lua_nested_to_host(L, idx, fn, &dtype, &ndim, dims, &nbytes);
+  dlrun_lua_check_in(L, fn, dlrun_array_from_host(host, dtype, ndim, dims, data, nbytes, &a));
+  lua_pop(L, 1); /* the bytes */
+  dlrun_lua_push_array(L, a, sharding_idx);
+  return a;
+}
+
+/* Push a result (a host array the caller owns). */
+static int push_result(lua_State *L, dlrun_array *out) {
+  dlrun_lua_push_array(L, out, 0);
+  return 1;
+}
+
+/* process_allgather(x [, tiled]): x's value on every process. */
+static int l_process_allgather(lua_State *L) {
+  dlrun_lua_check_nargs(L, "process_allgather", 2);
+  if (!lua_isnoneornil(L, 2) && !lua_isboolean(L, 2))
+    return dlrun_lua_type_error(L, "process_allgather", 2, "tiled", "a boolean");
+  bool tiled = lua_toboolean(L, 2);
+  dlrun_array *x = collective_input(L, 1, "process_allgather");
+  dlrun_array *out;
+  dlrun_lua_check(L, dlrun_process_allgather(x, tiled, &out));
+  return push_result(L, out);
+}
+
+/* broadcast_one_to_all(x [, is_source]): the source process's x on every
+ * process (process 0's when is_source is nil). */
+static int l_broadcast_one_to_all(lua_State *L) {
+  dlrun_lua_check_nargs(L, "broadcast_one_to_all", 2);
+  if (!lua_isnoneornil(L, 2) && !lua_isboolean(L, 2))
+    return dlrun_lua_type_error(L, "broadcast_one_to_all", 2, "is_source", "a boolean");
+  int is_source = lua_isnoneornil(L, 2) ? -1 : lua_toboolean(L, 2);
+  dlrun_array *x = collective_input(L, 1, "broadcast_one_to_all");
+  dlrun_array *out;
+  dlrun_lua_check(L, dlrun_broadcast_one_to_all(x, is_source, &out));
+  return push_result(L, out);
+}
+
+/* assert_equal(x [, message]): AssertionError on every process unless all
+ * hold the same value. */
+static int l_assert_equal(lua_State *L) {
+  dlrun_lua_check_nargs(L, "assert_equal", 2);
+  if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
+    return dlrun_lua_type_error(L, "assert_equal", 2, "message", "a string");
+  const char *message = lua_tostring(L, 2);
+  dlrun_array *x = collective_input(L, 1, "assert_equal");
+  dlrun_lua_check(L, dlrun_assert_equal(x, message));
+  return 0;
+}
+
 void dlrun_lua_distributed_open(lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"process_index", l_process_index},
       {"process_count", l_process_count},
       {"sync_global_devices", l_sync_global_devices},
+      {"process_allgather", l_process_allgather},
+      {"broadcast_one_to_all", l_broadcast_one_to_all},
+      {"assert_equal", l_assert_equal},
       {NULL, NULL},
   };
   luaL_setfuncs(L, funcs, 0);

@@ -1,0 +1,251 @@
+/* Collectives over the processes of a job (dlrun/multihost.h): each agrees
+ * on the call first, then moves host bytes (process-local data) or runs a
+ * device_put between processes (global arrays). */
+#include <stdio.h>
+#include <string.h>
+
+#include "array_impl.h"
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "dist/dist.h"
+#include "dlrun/multihost.h"
+
+static dlrun_runtime *runtime_of(const dlrun_array *x) {
+  return dlrun_device_runtime(dlrun_sharding_device(x->sharding, 0));
+}
+
+/* A host array on this process's host device holding `data`. */
+static dlrun_status host_array(dlrun_array *like, int ndim, const int64_t *dims,
+                               const void *data, uint64_t nbytes, dlrun_array **out) {
+  dlrun_sharding *s;
+  dlrun_status st = dlrun_single_device_sharding_create(dlrun_host_device(runtime_of(like)),
+                                                        DLRUN_MEM_DEVICE, &s);
+  if (st) return st;
+  st = dlrun_array_from_host(s, like->dtype, ndim, dims, data, nbytes, out);
+  dlrun_sharding_release(s);
+  return st;
+}
+
+/* This process's checks of a call on x: live, and fully addressable when
+ * `local` is needed. */
+static dlrun_status check_array(const char *call, dlrun_array *x, bool local) {
+  if (!x) return dlrun_fail(DLRUN_ERR_VALUE, "%s needs an array", call);
+  dlrun_status st = dlrun_array_check_live(x);
+  if (!st && local && !dlrun_sharding_is_fully_addressable(x->sharding))
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "%s needs an array of this process's own devices (fully addressable); "
+                    "this one spans other processes' devices",
+                    call);
+  return st;
+}
+
+/* Agree on call(x) with one more field; a NULL x agrees as "no array". */
+static dlrun_status agree(const char *call, dlrun_status mine, dlrun_array *x,
+                          const char *what, const char *value) {
+  char array[320] = "no array";
+  if (x) dlrun_shape_string(x->dtype, x->ndim, x->dims, array, sizeof array);
+  dlrun_dist_field fields[] = {{"the array", array}, {what, value}};
+  return dlrun_dist_agree_call(call, mine, value ? 2 : 1, fields);
+}
+
+/* x's bytes (fully addressable) into a new host block of nbytes * copies,
+ * at copy `at`. */
+static dlrun_status read_into(dlrun_array *x, size_t copies, size_t at, unsigned char **out) {
+  size_t n = (size_t)x->nbytes;
+  *out = NULL;
+  if (copies && n > SIZE_MAX / copies) return dlrun_fail_oom_host(SIZE_MAX);
+  size_t total = n * copies;
+  unsigned char *buf = dlrun_malloc(total ? total : 1);
+  if (!buf) return dlrun_fail_oom_host(n * copies);
+  dlrun_status st = dlrun_array_read(x, 0, n, buf + at * n);
+  if (st) {
+    dlrun_free(buf);
+    return st;
+  }
+  *out = buf;
+  return DLRUN_OK;
+}
+
+/* Every process's bytes of x, in process order, into a new block. */
+static dlrun_status gather_bytes(dlrun_array *x, const char *call, unsigned char **out) {
+  int n = dlrun_process_count();
+  unsigned char *mine;
+  dlrun_status st = read_into(x, 1, 0, &mine);
+  if (st) return st;
+  unsigned char *all = NULL;
+  if (!dlrun_dist_transport()) {
+    *out = mine;
+    return DLRUN_OK;
+  }
+  size_t nbytes = (size_t)x->nbytes;
+  size_t total = nbytes * (size_t)n;
+  all = dlrun_malloc(total ? total : 1);
+  if (!all) {
+    dlrun_free(mine);
+    return dlrun_fail_oom_host(nbytes * (size_t)n);
+  }
+  char err[320] = "";
+  int rc = dlrun_dist_allgather(mine, nbytes, all, err, sizeof err);
+  dlrun_free(mine);
+  if (rc != DLRUN_TRANSPORT_OK) {
+    dlrun_free(all);
+    return dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
+  }
+  *out = all;
+  return DLRUN_OK;
+}
+
+/* The global value of x, replicated on every process's host device; this
+ * process's copy. */
+static dlrun_status gather_global(dlrun_array *x, dlrun_array **out) {
+  dlrun_runtime *rt = runtime_of(x);
+  int n = dlrun_process_count();
+  dlrun_device **hosts = dlrun_malloc((size_t)n * sizeof *hosts);
+  if (!hosts) return dlrun_fail_oom_host((size_t)n * sizeof *hosts);
+  for (int r = 0; r < n; r++) hosts[r] = dlrun_process_host_device(rt, r);
+  const char *axis = "processes";
+  int64_t size = n;
+  dlrun_mesh *mesh = NULL;
+  dlrun_sharding *s = NULL;
+  dlrun_array *all = NULL;
+  dlrun_partition_spec replicated = {0};
+  dlrun_status st = dlrun_mesh_create(hosts, (size_t)n, 1, &axis, &size, &mesh);
+  dlrun_free(hosts);
+  if (!st) st = dlrun_named_sharding_create(mesh, &replicated, DLRUN_MEM_DEVICE, &s);
+  if (!st) st = dlrun_device_put(x, s, NULL, &all);
+  if (!st) st = dlrun_array_shard_data(all, (size_t)dlrun_process_index(), out);
+  dlrun_array_release(all);
+  dlrun_sharding_release(s);
+  dlrun_mesh_release(mesh);
+  return st;
+}
+
+dlrun_status dlrun_process_allgather(dlrun_array *x, bool tiled, dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_process_allgather", "out");
+  *out = NULL;
+  dlrun_status st = check_array("process_allgather", x, false);
+  bool global = !st && !dlrun_sharding_is_fully_addressable(x->sharding);
+  bool stacked = !global && (!tiled || x->ndim == 0); /* a scalar is always stacked */
+  if (!st && global && !tiled)
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "Gathering global non-fully-addressable arrays only supports tiled=True");
+  if (!st && stacked && x->ndim == DLRUN_MAX_NDIM)
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "process_allgather: stacking a %d-d array needs %d dimensions (at most %d)",
+                    x->ndim, x->ndim + 1, DLRUN_MAX_NDIM);
+  const char *mode = global ? "a global array, tiled" : stacked ? "stacked" : "tiled";
+  if ((st = agree("process_allgather", st, st ? NULL : x, "the way to gather", mode))) return st;
+  if (global) return gather_global(x, out);
+  unsigned char *all;
+  if ((st = gather_bytes(x, "process_allgather", &all))) return st;
+  int64_t n = dlrun_process_count(), dims[DLRUN_MAX_NDIM];
+  int ndim = x->ndim;
+  if (stacked) {
+    dims[0] = n;
+    memcpy(dims + 1, x->dims, (size_t)ndim * sizeof *dims);
+    ndim++;
+  } else {
+    memcpy(dims, x->dims, (size_t)ndim * sizeof *dims);
+    dims[0] *= n;
+  }
+  st = host_array(x, ndim, dims, all, x->nbytes * (uint64_t)n, out);
+  dlrun_free(all);
+  return st;
+}
+
+/* The one process that passed is_source, from every process's flag; or a
+ * RuntimeError on every process. */
+static dlrun_status find_source(int is_source, int *root) {
+  *root = 0;
+  if (is_source < 0) return DLRUN_OK;
+  int n = dlrun_process_count();
+  unsigned char mine = (unsigned char)is_source, *flags = &mine;
+  unsigned char all[1];
+  if (dlrun_dist_transport()) {
+    flags = dlrun_malloc((size_t)n);
+    if (!flags) return dlrun_fail_oom_host((size_t)n);
+    char err[320] = "";
+    if (dlrun_dist_allgather(&mine, 1, flags, err, sizeof err) != DLRUN_TRANSPORT_OK) {
+      dlrun_free(flags);
+      return dlrun_fail(DLRUN_ERR_RUNTIME, "broadcast_one_to_all: %s", err);
+    }
+  } else {
+    all[0] = mine;
+    flags = all;
+  }
+  char who[256] = "";
+  size_t len = 0;
+  int count = 0, total = 0;
+  for (int r = 0; r < n; r++) total += flags[r] != 0;
+  for (int r = 0; r < n; r++) {
+    if (!flags[r]) continue;
+    if (count++ == 0) *root = r;
+    const char *sep = count == 1 ? "" : count == total ? " and " : ", ";
+    if (len < sizeof who) len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", sep, r);
+  }
+  if (flags != all) dlrun_free(flags);
+  if (count == 1) return DLRUN_OK;
+  if (count == 0)
+    return dlrun_fail(DLRUN_ERR_RUNTIME,
+                      "broadcast_one_to_all: no process passed is_source=true; exactly one must");
+  return dlrun_fail(DLRUN_ERR_RUNTIME,
+                    "broadcast_one_to_all: processes %s passed is_source=true; exactly one must",
+                    who);
+}
+
+dlrun_status dlrun_broadcast_one_to_all(dlrun_array *x, int is_source, dlrun_array **out) {
+  DLRUN_NONNULL(out, "dlrun_broadcast_one_to_all", "out");
+  *out = NULL;
+  dlrun_status st = check_array("broadcast_one_to_all", x, true);
+  if (!st && (is_source < -1 || is_source > 1))
+    st = dlrun_fail(DLRUN_ERR_VALUE, "broadcast_one_to_all: is_source must be 1, 0 or -1 (the "
+                    "default: process 0), got %d", is_source);
+  const char *how = is_source < 0 ? "process 0" : "is_source";
+  if ((st = agree("broadcast_one_to_all", st, st ? NULL : x, "the source", how))) return st;
+  int root;
+  if ((st = find_source(is_source, &root))) return st;
+  unsigned char *buf;
+  if ((st = read_into(x, 1, 0, &buf))) return st; /* others' bytes are overwritten */
+  char err[320] = "";
+  if (dlrun_dist_transport() &&
+      dlrun_dist_bcast(buf, (size_t)x->nbytes, root, err, sizeof err) != DLRUN_TRANSPORT_OK)
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "broadcast_one_to_all: %s", err);
+  if (!st) st = host_array(x, x->ndim, x->dims, buf, x->nbytes, out);
+  dlrun_free(buf);
+  return st;
+}
+
+dlrun_status dlrun_assert_equal(dlrun_array *x, const char *message) {
+  dlrun_status st = check_array("assert_equal", x, true);
+  if ((st = agree("assert_equal", st, st ? NULL : x, NULL, NULL))) return st;
+  unsigned char *all;
+  if ((st = gather_bytes(x, "assert_equal", &all))) return st;
+  int n = dlrun_process_count();
+  size_t nbytes = (size_t)x->nbytes, esize = dlrun_dtype_get(x->dtype)->size;
+  char who[256] = "";
+  size_t len = 0;
+  int differ = 0, total = 0;
+  int64_t first = -1;
+  for (int r = 1; r < n; r++) total += memcmp(all, all + (size_t)r * nbytes, nbytes) != 0;
+  for (int r = 1; r < n; r++) {
+    const unsigned char *v = all + (size_t)r * nbytes;
+    if (!memcmp(all, v, nbytes)) continue;
+    differ++;
+    const char *sep = differ == 1 ? "" : differ == total ? " and " : ", ";
+    if (len < sizeof who) len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", sep, r);
+    if (first < 0)
+      for (size_t b = 0; b < nbytes; b++)
+        if (all[b] != v[b]) {
+          first = (int64_t)(b / esize);
+          break;
+        }
+  }
+  dlrun_free(all);
+  if (!differ) return DLRUN_OK;
+  const char *m = message ? message : "";
+  return dlrun_fail(DLRUN_ERR_ASSERTION,
+                    "%s%s%s %s %s different from process 0's (the first difference is at flat "
+                    "element %lld).",
+                    m, *m ? " " : "", differ > 1 ? "Processes" : "Process", who,
+                    differ > 1 ? "hold values" : "holds a value", (long long)first);
+}
