@@ -17,10 +17,11 @@ local PARENT = {
   TypeError = "Error",
   RuntimeError = "Error",
   ResourceExhaustedError = "Error",
+  AssertionError = "Error",
 }
 local CLASSES = {
   "Error", "BufferError", "ValueError", "IndivisibleError", "DuplicateSpecError",
-  "TypeError", "RuntimeError", "ResourceExhaustedError",
+  "TypeError", "RuntimeError", "ResourceExhaustedError", "AssertionError",
 }
 
 -- Whether class `a` is `b` or one of b's ancestors.

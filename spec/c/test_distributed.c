@@ -28,6 +28,11 @@ int main(void) {
                                      "number of seconds") == 0,
           "%s", dlrun_last_error());
     unsetenv("DLRUN_DISTRIBUTED_TIMEOUT");
+    o = (dlrun_distributed_options){.message_bytes = 100};
+    CHECK(dlrun_distributed_init(&o) == DLRUN_ERR_VALUE, "message_bytes 100 accepted");
+    CHECK(strcmp(dlrun_last_error(), "dlrun_distributed_init: message_bytes must be from 4096 "
+                                     "to 1073741824 (0: the default)") == 0,
+          "%s", dlrun_last_error());
   }
   TEST("not launched, the defaults run alone: index 0 of 1, no transport") {
     CHECK(dlrun_distributed_init(NULL) == DLRUN_OK, "%s", dlrun_last_error());
@@ -48,6 +53,49 @@ int main(void) {
     CHECK(dlrun_distributed_timeout() == 12.0, "timeout %g", dlrun_distributed_timeout());
     dlrun_distributed_shutdown(); /* never joined: nothing to leave */
     CHECK(dlrun_process_count() == 1, "count %d", dlrun_process_count());
+  }
+  TEST("alone, the collectives work as a job of one and own what they return") {
+    dlrun_config cfg = {.devices = "sim:2"};
+    dlrun_runtime *rt = NULL;
+    CHECK(dlrun_runtime_create(&cfg, &rt) == DLRUN_OK, "%s", dlrun_last_error());
+    dlrun_device *host = dlrun_host_device(rt);
+    CHECK(dlrun_process_host_device(rt, 0) == host, "process 0's host device");
+    CHECK(dlrun_process_host_device(rt, 1) == NULL, "a process 1 alone");
+    dlrun_sharding *s = NULL;
+    dlrun_array *x = NULL, *out = NULL;
+    int64_t dims[1] = {3};
+    int32_t values[3] = {4, 5, 6}, got[3] = {0};
+    CHECK(dlrun_single_device_sharding_create(dlrun_device_get(rt, "sim", 1), DLRUN_MEM_DEVICE,
+                                              &s) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_array_from_host(s, DLRUN_INT32, 1, dims, values, sizeof values, &x) == DLRUN_OK,
+          "%s", dlrun_last_error());
+    /* Stacked: [1, 3]; tiled: [3]; both on the host device. */
+    for (int tiled = 0; tiled < 2; tiled++) {
+      CHECK(dlrun_process_allgather(x, tiled, &out) == DLRUN_OK, "%s", dlrun_last_error());
+      CHECK(dlrun_array_ndim(out) == 2 - tiled && dlrun_array_shape(out)[0] == (tiled ? 3 : 1),
+            "tiled %d: ndim %d", tiled, dlrun_array_ndim(out));
+      CHECK(dlrun_array_device(out) == host, "not on the host device");
+      CHECK(dlrun_array_read(out, 0, sizeof got, got) == DLRUN_OK && got[2] == 6, "values");
+      dlrun_array_release(out);
+    }
+    CHECK(dlrun_broadcast_one_to_all(x, -1, &out) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_array_read(out, 0, sizeof got, got) == DLRUN_OK && got[0] == 4, "values");
+    dlrun_array_release(out);
+    CHECK(dlrun_broadcast_one_to_all(x, 0, &out) == DLRUN_ERR_RUNTIME && out == NULL,
+          "no source accepted");
+    CHECK(strcmp(dlrun_last_error(), "broadcast_one_to_all: no process passed is_source=true; "
+                                     "exactly one must") == 0, "%s", dlrun_last_error());
+    CHECK(dlrun_broadcast_one_to_all(x, 7, &out) == DLRUN_ERR_VALUE, "is_source 7 accepted");
+    CHECK(dlrun_assert_equal(x, "alone") == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_assert_equal(NULL, NULL) == DLRUN_ERR_VALUE, "NULL accepted");
+    CHECK(strcmp(dlrun_last_error(), "assert_equal needs an array") == 0, "%s",
+          dlrun_last_error());
+    dlrun_array_delete(x);
+    CHECK(dlrun_process_allgather(x, false, &out) == DLRUN_ERR_RUNTIME && out == NULL,
+          "a deleted array gathered");
+    dlrun_array_release(x);
+    dlrun_sharding_release(s);
+    dlrun_runtime_release(rt);
   }
   return check_summary("distributed");
 }
