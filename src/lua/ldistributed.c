@@ -54,12 +54,17 @@ static int push_result(lua_State *L, dlrun_array *out) {
   return 1;
 }
 
+/* Optional boolean argument 2: -1 when nil, else 0 or 1. */
+static int check_flag(lua_State *L, const char *fn, const char *what) {
+  dlrun_lua_check_nargs(L, fn, 2);
+  if (lua_isnoneornil(L, 2)) return -1;
+  if (!lua_isboolean(L, 2)) return dlrun_lua_type_error(L, fn, 2, what, "a boolean");
+  return lua_toboolean(L, 2);
+}
+
 /* process_allgather(x [, tiled]): x's value on every process. */
 static int l_process_allgather(lua_State *L) {
-  dlrun_lua_check_nargs(L, "process_allgather", 2);
-  if (!lua_isnoneornil(L, 2) && !lua_isboolean(L, 2))
-    return dlrun_lua_type_error(L, "process_allgather", 2, "tiled", "a boolean");
-  bool tiled = lua_toboolean(L, 2);
+  bool tiled = check_flag(L, "process_allgather", "tiled") == 1;
   dlrun_array *x = collective_input(L, 1, "process_allgather");
   dlrun_array *out;
   dlrun_lua_check(L, dlrun_process_allgather(x, tiled, &out));
@@ -69,10 +74,7 @@ static int l_process_allgather(lua_State *L) {
 /* broadcast_one_to_all(x [, is_source]): the source process's x on every
  * process (process 0's when is_source is nil). */
 static int l_broadcast_one_to_all(lua_State *L) {
-  dlrun_lua_check_nargs(L, "broadcast_one_to_all", 2);
-  if (!lua_isnoneornil(L, 2) && !lua_isboolean(L, 2))
-    return dlrun_lua_type_error(L, "broadcast_one_to_all", 2, "is_source", "a boolean");
-  int is_source = lua_isnoneornil(L, 2) ? -1 : lua_toboolean(L, 2);
+  int is_source = check_flag(L, "broadcast_one_to_all", "is_source");
   dlrun_array *x = collective_input(L, 1, "broadcast_one_to_all");
   dlrun_array *out;
   dlrun_lua_check(L, dlrun_broadcast_one_to_all(x, is_source, &out));

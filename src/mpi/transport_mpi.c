@@ -41,6 +41,17 @@ static void list_missing(const int *arrived, char *buf, size_t n) {
   }
 }
 
+/* "processes 1 and 2 did not arrive within 5 s" into err, for the ranks
+ * whose flag is 0. */
+static int timed_out(const int *arrived, int pending, double timeout_s, char *err,
+                     size_t errlen) {
+  char who[256];
+  list_missing(arrived, who, sizeof who);
+  snprintf(err, errlen, "process%s %s did not arrive within %g s", pending > 1 ? "es" : "", who,
+           timeout_s);
+  return DLRUN_TRANSPORT_TIMEOUT;
+}
+
 /* Bytes per message: MPI counts are int. A larger contribution goes as
  * several messages, in order. */
 #define CHUNK ((size_t)1 << 30)
@@ -97,11 +108,7 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
     }
     if (pending == 0) break;
     if (now_s() > deadline) {
-      char who[256];
-      list_missing(arrived, who, sizeof who);
-      snprintf(err, errlen, "process%s %s did not arrive within %g s", pending > 1 ? "es" : "",
-               who, timeout_s);
-      rc = DLRUN_TRANSPORT_TIMEOUT;
+      rc = timed_out(arrived, pending, timeout_s, err, errlen);
       break;
     }
     sched_yield(); /* oversubscribed processes: let the others run */
@@ -192,11 +199,7 @@ static int exchange(const dlrun_transport_piece *sends, size_t nsends,
         pending += arrived[peer];
         arrived[peer] = 0;
       }
-      char who[256];
-      list_missing(arrived, who, sizeof who);
-      snprintf(err, errlen, "process%s %s did not arrive within %g s", pending > 1 ? "es" : "",
-               who, timeout_s);
-      rc = DLRUN_TRANSPORT_TIMEOUT;
+      rc = timed_out(arrived, pending, timeout_s, err, errlen);
       break;
     }
     sched_yield(); /* oversubscribed processes: let the others run */
