@@ -10,23 +10,35 @@ local MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if
                 .. "--mca pml ob1"
 
 -- Run `code` (with dl = require "dlrun") under mpirun -n n. Returns stdout,
--- stderr, exit status and the seconds it took.
+-- stderr, exit status and the seconds it took. Each process writes to files
+-- of its own (mpirun's forwarding may cut one process's line by another's);
+-- the outputs are mpirun's own, then each process's in process order.
 local function mpirun(n, code, opts)
   opts = opts or {}
-  local out, err = os.tmpname(), os.tmpname()
+  local out, err, base = os.tmpname(), os.tmpname(), os.tmpname()
   local env = {}
   for k, v in pairs(H.mpi_env()) do env[#env + 1] = k .. "=" .. q(v) end
   for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
+  local own = 'exec "$@" >"$0.out.$OMPI_COMM_WORLD_RANK" 2>"$0.err.$OMPI_COMM_WORLD_RANK"'
   local line = table.concat(env, " ") .. " mpirun -n " .. n
                .. " --oversubscribe --mca mpi_yield_when_idle 1 " .. (opts.mca or MCA_SHM) .. " "
+               .. "sh -c " .. q(own) .. " " .. q(base) .. " "
                .. q(H.exe) .. " " .. (opts.args or "") .. " -e "
                .. q('local dl = require "dlrun"\n' .. code) .. " >" .. out .. " 2>" .. err
   local t0 = os.time()
   local _, _, status = os.execute(line)
   local function slurp(p)
-    local f = assert(io.open(p)); local s = f:read("a"); f:close(); os.remove(p); return s
+    local f = io.open(p)
+    if not f then return "" end
+    local s = f:read("a"); f:close(); os.remove(p); return s
   end
-  return slurp(out), slurp(err), status, os.time() - t0
+  local o, e = slurp(out), slurp(err)
+  for r = 0, n - 1 do
+    o = o .. slurp(base .. ".out." .. r)
+    e = e .. slurp(base .. ".err." .. r)
+  end
+  os.remove(base)
+  return o, e, status, os.time() - t0
 end
 
 -- The lines of s, sorted (processes print in any order).
