@@ -9,7 +9,8 @@ local MCA_SHM = "--mca btl self,vader"
 local MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
                 .. "--mca pml ob1"
 
--- Run `code` (with dl = require "dlrun") under mpirun -n n. Returns stdout,
+-- Run `code` (with dl = require "dlrun") under mpirun -n n, for at most
+-- opts.limit seconds (120). Returns stdout,
 -- stderr, exit status and the seconds it took. Each process writes to files
 -- of its own (mpirun's forwarding may cut one process's line by another's);
 -- the outputs are mpirun's own, then each process's in process order.
@@ -20,7 +21,9 @@ local function mpirun(n, code, opts)
   for k, v in pairs(H.mpi_env()) do env[#env + 1] = k .. "=" .. q(v) end
   for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
   local own = 'exec "$@" >"$0.out.$OMPI_COMM_WORLD_RANK" 2>"$0.err.$OMPI_COMM_WORLD_RANK"'
-  local line = table.concat(env, " ") .. " mpirun -n " .. n
+  -- Bounded: a job that hangs is killed (exit 124) instead of stalling the suite.
+  local line = table.concat(env, " ") .. " timeout -k 10 " .. (opts.limit or 120)
+               .. " mpirun -n " .. n
                .. " --oversubscribe --mca mpi_yield_when_idle 1 " .. (opts.mca or MCA_SHM) .. " "
                .. "sh -c " .. q(own) .. " " .. q(base) .. " "
                .. q(H.exe) .. " " .. (opts.args or "") .. " -e "

@@ -48,16 +48,13 @@ static dlrun_status agree(const char *call, dlrun_status mine, dlrun_array *x,
   return dlrun_dist_agree_call(call, mine, value ? 2 : 1, fields);
 }
 
-/* x's bytes (fully addressable) into a new host block of nbytes * copies,
- * at copy `at`. */
-static dlrun_status read_into(dlrun_array *x, size_t copies, size_t at, unsigned char **out) {
+/* x's bytes (fully addressable) into a new host block. */
+static dlrun_status read_host(dlrun_array *x, unsigned char **out) {
   size_t n = (size_t)x->nbytes;
+  unsigned char *buf = dlrun_malloc(n ? n : 1);
   *out = NULL;
-  if (copies && n > SIZE_MAX / copies) return dlrun_fail_oom_host(SIZE_MAX);
-  size_t total = n * copies;
-  unsigned char *buf = dlrun_malloc(total ? total : 1);
-  if (!buf) return dlrun_fail_oom_host(n * copies);
-  dlrun_status st = dlrun_array_read(x, 0, n, buf + at * n);
+  if (!buf) return dlrun_fail_oom_host(n);
+  dlrun_status st = dlrun_array_read(x, 0, n, buf);
   if (st) {
     dlrun_free(buf);
     return st;
@@ -70,7 +67,7 @@ static dlrun_status read_into(dlrun_array *x, size_t copies, size_t at, unsigned
 static dlrun_status gather_bytes(dlrun_array *x, const char *call, unsigned char **out) {
   int n = dlrun_process_count();
   unsigned char *mine;
-  dlrun_status st = read_into(x, 1, 0, &mine);
+  dlrun_status st = read_host(x, &mine);
   if (st) return st;
   unsigned char *all = NULL;
   if (!dlrun_dist_transport()) {
@@ -205,7 +202,7 @@ dlrun_status dlrun_broadcast_one_to_all(dlrun_array *x, int is_source, dlrun_arr
   int root;
   if ((st = find_source(is_source, &root))) return st;
   unsigned char *buf;
-  if ((st = read_into(x, 1, 0, &buf))) return st; /* others' bytes are overwritten */
+  if ((st = read_host(x, &buf))) return st; /* others' bytes are overwritten */
   char err[320] = "";
   if (dlrun_dist_transport() &&
       dlrun_dist_bcast(buf, (size_t)x->nbytes, root, err, sizeof err) != DLRUN_TRANSPORT_OK)
