@@ -1474,7 +1474,7 @@ for _, fn in ipairs {"export", "try_export"} do
        class = "TypeError", message = fn .. ": option strategy must be a string, got number"}
   add {name = fn .. "(x, {strategy='bogus'})", fn = function() return dl[fn](F.xs, {strategy = "bogus"}) end,
        class = "ValueError",
-       message = fn .. ': unknown strategy "bogus" (expected "auto", "gather", "replica", "host" or "shards")'}
+       message = fn .. ': unknown strategy "bogus" (expected "auto", "gather", "allgather", "replica", "host" or "shards")'}
   add {name = fn .. "(x, {device=5})", fn = function() return dl[fn](F.xs, {device = 5}) end,
        class = "TypeError", message = fn .. ": option device must be a Device, got number"}
   add {name = fn .. "(x, {device=io.stdout})", fn = function() return dl[fn](F.xs, {device = io.stdout}) end,

@@ -278,14 +278,34 @@ print(dl.process_index(), "after")]])
   end)
 
   it("a wait that passes DLRUN_DISTRIBUTED_TIMEOUT raises, naming who did not arrive", function()
-    local out, _, status = mpirun(3, [[
+    local out, err, status = mpirun(3, [[
 if dl.process_index() > 0 then os.execute("sleep 2") end
 local ok, e = pcall(dl.sync_global_devices, "late")
 if dl.process_index() == 0 then print(ok, e.name, e.message) end]],
                                   {env = {DLRUN_DISTRIBUTED_TIMEOUT = "0.5"}})
-    assert.are.equal(0, status)
     assert.are.equal("false\tRuntimeError\tsync_global_devices('late'): processes 1 and 2 did "
                      .. "not arrive within 0.5 s\n", out)
+    -- The end of the script is a wait too: process 0 ends the job.
+    assert.are_not.equal(0, status)
+    assert.matches("dlrun%[0%]: RuntimeError: the end of the script: processes 1 and 2 did not "
+                   .. "arrive within 0.5 s", err)
+  end)
+
+  it("a process still in a collective when another ends its script raises, naming both; the "
+     .. "job ends at once", function()
+    local out, err, status, secs = mpirun(2, [[
+if dl.process_index() == 0 then
+  local ok, e = pcall(dl.sync_global_devices, "only 0")
+  print(ok, e.message)
+end]])
+    assert.are.equal("false\tsync_global_devices mismatch: process 0 called "
+                     .. "'sync_global_devices', process 1 'the end of the script' "
+                     .. "(every process must make the same collective calls in the same order)\n",
+                     out)
+    assert.matches("dlrun%[1%]: RuntimeError: the end of the script mismatch: process 1 called "
+                   .. "'the end of the script', process 0 'sync_global_devices'", err)
+    assert.are_not.equal(0, status)
+    assert.is_true(secs < 60)
   end)
 
   it("sync_global_devices takes one string", function()

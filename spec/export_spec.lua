@@ -51,7 +51,7 @@ local function moved()
   return s.bytes_moved + s.local_bytes
 end
 
-local VALID = '"auto", "gather", "replica", "host" or "shards"'
+local VALID = '"auto", "gather", "allgather", "replica", "host" or "shards"'
 local SHARDED8 = "to_dlpack can only pack a dlpack tensor from an array on a singular device, "
                  .. "but an array with a Sharding over 8 devices was provided."
 local DELETED = "Array has been deleted with shape=float32[16,4]."

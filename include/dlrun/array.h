@@ -96,13 +96,33 @@ DLRUN_API void dlrun_array_shard_index(const dlrun_array *a, size_t i, dlrun_dev
 DLRUN_API dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out);
 
 /* An array of global shape `dims` laid out by `sharding` from one
- * single-device array per device of the sharding, in any order, each holding
- * that device's shard (dtype and shard shape must match); their buffers are
- * shared, not copied. JAX's checks and messages. */
+ * single-device array per addressable device of the sharding (every device,
+ * alone; this process's, in a job), in any order, each holding that
+ * device's shard (dtype and shard shape must match); their buffers are
+ * shared, not copied. The arrays stay the caller's. JAX's checks and
+ * messages. */
 DLRUN_API dlrun_status dlrun_array_from_single_device_arrays(dlrun_sharding *sharding, int ndim,
                                                              const int64_t *dims,
                                                              dlrun_array *const *arrays,
                                                              size_t narrays, dlrun_array **out);
+
+/* A global array from each process's slab of it, as JAX's
+ * make_array_from_process_local_data: `local` (fully addressable, on any
+ * device; it stays the caller's) holds the box of the global array that
+ * this process's shards of `sharding` cover, and is copied into them.
+ * Processes holding replicas of one slab pass equal data (not checked).
+ * dims (ndim entries) is the global shape; with dims NULL (ndim ignored)
+ * it is inferred: each dimension of local times the number of slabs that
+ * split it. Errors (ValueError): this process's shards do not form one box;
+ * local's shape is not that box's; dims NULL when the process holds no
+ * shard, or when a dimension of local does not divide among the shards it
+ * holds; and the shape checks of the sharding. No communication: every
+ * process calls it, with the same sharding and global shape. The result is
+ * the caller's (dlrun_array_release). */
+DLRUN_API dlrun_status dlrun_array_from_process_local_data(dlrun_sharding *sharding,
+                                                           dlrun_array *local, int ndim,
+                                                           const int64_t *dims,
+                                                           dlrun_array **out);
 
 /* ---- transfers ---- */
 

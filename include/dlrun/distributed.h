@@ -58,6 +58,16 @@ DLRUN_API double dlrun_distributed_timeout(void);
  * differ (naming both), and when the wait passes the timeout. Alone: checks
  * nothing, returns DLRUN_OK. */
 DLRUN_API dlrun_status dlrun_sync_global(const char *name);
+/* Collective: this process has made its last collective call; returns
+ * once every process has. `what` names the point in messages (NULL:
+ * "dlrun_distributed_finish"; dlrun's command line passes "the end of the
+ * script"). A process still at another collective call fails there, and
+ * this fails too, on every process, with RuntimeError naming both calls
+ * ("device_put mismatch: process 0 called 'device_put', process 1 'the end
+ * of the script' ..."), rather than waiting forever for a peer that has
+ * finished; a wait past the timeout fails too. Call it before
+ * dlrun_distributed_shutdown when the work ended well. Alone: DLRUN_OK. */
+DLRUN_API dlrun_status dlrun_distributed_finish(const char *what);
 /* End the whole job now with exit status `code` (every process, without
  * waiting for them): what an uncaught error on one process must do. Alone:
  * exit(code). Never returns. */

@@ -6,7 +6,11 @@
 --     dl.export(x [, opts])      opts: strategy, device, max_version, dl_device, copy, stream
 --     dl.try_export(x [, opts])  plain __dlpack__ first, dl.export on BufferError only
 --
--- Results. Single-tensor strategies ("gather", "replica", "host", and "direct"
+-- Arrays that span processes (not fully addressable) take the strategies of
+-- dlrun.export_global, which says how each works there; on one process "allgather" is a
+-- "gather".
+--
+-- Results. Single-tensor strategies ("gather", "allgather", "replica", "host", and "direct"
 -- from try_export):
 --   {strategy =, bytes_moved =, capsule =, device = <the Device whose data was exported>}
 -- "shards": {strategy = "shards", bytes_moved =, shards = {{capsule=, index=, device=,
@@ -37,7 +41,7 @@
 --   TypeError  "{fn}: option device must be a Device, got {type}"
 --   TypeError  "{fn}: option strategy must be a string, got {type}"
 --   ValueError "{fn}: unknown strategy \"{s}\" (expected \"auto\", \"gather\",
---               \"replica\", \"host\" or \"shards\")"
+--               \"allgather\", \"replica\", \"host\" or \"shards\")"
 --   ValueError "export: strategy \"replica\" needs a fully replicated array, but the array
 --               is sharded as {tostring(sharding)}"
 --   ValueError "export: strategy \"replica\" found no replica on {device}; the array's
@@ -50,7 +54,8 @@
 -- BufferError and ValueError for bad DLPack options) pass through unchanged.
 local errors = require "dlrun.errors"
 
-local STRATEGIES = {auto = true, gather = true, replica = true, host = true, shards = true}
+local STRATEGIES = {auto = true, gather = true, replica = true, host = true, shards = true,
+                    allgather = true}
 local OPTION_KEYS = {strategy = true, device = true, max_version = true, dl_device = true,
                      copy = true, stream = true}
 local DLPACK_KEYS = {"max_version", "dl_device", "copy", "stream"}
@@ -110,8 +115,8 @@ local function check_options(opts, fn)
       fail("TypeError", "%s: option strategy must be a string, got %s", fn, typename(s))
     end
     if not STRATEGIES[s] then
-      fail("ValueError", '%s: unknown strategy "%s" (expected "auto", "gather", "replica", '
-           .. '"host" or "shards")', fn, s)
+      fail("ValueError", '%s: unknown strategy "%s" (expected "auto", "gather", "allgather", '
+           .. '"replica", "host" or "shards")', fn, s)
     end
   end
   return opts
@@ -162,7 +167,7 @@ return function(dl)
     local x = ...
     if not is_array(x) then return false end
     local ok, result = pcall(function()
-      return not x:is_deleted() and x.sharding.num_devices == 1
+      return not x:is_deleted() and x.sharding.num_devices == 1 and x.is_fully_addressable
     end)
     return ok and result == true
   end
@@ -186,12 +191,16 @@ return function(dl)
 
   local run = {}
 
-  function run.gather(x, opts, reason)
+  function run.gather(x, opts, reason, strategy)
+    strategy = strategy or "gather"
     local device = opts.device or first_device(x)
     local y, n = single_device(x, device)
-    refuse_copy("gather", opts, n, device)
-    return single("gather", y, opts, n, reason)
+    refuse_copy(strategy, opts, n, device)
+    return single(strategy, y, opts, n, reason)
   end
+
+  -- On one process, every process is this one: a gather.
+  function run.allgather(x, opts) return run.gather(x, opts, nil, "allgather") end
 
   function run.host(x, opts, reason)
     local host = dl.host_device()
@@ -263,12 +272,20 @@ return function(dl)
                     :format(tostring(target), format_bytes(x.nbytes), format_bytes(free)))
   end
 
+  -- Arrays spanning processes take the strategies of dlrun.export_global.
+  local global = require("dlrun.export_global")(dl, {
+    fail = fail, single = single, refuse_copy = refuse_copy, format_bytes = format_bytes,
+    dlpack_options = dlpack_options,
+  })
+
   local function export(x, opts, fn)
     check_array(x, fn)
     opts = check_options(opts, fn)
     -- A deleted array raises the core's own RuntimeError, whatever the strategy.
     if x:is_deleted() then first_device(x) end
-    return run[opts.strategy or "auto"](x, opts)
+    local strategy = opts.strategy or "auto"
+    if not x.is_fully_addressable then return global(strategy, x, opts) end
+    return run[strategy](x, opts)
   end
 
   function dl.export(...)

@@ -44,8 +44,20 @@ static dlrun_status check_each(dlrun_sharding *s, dlrun_array *const *arrays, si
                         "When making an array from single-device arrays the input arrays must "
                         "have one shard each. An argument array had %zu shard(s).",
                         arrays[k]->nshards);
+    if (!dlrun_sharding_is_fully_addressable(arrays[k]->sharding))
+      return dlrun_fail(DLRUN_ERR_VALUE,
+                        "per-device array %zu is on %s, another process's device: pass the "
+                        "arrays on this process's devices",
+                        k + 1, dlrun_array_device(arrays[k])->name);
   }
-  size_t want = dlrun_sharding_device_count(s);
+  size_t want = 0;
+  for (size_t i = 0; i < dlrun_sharding_device_count(s); i++)
+    want += dlrun_sharding_is_addressable(s, i);
+  if (want == 0 && n == 0)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "make_array_from_single_device_arrays: this process holds none of the "
+                      "sharding's devices, so no per-device array gives the dtype; create it "
+                      "with make_array_from_process_local_data and a global shape, or zeros");
   if (n != want)
     return dlrun_fail(DLRUN_ERR_VALUE,
                       "Expected %zu per-device arrays (this is how many devices are addressable "
@@ -86,8 +98,9 @@ static dlrun_status place(dlrun_sharding *s, dlrun_array *const *arrays, size_t 
     append_ids(msg, used, sizeof msg, "[", "]", devs, n, names);
     st = dlrun_fail(DLRUN_ERR_VALUE, "%s", msg);
   } else {
-    for (size_t i = 0; i < n; i++)
-      if (!by_pos[i]) missing[nmissing++] = dlrun_sharding_device(s, i);
+    for (size_t i = 0; i < dlrun_sharding_device_count(s) && nmissing < n; i++)
+      if (!by_pos[i] && dlrun_sharding_is_addressable(s, i))
+        missing[nmissing++] = dlrun_sharding_device(s, i);
     for (size_t k = 0; k < n; k++)
       if (dlrun_sharding_device_position(s, devs[k]) < 0) devs[nextra++] = devs[k];
     if (nmissing || nextra) {
@@ -161,20 +174,22 @@ dlrun_status dlrun_array_from_single_device_arrays(dlrun_sharding *s, int ndim,
   if ((st = dlrun_array_layout(s, arrays[0]->dtype, ndim, dims, shard_dims, &nbytes,
                                &shard_nbytes)))
     return st;
-  dlrun_array **by_pos = dlrun_calloc(n, sizeof *by_pos);
-  dlrun_buffer **bufs = dlrun_calloc(n, sizeof *bufs);
-  if (!by_pos || !bufs) st = dlrun_fail_oom_host(2 * n * sizeof(void *));
+  /* By position in the sharding; other processes' positions stay NULL. */
+  size_t total = dlrun_sharding_device_count(s);
+  dlrun_array **by_pos = dlrun_calloc(total, sizeof *by_pos);
+  dlrun_buffer **bufs = dlrun_calloc(total, sizeof *bufs);
+  if (!by_pos || !bufs) st = dlrun_fail_oom_host(2 * total * sizeof(void *));
   if (!st) st = place(s, arrays, n, by_pos);
   if (!st) st = check_shards(s, ndim, dims, arrays, n, shard_dims);
-  size_t got = 0;
-  for (; !st && got < n; got++) {
+  for (size_t i = 0; !st && i < total; i++) {
     dlrun_buffer *b[1];
-    if ((st = dlrun_array_acquire_buffers(by_pos[got], b))) break;
-    bufs[got] = b[0];
+    if (!by_pos[i]) continue;
+    if ((st = dlrun_array_acquire_buffers(by_pos[i], b))) break;
+    bufs[i] = b[0];
   }
   dlrun_free(by_pos);
   if (st) {
-    dlrun_buffers_release(bufs, got);
+    dlrun_buffers_release(bufs, total);
     return st;
   }
   return dlrun_array_wrap(arrays[0]->dtype, ndim, dims, s, bufs, out);

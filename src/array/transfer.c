@@ -76,9 +76,19 @@ static void plan_free(put_plan *pl) {
   dlrun_buffers_release(pl->dst_bufs, pl->n);
 }
 
+/* Where the destination lies: an array of shape dims whose box [offset,
+ * offset + src shape) the source holds (offset NULL: the source is the
+ * whole array). Shards of other processes are skipped. */
+typedef struct put_target {
+  dlrun_sharding *sharding;
+  const int64_t *dims;
+  const int64_t *offset;
+} put_target;
+
 /* src_bufs (a reference each) go to the copy plan, whatever happens. */
-static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sharding *dst,
+static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, put_target to,
                              bool may_share, put_plan *pl) {
+  dlrun_sharding *dst = to.sharding;
   memset(pl, 0, sizeof *pl);
   pl->n = dlrun_sharding_device_count(dst);
   size_t esize = dlrun_dtype_get(src->dtype)->size;
@@ -98,11 +108,16 @@ static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, dlrun_sh
   int64_t shard_dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
   int64_t dst_strides[DLRUN_MAX_NDIM];
   uint64_t nbytes, shard_nbytes;
-  dlrun_array_layout(dst, src->dtype, src->ndim, src->dims, shard_dims, &nbytes, &shard_nbytes);
+  dlrun_array_layout(dst, src->dtype, src->ndim, to.dims, shard_dims, &nbytes, &shard_nbytes);
   dlrun_row_major_strides(src->ndim, shard_dims, dst_strides);
   for (size_t i = 0; i < pl->n && !st; i++) {
-    dlrun_sharding_shard_index(dst, i, src->ndim, src->dims, lo, hi);
-    ptrdiff_t j = may_share ? dlrun_put_shareable(src, dst, i, lo, hi) : -1;
+    if (!dlrun_sharding_is_addressable(dst, i)) continue;
+    dlrun_sharding_shard_index(dst, i, src->ndim, to.dims, lo, hi);
+    for (int d = 0; to.offset && d < src->ndim; d++) {
+      lo[d] -= to.offset[d];
+      hi[d] -= to.offset[d];
+    }
+    ptrdiff_t j = may_share && !to.offset ? dlrun_put_shareable(src, dst, i, lo, hi) : -1;
     if (j >= 0) {
       pl->dst_bufs[i] = src_bufs[j];
       dlrun_buffer_retain(src_bufs[j]);
@@ -158,6 +173,38 @@ static int only_process(const dlrun_sharding *a, const dlrun_sharding *b) {
   return p;
 }
 
+/* Plan, wrap and queue a put on this process; counts it. */
+static dlrun_status put_run(dlrun_array *src, put_target to, bool may_share,
+                            dlrun_transfer_stats *stats, dlrun_array **out) {
+  dlrun_buffer **src_bufs = dlrun_malloc(src->nshards * sizeof *src_bufs);
+  if (!src_bufs) return dlrun_fail_oom_host(src->nshards * sizeof *src_bufs);
+  dlrun_status st = dlrun_array_acquire_buffers(src, src_bufs);
+  if (st) {
+    dlrun_free(src_bufs);
+    return st;
+  }
+  put_plan pl;
+  if ((st = plan_put(src, src_bufs, to, may_share, &pl))) return st;
+  /* The array takes the buffer references; the copy plan goes to the
+   * device layer. */
+  dlrun_buffer **bufs = pl.dst_bufs;
+  pl.dst_bufs = NULL;
+  if ((st = dlrun_array_wrap(src->dtype, src->ndim, to.dims, to.sharding, bufs, out))) {
+    plan_free(&pl);
+    return st;
+  }
+  st = dlrun_copy_plan_run(pl.copies);
+  pl.copies = NULL;
+  if (st) {
+    dlrun_array_release(*out);
+    *out = NULL;
+    return st;
+  }
+  dlrun_count_transfer(dlrun_sharding_device(to.sharding, 0)->rt, &pl.stats);
+  *stats = pl.stats;
+  return DLRUN_OK;
+}
+
 dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
                               const dlrun_put_options *options, dlrun_array **out) {
   DLRUN_NONNULL(out, "dlrun_device_put", "out");
@@ -183,33 +230,19 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
     if (o.donate) dlrun_array_delete(src);
     return DLRUN_OK;
   }
-  dlrun_buffer **src_bufs = dlrun_malloc(src->nshards * sizeof *src_bufs);
-  if (!src_bufs) return dlrun_fail_oom_host(src->nshards * sizeof *src_bufs);
-  if ((st = dlrun_array_acquire_buffers(src, src_bufs))) {
-    dlrun_free(src_bufs);
-    return st;
-  }
-  put_plan pl;
-  if ((st = plan_put(src, src_bufs, dst, may_share || o.donate, &pl))) return st;
-  /* The array takes the buffer references; the copy plan goes to the
-   * device layer. */
-  dlrun_buffer **bufs = pl.dst_bufs;
-  pl.dst_bufs = NULL;
-  if ((st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, dst, bufs, out))) {
-    plan_free(&pl);
-    return st;
-  }
-  st = dlrun_copy_plan_run(pl.copies);
-  pl.copies = NULL;
-  if (st) {
-    dlrun_array_release(*out);
-    *out = NULL;
-    return st;
-  }
-  dlrun_count_transfer(dlrun_sharding_device(dst, 0)->rt, &pl.stats);
-  if (o.stats) *o.stats = pl.stats;
+  dlrun_transfer_stats stats;
+  put_target to = {.sharding = dst, .dims = src->dims};
+  if ((st = put_run(src, to, may_share || o.donate, &stats, out))) return st;
+  if (o.stats) *o.stats = stats;
   if (o.donate) dlrun_array_delete(src);
   return DLRUN_OK;
+}
+
+dlrun_status dlrun_put_slab(dlrun_array *src, dlrun_sharding *dst, const int64_t *dims,
+                            const int64_t *offset, dlrun_array **out) {
+  dlrun_transfer_stats stats;
+  put_target to = {.sharding = dst, .dims = dims, .offset = offset};
+  return put_run(src, to, false, &stats, out);
 }
 
 void dlrun_count_transfer(dlrun_runtime *rt, const dlrun_transfer_stats *s) {

@@ -16,4 +16,12 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
                                      const dlrun_put_options *o, dlrun_status valid,
                                      dlrun_array **out);
 
+/* A new array of shape dims laid out by dst whose shards on this process
+ * are copied from src, which holds the box [offset, offset + src shape) of
+ * it; the other processes' shards are not this process's to fill
+ * (make_array_from_process_local_data). The caller has checked that every
+ * local shard lies in that box. */
+dlrun_status dlrun_put_slab(dlrun_array *src, dlrun_sharding *dst, const int64_t *dims,
+                            const int64_t *offset, dlrun_array **out);
+
 #endif

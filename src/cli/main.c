@@ -646,6 +646,11 @@ int main(int argc, char **argv) {
   int status = lua_pcall(L, 1, 1, 0);
   int ok = status == LUA_OK && lua_toboolean(L, -1);
   report(L, status, 0); /* outside protected mode: no metamethods */
+  /* A peer still waiting in a collective learns that this process is done. */
+  if (ok && dlrun_process_count() > 1 && dlrun_distributed_finish("the end of the script")) {
+    status_error(DLRUN_ERR_RUNTIME);
+    ok = 0;
+  }
   if (!ok && dlrun_process_count() > 1) {
     /* The others would wait for this process forever: end the job. */
     cli_progress_stop();

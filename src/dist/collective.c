@@ -71,31 +71,6 @@ static const char *quoted(const value_record *v, char *buf, size_t n) {
   return buf;
 }
 
-dlrun_status dlrun_dist_agree(const char *call, const char *what, const char *value,
-                              bool as_value_error) {
-  if (!dlrun_dist_transport()) return DLRUN_OK;
-  collectives++;
-  int n = dlrun_process_count(), me = dlrun_process_index();
-  value_record mine = record_of(value);
-  value_record *all = calloc((size_t)n, sizeof *all);
-  if (!all) return dlrun_fail_oom_host((size_t)n * sizeof *all);
-  char err[320] = "";
-  int rc = dlrun_dist_allgather(&mine, sizeof mine, all, err, sizeof err);
-  dlrun_status st = DLRUN_OK;
-  if (rc != DLRUN_TRANSPORT_OK) {
-    st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
-  } else {
-    char a[112], b[112];
-    for (int r = 0; r < n && !st; r++)
-      if (!same_value(&all[r], &mine))
-        st = dlrun_fail(as_value_error ? DLRUN_ERR_VALUE : DLRUN_ERR_RUNTIME,
-                        "%s mismatch: process %d has %s, process %d %s", what, me,
-                        quoted(&mine, a, sizeof a), r, quoted(&all[r], b, sizeof b));
-  }
-  free(all);
-  return st;
-}
-
 /* What one process says of a call before it runs. */
 typedef struct call_record {
   uint64_t seq;           /* its collective calls so far */
@@ -105,8 +80,19 @@ typedef struct call_record {
   value_record fields[DLRUN_DIST_MAX_FIELDS];
 } call_record;
 
-dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine_st, size_t nfields,
-                                   const dlrun_dist_field *fields) {
+/* How a disagreement reads. `label` names the call in a timeout's message
+ * ("sync_global_devices('a')"); with `what`, a field that differs reads
+ * "<what> mismatch: process 0 has '...', process 1 '...'", as a ValueError
+ * when value_error, for calls of one field. */
+typedef struct agreement_style {
+  const char *label, *what;
+  bool value_error;
+} agreement_style;
+
+/* Every agreement is one record of one size: any two collective calls that
+ * meet, whatever they are, read each other's record. */
+static dlrun_status agree(const char *call, dlrun_status mine_st, size_t nfields,
+                          const dlrun_dist_field *fields, agreement_style style) {
   if (!dlrun_dist_transport()) return mine_st;
   if (nfields > DLRUN_DIST_MAX_FIELDS) nfields = DLRUN_DIST_MAX_FIELDS;
   int n = dlrun_process_count(), me = dlrun_process_index();
@@ -124,7 +110,7 @@ dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine_st, size_
   if (mine_st) { /* this process's own error, as it was */
     st = dlrun_fail(mine_st, "%s", mine.error);
   } else if (rc != DLRUN_TRANSPORT_OK) {
-    st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", style.label ? style.label : call, err);
   } else {
     for (int r = 0; r < n && !st; r++) {
       const call_record *o = &all[r];
@@ -142,7 +128,13 @@ dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine_st, size_
         st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s failed on process %d: %s: %s", call, r,
                         dlrun_status_name((dlrun_status)o->status), o->error);
       for (size_t f = 0; f < nfields && !st; f++)
-        if (!same_value(&o->fields[f], &mine.fields[f]))
+        if (same_value(&o->fields[f], &mine.fields[f])) continue;
+        else if (style.what)
+          st = dlrun_fail(style.value_error ? DLRUN_ERR_VALUE : DLRUN_ERR_RUNTIME,
+                          "%s mismatch: process %d has %s, process %d %s", style.what, me,
+                          quoted(&mine.fields[f], a, sizeof a), r,
+                          quoted(&o->fields[f], b, sizeof b));
+        else
           st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s mismatch: %s differs: process %d has %s, "
                           "process %d %s",
                           call, fields[f].name, me, quoted(&mine.fields[f], a, sizeof a), r,
@@ -153,16 +145,32 @@ dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine_st, size_
   return st;
 }
 
+dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine_st, size_t nfields,
+                                   const dlrun_dist_field *fields) {
+  return agree(call, mine_st, nfields, fields, (agreement_style){0});
+}
+
+dlrun_status dlrun_dist_agree(const char *call, const char *label, const char *what,
+                              const char *value, bool as_value_error) {
+  dlrun_dist_field field = {what, value};
+  agreement_style style = {.label = label, .what = what, .value_error = as_value_error};
+  return agree(call, DLRUN_OK, 1, &field, style);
+}
+
 dlrun_status dlrun_sync_global(const char *name) {
   if (!name) name = "";
-  char call[96];
-  snprintf(call, sizeof call, "sync_global_devices('%.60s%s')", name,
+  char label[96];
+  snprintf(label, sizeof label, "sync_global_devices('%.60s%s')", name,
            strlen(name) > 60 ? "..." : "");
-  return dlrun_dist_agree(call, "sync_global_devices name", name, false);
+  return dlrun_dist_agree("sync_global_devices", label, "sync_global_devices name", name, false);
+}
+
+dlrun_status dlrun_distributed_finish(const char *what) {
+  return dlrun_dist_agree_call(what ? what : "dlrun_distributed_finish", DLRUN_OK, 0, NULL);
 }
 
 dlrun_status dlrun_dist_agree_config(const char *what, const char *value) {
-  return dlrun_dist_agree(what, what, value, true);
+  return dlrun_dist_agree(what, NULL, what, value, true);
 }
 
 int dlrun_dist_bcast(void *buf, size_t nbytes, int root, char *err, size_t errlen) {

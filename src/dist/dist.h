@@ -20,10 +20,11 @@ uint64_t dlrun_dist_message_bytes(void);
  * process 1 '...'"); RuntimeError when the wait passes the timeout. Alone:
  * DLRUN_OK. */
 dlrun_status dlrun_dist_agree_config(const char *what, const char *value);
-/* The same for any collective: "<what> mismatch: ..." (ValueError or
- * RuntimeError), "<call>: ... did not arrive ..." on a timeout. */
-dlrun_status dlrun_dist_agree(const char *call, const char *what, const char *value,
-                              bool as_value_error);
+/* The same for any collective of one argument: "<what> mismatch: ..."
+ * (ValueError or RuntimeError), "<label or call>: ... did not arrive ..." on
+ * a timeout; another call met instead is dlrun_dist_agree_call's error. */
+dlrun_status dlrun_dist_agree(const char *call, const char *label, const char *what,
+                              const char *value, bool as_value_error);
 
 /* One argument of a collective call, as text that must be equal on every
  * process ("float32[8,4]"). */

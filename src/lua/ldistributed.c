@@ -1,7 +1,7 @@
 /* Lua: this process's place in a job (dlrun/distributed.h) and the
  * collectives of dlrun/multihost.h, with JAX's names: process_index,
  * process_count, sync_global_devices, process_allgather,
- * broadcast_one_to_all, assert_equal. */
+ * broadcast_one_to_all, assert_equal; and make_array_from_process_local_data. */
 #include "binding.h"
 #include "dlrun/distributed.h"
 #include "dlrun/multihost.h"
@@ -30,11 +30,11 @@ static int l_sync_global_devices(lua_State *L) {
 
 /* The Array at idx, or the Lua data there (what dl.array takes) as a new
  * Array on this process's host device, pushed and anchored on the stack. */
-static dlrun_array *collective_input(lua_State *L, int idx, const char *fn) {
+static dlrun_array *host_input(lua_State *L, int idx, const char *fn, const char *what) {
   dlrun_array *a = dlrun_lua_test_array(L, idx);
   if (a) return a;
   if (!dlrun_lua_is_data(L, idx))
-    return dlrun_lua_type_error(L, fn, idx, "x", "an Array or data dl.array takes"), NULL;
+    return dlrun_lua_type_error(L, fn, idx, what, "an Array or data dl.array takes"), NULL;
   dlrun_sharding *host = dlrun_lua_push_device_sharding(L, dlrun_host_device(dlrun_lua_runtime(L)));
   int sharding_idx = lua_gettop(L);
   dlrun_dtype dtype = DLRUN_DTYPE_COUNT;
@@ -46,6 +46,22 @@ static dlrun_array *collective_input(lua_State *L, int idx, const char *fn) {
   lua_pop(L, 1); /* the bytes */
   dlrun_lua_push_array(L, a, sharding_idx);
   return a;
+}
+
+/* make_array_from_process_local_data(sharding, local_data [, global_shape]) */
+static int l_from_process_local_data(lua_State *L) {
+  const char *fn = "make_array_from_process_local_data";
+  dlrun_lua_check_nargs(L, fn, 3);
+  lua_settop(L, 3);
+  dlrun_sharding *s = dlrun_lua_test_sharding(L, 1);
+  if (!s) return dlrun_lua_type_error(L, fn, 1, "sharding", "a Sharding");
+  int64_t dims[DLRUN_MAX_NDIM];
+  int ndim = lua_isnil(L, 3) ? -1 : dlrun_lua_check_shape(L, 3, fn, "global_shape", dims);
+  dlrun_array *local = host_input(L, 2, fn, "local_data");
+  dlrun_array *out;
+  dlrun_lua_check_in(L, fn, dlrun_array_from_process_local_data(s, local, ndim, ndim < 0 ? NULL : dims, &out));
+  dlrun_lua_push_array(L, out, 1);
+  return 1;
 }
 
 /* Push a result (a host array the caller owns). */
@@ -65,7 +81,7 @@ static int check_flag(lua_State *L, const char *fn, const char *what) {
 /* process_allgather(x [, tiled]): x's value on every process. */
 static int l_process_allgather(lua_State *L) {
   bool tiled = check_flag(L, "process_allgather", "tiled") == 1;
-  dlrun_array *x = collective_input(L, 1, "process_allgather");
+  dlrun_array *x = host_input(L, 1, "process_allgather", "x");
   dlrun_array *out;
   dlrun_lua_check(L, dlrun_process_allgather(x, tiled, &out));
   return push_result(L, out);
@@ -75,7 +91,7 @@ static int l_process_allgather(lua_State *L) {
  * process (process 0's when is_source is nil). */
 static int l_broadcast_one_to_all(lua_State *L) {
   int is_source = check_flag(L, "broadcast_one_to_all", "is_source");
-  dlrun_array *x = collective_input(L, 1, "broadcast_one_to_all");
+  dlrun_array *x = host_input(L, 1, "broadcast_one_to_all", "x");
   dlrun_array *out;
   dlrun_lua_check(L, dlrun_broadcast_one_to_all(x, is_source, &out));
   return push_result(L, out);
@@ -88,7 +104,7 @@ static int l_assert_equal(lua_State *L) {
   if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
     return dlrun_lua_type_error(L, "assert_equal", 2, "message", "a string");
   const char *message = lua_tostring(L, 2);
-  dlrun_array *x = collective_input(L, 1, "assert_equal");
+  dlrun_array *x = host_input(L, 1, "assert_equal", "x");
   dlrun_lua_check(L, dlrun_assert_equal(x, message));
   return 0;
 }
@@ -101,6 +117,7 @@ void dlrun_lua_distributed_open(lua_State *L) {
       {"process_allgather", l_process_allgather},
       {"broadcast_one_to_all", l_broadcast_one_to_all},
       {"assert_equal", l_assert_equal},
+      {"make_array_from_process_local_data", l_from_process_local_data},
       {NULL, NULL},
   };
   luaL_setfuncs(L, funcs, 0);

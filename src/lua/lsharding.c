@@ -492,7 +492,7 @@ dlrun_sharding *dlrun_lua_push_device_sharding(lua_State *L, dlrun_device *dev) 
 
 dlrun_sharding *dlrun_lua_push_target(lua_State *L, int idx, const char *fn) {
   if (lua_isnoneornil(L, idx))
-    return dlrun_lua_push_device_sharding(L, dlrun_device_get(dlrun_lua_runtime(L), NULL, 0));
+    return dlrun_lua_push_device_sharding(L, dlrun_local_device_get(dlrun_lua_runtime(L), NULL, 0));
   dlrun_device *dev = dlrun_lua_test_device(L, idx);
   if (dev) return dlrun_lua_push_device_sharding(L, dev);
   dlrun_sharding *s = dlrun_lua_test_sharding(L, idx);

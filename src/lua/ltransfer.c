@@ -295,7 +295,8 @@ static int l_from_single_device_arrays(lua_State *L) {
 
 /* dl.make_array_from_callback(shape, sharding, fn [, dtype]): fn(index)
  * gives each device's data (Lua data or an Array); as JAX, fn is called once
- * per device, or once in all for a fully replicated sharding. */
+ * per addressable device (this process's, in a job), or once in all for a
+ * fully replicated sharding. */
 static int l_from_callback(lua_State *L) {
   const char *fn = "make_array_from_callback";
   dlrun_lua_check_nargs(L, fn, 4);
@@ -309,14 +310,15 @@ static int l_from_callback(lua_State *L) {
   lua_settop(L, 4);
   dlrun_dtype dtype = lua_isnil(L, 4) ? DLRUN_DTYPE_COUNT : dlrun_lua_check_dtype(L, 4, fn);
   dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
-  size_t n = dlrun_sharding_device_count(s);
+  size_t total = dlrun_sharding_device_count(s), n = 0;
   bool replicated = dlrun_sharding_is_fully_replicated(s);
-  lua_createtable(L, (int)n, 0); /* 5: the per-device arrays */
-  lua_pushnil(L);                /* 6: the one result of a replicated sharding */
-  for (size_t i = 0; i < n; i++) {
+  lua_createtable(L, (int)total, 0); /* 5: the per-device arrays */
+  lua_pushnil(L);                    /* 6: the one result of a replicated sharding */
+  for (size_t i = 0; i < total; i++) {
+    if (!dlrun_sharding_is_addressable(s, i)) continue; /* another process calls back */
     dlrun_device *dev = dlrun_sharding_device(s, i);
     int top = lua_gettop(L);
-    if (!replicated || i == 0) {
+    if (!replicated || n == 0) {
       lua_pushvalue(L, 3);
       dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
       dlrun_lua_push_index(L, ndim, lo, hi);
@@ -357,8 +359,16 @@ static int l_from_callback(lua_State *L) {
       dlrun_lua_check(L, dlrun_array_from_host(single, dt, shard_ndim, shard_dims, data, nbytes, &out));
       dlrun_lua_push_array(L, out, target);
     }
-    lua_rawseti(L, 5, (lua_Integer)i + 1);
+    lua_rawseti(L, 5, (lua_Integer)++n);
     lua_settop(L, top);
+  }
+  dlrun_array *out;
+  if (n == 0 && dtype != DLRUN_DTYPE_COUNT) {
+    /* None of the devices is this process's: the array holds no shard. */
+    dlrun_scalar zero = {.kind = DLRUN_SCALAR_INT};
+    dlrun_lua_check(L, dlrun_array_full(s, dtype, ndim, dims, &zero, &out));
+    dlrun_lua_push_array(L, out, 2);
+    return 1;
   }
   dlrun_array **arrays = lua_newuserdatauv(L, n * sizeof *arrays + 1, 0);
   for (size_t i = 0; i < n; i++) {
@@ -366,7 +376,6 @@ static int l_from_callback(lua_State *L) {
     arrays[i] = dlrun_lua_test_array(L, -1);
     lua_pop(L, 1);
   }
-  dlrun_array *out;
   dlrun_status st = dlrun_array_from_single_device_arrays(s, ndim, dims, arrays, n, &out);
   dlrun_lua_check(L, st);
   dlrun_lua_push_array(L, out, 2);
