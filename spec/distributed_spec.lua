@@ -3,54 +3,8 @@
 -- and ends the whole job when one process fails. Runs the same scripts on
 -- 1, 2 and 4 processes (shared memory, and once over TCP loopback).
 local H = require "helpers"
-local q = H.shell_quote
 
-local MCA_SHM = "--mca btl self,vader"
-local MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
-                .. "--mca pml ob1"
-
--- Run `code` (with dl = require "dlrun") under mpirun -n n, for at most
--- opts.limit seconds (120). Returns stdout,
--- stderr, exit status and the seconds it took. Each process writes to files
--- of its own (mpirun's forwarding may cut one process's line by another's);
--- the outputs are mpirun's own, then each process's in process order.
-local function mpirun(n, code, opts)
-  opts = opts or {}
-  local out, err, base = os.tmpname(), os.tmpname(), os.tmpname()
-  local env = {}
-  for k, v in pairs(H.mpi_env()) do env[#env + 1] = k .. "=" .. q(v) end
-  for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
-  local own = 'exec "$@" >"$0.out.$OMPI_COMM_WORLD_RANK" 2>"$0.err.$OMPI_COMM_WORLD_RANK"'
-  -- Bounded: a job that hangs is killed (exit 124) instead of stalling the suite.
-  local line = table.concat(env, " ") .. " timeout -k 10 " .. (opts.limit or 120)
-               .. " mpirun -n " .. n
-               .. " --oversubscribe --mca mpi_yield_when_idle 1 " .. (opts.mca or MCA_SHM) .. " "
-               .. "sh -c " .. q(own) .. " " .. q(base) .. " "
-               .. q(H.exe) .. " " .. (opts.args or "") .. " -e "
-               .. q('local dl = require "dlrun"\n' .. code) .. " >" .. out .. " 2>" .. err
-  local t0 = os.time()
-  local _, _, status = os.execute(line)
-  local function slurp(p)
-    local f = io.open(p)
-    if not f then return "" end
-    local s = f:read("a"); f:close(); os.remove(p); return s
-  end
-  local o, e = slurp(out), slurp(err)
-  for r = 0, n - 1 do
-    o = o .. slurp(base .. ".out." .. r)
-    e = e .. slurp(base .. ".err." .. r)
-  end
-  os.remove(base)
-  return o, e, status, os.time() - t0
-end
-
--- The lines of s, sorted (processes print in any order).
-local function sorted_lines(s)
-  local t = {}
-  for line in s:gmatch("[^\n]+") do t[#t + 1] = line end
-  table.sort(t)
-  return t
-end
+local MCA_SHM, MCA_TCP, mpirun, sorted_lines = H.MCA_SHM, H.MCA_TCP, H.mpirun, H.sorted_lines
 
 describe("joining a job", function()
   for _, n in ipairs {1, 2, 4} do
@@ -317,23 +271,7 @@ print(e.name, e.message)]])
   end)
 end)
 
--- A shard's values as "id=v,v;v,v" (rows of a 2-d shard joined by ";").
-local SHOW = [[
-local function show(x)
-  local v = x:tolist()
-  if x.ndim == 2 then
-    local rows = {}
-    for _, row in ipairs(v) do rows[#rows + 1] = table.concat(row, ",") end
-    return table.concat(rows, ";")
-  end
-  return x.ndim == 0 and tostring(v) or table.concat(v, ",")
-end
-local function shards(x)
-  local t = {}
-  for _, s in ipairs(x.addressable_shards) do t[#t + 1] = s.device.id .. "=" .. show(s.data) end
-  return table.concat(t, " ")
-end
-]]
+local SHOW = H.SHOW_SHARDS
 
 describe("device_put between processes", function()
   it("reshards rows to columns and back; each process sends and receives what changes hands",

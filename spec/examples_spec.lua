@@ -301,3 +301,41 @@ describe("examples/host/minimal.c (a host application on the C API)", function()
     assert.are.equal("gathered 4 shards: 0 ... 15, 48 bytes moved between devices\n", out)
   end)
 end)
+
+describe("examples/multiprocess.lua (many processes)", function()
+  it("runs alone: one process holds the whole batch and nothing is sent", function()
+    local out = run_ok("multiprocess.lua")
+    has_line(out, "[0] batch 16x16 over 8 devices of 1 process(es); this process holds rows 0..15 "
+                  .. "on 8 device(s)")
+    has_line(out, "[0] reshard rows -> features: sent 0 bytes, received 0 bytes")
+    has_line(out, '[0] export "auto" -> "gather": a tensor on SimDevice(id=0), 1024 bytes copied here')
+    has_line(out, "[0] all checks passed")
+  end)
+
+  for _, n in ipairs {2, 4} do
+    it("runs under mpirun -n " .. n .. ": every process checks its part and every way out",
+       function()
+      local out, err, status = helpers.mpirun(n, 'dofile("examples/multiprocess.lua")',
+                                              {args = "--devices sim:2"})
+      assert.are.equal("", err)
+      assert.are.equal(0, status, out)
+      local rows, sent = 4, (n == 2 and 64 or 192)
+      for p = 0, n - 1 do
+        has_line(out, ("[%d] batch %dx%d over %d devices of %d process(es); this process holds "
+                       .. "rows %d..%d on 2 device(s)")
+                      :format(p, 4 * n, 4 * n, 2 * n, n, p * rows, p * rows + rows - 1))
+        has_line(out, ("[%d] reshard rows -> features: sent %d bytes, received %d bytes")
+                      :format(p, sent, sent))
+        has_line(out, ("[%d] batch:tolist(): RuntimeError: Fetching value for an Array that spans "
+                       .. "non-addressable (non process loca..."):format(p))
+        has_line(out, ('[%d] export "auto" -> "allgather": a tensor on SimDevice(id=%d), %d bytes '
+                       .. "copied here"):format(p, 2 * p, 64 * n * n))
+        has_line(out, ("[%d] all checks passed"):format(p))
+      end
+      for p = 1, n - 1 do
+        has_line(out, ('[%d] export "gather": no tensor here; process 0 holds it on '
+                       .. "SimDevice(id=0)"):format(p))
+      end
+    end)
+  end
+end)

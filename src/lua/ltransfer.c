@@ -363,7 +363,12 @@ static int l_from_callback(lua_State *L) {
     lua_settop(L, top);
   }
   dlrun_array *out;
-  if (n == 0 && dtype != DLRUN_DTYPE_COUNT) {
+  if (n == 0 && dtype == DLRUN_DTYPE_COUNT)
+    return dlrun_lua_raise(L, "ValueError",
+                           "%s: this process holds none of the sharding's devices, so no data "
+                           "gives the dtype; pass dtype",
+                           fn);
+  if (n == 0) {
     /* None of the devices is this process's: the array holds no shard. */
     dlrun_scalar zero = {.kind = DLRUN_SCALAR_INT};
     dlrun_lua_check(L, dlrun_array_full(s, dtype, ndim, dims, &zero, &out));
