@@ -97,5 +97,61 @@ int main(void) {
     dlrun_sharding_release(s);
     dlrun_runtime_release(rt);
   }
+  TEST("alone, make_array_from_process_local_data lays the whole array out; local stays the "
+       "caller's") {
+    dlrun_config cfg = {.devices = "sim:2"};
+    dlrun_runtime *rt = NULL;
+    CHECK(dlrun_runtime_create(&cfg, &rt) == DLRUN_OK, "%s", dlrun_last_error());
+    dlrun_device *devs[2] = {dlrun_device_get(rt, "sim", 0), dlrun_device_get(rt, "sim", 1)};
+    const char *names[1] = {"x"};
+    int64_t sizes[1] = {2}, dims[2] = {4, 2}, big[2] = {8, 2};
+    dlrun_mesh *mesh = NULL;
+    dlrun_sharding *rows = NULL, *host = NULL;
+    dlrun_partition_spec spec = {.nentries = 1, .entries = {{.naxes = 1, .axes = {"x"}}}};
+    CHECK(dlrun_mesh_create(devs, 2, 1, names, sizes, &mesh) == DLRUN_OK, "%s",
+          dlrun_last_error());
+    CHECK(dlrun_named_sharding_create(mesh, &spec, DLRUN_MEM_DEVICE, &rows) == DLRUN_OK, "%s",
+          dlrun_last_error());
+    CHECK(dlrun_single_device_sharding_create(dlrun_host_device(rt), DLRUN_MEM_DEVICE, &host) ==
+              DLRUN_OK, "%s", dlrun_last_error());
+    int32_t values[8] = {0, 1, 2, 3, 4, 5, 6, 7}, got[4] = {0};
+    dlrun_array *local = NULL, *out = NULL, *shard = NULL;
+    CHECK(dlrun_array_from_host(host, DLRUN_INT32, 2, dims, values, sizeof values, &local) ==
+              DLRUN_OK, "%s", dlrun_last_error());
+    for (int given = 0; given < 2; given++) {
+      CHECK(dlrun_array_from_process_local_data(rows, local, 2, given ? dims : NULL, &out) ==
+                DLRUN_OK, "%s", dlrun_last_error());
+      CHECK(dlrun_array_ndim(out) == 2 && dlrun_array_shape(out)[0] == 4 &&
+                dlrun_array_shape(out)[1] == 2, "the global shape");
+      CHECK(dlrun_array_shard_data(out, 1, &shard) == DLRUN_OK, "%s", dlrun_last_error());
+      CHECK(dlrun_array_read(shard, 0, sizeof got, got) == DLRUN_OK && got[0] == 4 && got[3] == 7,
+            "shard 1 holds %d..%d", got[0], got[3]);
+      dlrun_array_release(shard);
+      dlrun_array_release(out);
+    }
+    CHECK(dlrun_array_from_process_local_data(rows, local, 2, big, &out) == DLRUN_ERR_VALUE &&
+              out == NULL, "a slab of the wrong shape accepted");
+    const char *want = "make_array_from_process_local_data: local_data has shape (4, 2), but this "
+                       "process's shards of the global shape (8, 2) under NamedSharding(";
+    CHECK(strncmp(dlrun_last_error(), want, strlen(want)) == 0, "%s", dlrun_last_error());
+    CHECK(strstr(dlrun_last_error(), "cover a slab of shape (8, 2) at (0, 0)"), "%s",
+          dlrun_last_error());
+    CHECK(dlrun_array_from_process_local_data(rows, NULL, 0, NULL, &out) == DLRUN_ERR_VALUE &&
+              out == NULL, "NULL local_data accepted");
+    /* The result holds copies: releasing local leaves it whole. */
+    CHECK(dlrun_array_from_process_local_data(rows, local, 0, NULL, &out) == DLRUN_OK, "%s",
+          dlrun_last_error());
+    dlrun_array_release(local);
+    CHECK(dlrun_array_shard_data(out, 0, &shard) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_array_read(shard, 0, sizeof got, got) == DLRUN_OK && got[0] == 0 && got[3] == 3,
+          "shard 0 holds %d..%d", got[0], got[3]);
+    dlrun_array_release(shard);
+    dlrun_array_release(out);
+    CHECK(dlrun_distributed_finish(NULL) == DLRUN_OK, "%s", dlrun_last_error());
+    dlrun_sharding_release(host);
+    dlrun_sharding_release(rows);
+    dlrun_mesh_release(mesh);
+    dlrun_runtime_release(rt);
+  }
   return check_summary("distributed");
 }
