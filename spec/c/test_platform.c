@@ -3,8 +3,11 @@
  * error naming why, "auto" passes it over for sim, and once present "auto"
  * takes all its devices, which then work like any other. The test platform
  * borrows the sim platform's slots for everything but its name and probe. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "device/platform_impl.h"
@@ -97,6 +100,48 @@ static void test_registry(void) {
   }
 }
 
+/* A platform with events of its own kind (as a CUDA backend's would be):
+ * the handle points at a flag that some other agent sets. */
+static dlrun_platform native_events;
+static bool native_query(dlrun_event ev) { return atomic_load((atomic_int *)ev.handle[0]) != 0; }
+static void native_synchronize(dlrun_event ev) {
+  while (!native_query(ev)) usleep(1000);
+}
+static void *set_later(void *flag) {
+  usleep(50 * 1000);
+  atomic_store((atomic_int *)flag, 1);
+  return NULL;
+}
+static void mark(void *ctx) { atomic_store((atomic_int *)ctx, 2); }
+
+static void test_events(void) {
+  TEST("a host stream waits for another platform's event through that platform") {
+    native_events = dlrun_sim_platform;
+    native_events.name = "native_events";
+    native_events.event_query = native_query;
+    native_events.event_synchronize = native_synchronize;
+    dlrun_runtime *rt = runtime_for("sim:1");
+    CHECK(rt != NULL, "%s", dlrun_last_error());
+    if (!rt) return;
+    atomic_int flag = 0, ran = 0;
+    dlrun_event foreign = {.platform = &native_events, .handle = {(uintptr_t)&flag}};
+    CHECK(!dlrun_event_done(foreign), "a pending foreign event reads done");
+    dlrun_task node;
+    dlrun_event done;
+    CHECK(dlrun_device_submit(dlrun_device_get(rt, "sim", 0), &node, &foreign, 1, mark, &ran,
+                              &done) == DLRUN_OK, "%s", dlrun_last_error());
+    pthread_t setter;
+    pthread_create(&setter, NULL, set_later, &flag);
+    dlrun_event_wait(done);
+    CHECK(atomic_load(&flag) == 1 && atomic_load(&ran) == 2, "the task ran before its event");
+    CHECK(dlrun_event_done(foreign) && dlrun_event_done(done), "events not done");
+    pthread_join(setter, NULL);
+    dlrun_event none = {0};
+    CHECK(dlrun_event_done(none), "the zero event is pending");
+    dlrun_runtime_release(rt);
+  }
+}
+
 int main(void) {
   test_platform = dlrun_sim_platform;
   test_platform.name = "probe_test";
@@ -108,5 +153,6 @@ int main(void) {
   }
   test_probe();
   test_registry();
+  test_events();
   return check_summary("platform");
 }

@@ -96,11 +96,11 @@ void dlrun_device_synchronize(dlrun_device *dev) {
 
 /* The platform of an event is its stream's. */
 bool dlrun_event_done(dlrun_event ev) {
-  return !ev.stream || ev.stream->platform->event_query(ev);
+  return !ev.platform || ev.platform->event_query(ev);
 }
 
 void dlrun_event_wait(dlrun_event ev) {
-  if (ev.stream) ev.stream->platform->event_synchronize(ev);
+  if (ev.platform) ev.platform->event_synchronize(ev);
 }
 
 void dlrun_events_wait(const dlrun_event *evs, size_t n) {

@@ -48,9 +48,11 @@ typedef struct dlrun_platform {
   /* Ordering, on each device's stream of work: queue fn(ctx) on dev's
    * stream to run after every event in deps (from any device's stream);
    * `node` and `deps` are the caller's until fn starts (stream.h). And the
-   * platform's events: record the point after all work queued on dev so
+   * platform's events (dlrun_event: this platform and a handle that only
+   * these slots read): record the point after all work queued on dev so
    * far, whether an event of this platform is done (without blocking), and
-   * wait for it on the host. */
+   * wait for it on the host. submit's events are the event slots' kind: the
+   * four go together. */
   dlrun_status (*submit)(dlrun_device *dev, dlrun_task *node, const dlrun_event *deps,
                          size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done);
   dlrun_event (*event_record)(dlrun_device *dev);

@@ -5,6 +5,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "device/device_impl.h"
 
 /* A parallel loop being run (dlrun_workers_parallel). */
 typedef struct dlrun_job {
@@ -71,10 +72,24 @@ static void push_ready(dlrun_workers *w, dlrun_stream *s) {
   if (w->idle) pthread_cond_signal(&w->ready_cv);
 }
 
+/* A host-stream event's handle: the stream, and the count of its tasks
+ * that must have completed. */
+static dlrun_event host_event(dlrun_stream *s, uint64_t seq) {
+  return (dlrun_event){.platform = s->platform, .handle = {(uintptr_t)s, (uintptr_t)seq}};
+}
+
+/* The stream of a host-stream event, or NULL (done, or another kind). */
+static dlrun_stream *stream_of(dlrun_event ev) {
+  if (!ev.platform || ev.platform->event_query != dlrun_stream_reached) return NULL;
+  return (dlrun_stream *)ev.handle[0];
+}
+
+static uint64_t seq_of(dlrun_event ev) { return (uint64_t)ev.handle[1]; }
+
 /* Whether every dependency of t is done, read without locks. */
 static bool deps_reached(const dlrun_task *t) {
   for (size_t i = t->next_dep; i < t->ndeps; i++)
-    if (!dlrun_stream_reached(t->deps[i])) return false;
+    if (!dlrun_event_done(t->deps[i])) return false;
   return true;
 }
 
@@ -83,16 +98,19 @@ static bool deps_reached(const dlrun_task *t) {
 static bool park_on_dependency(dlrun_task *t) {
   while (t->next_dep < t->ndeps) {
     dlrun_event ev = t->deps[t->next_dep];
-    if (ev.stream && ev.stream != t->owner) {
-      pthread_mutex_lock(&ev.stream->mu);
-      if (atomic_load_explicit(&ev.stream->completed, memory_order_relaxed) < ev.seq) {
-        t->wait_seq = ev.seq;
-        t->next_waiter = ev.stream->waiters;
-        ev.stream->waiters = t;
-        pthread_mutex_unlock(&ev.stream->mu);
+    dlrun_stream *other = stream_of(ev);
+    if (other && other != t->owner) {
+      pthread_mutex_lock(&other->mu);
+      if (atomic_load_explicit(&other->completed, memory_order_relaxed) < seq_of(ev)) {
+        t->wait_seq = seq_of(ev);
+        t->next_waiter = other->waiters;
+        other->waiters = t;
+        pthread_mutex_unlock(&other->mu);
         return true;
       }
-      pthread_mutex_unlock(&ev.stream->mu);
+      pthread_mutex_unlock(&other->mu);
+    } else if (!other) {
+      dlrun_event_wait(ev); /* another kind's event: its platform waits */
     }
     t->next_dep++;
   }
@@ -323,7 +341,7 @@ dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_eve
   bool schedule = !s->scheduled;
   s->scheduled = true;
   pthread_mutex_unlock(&s->mu);
-  if (out_event) *out_event = (dlrun_event){.stream = s, .seq = seq};
+  if (out_event) *out_event = host_event(s, seq);
   if (!schedule) return DLRUN_OK;
   if (held.w == w) { /* no worker can see s yet: it is this thread's to link */
     s->next_ready = NULL;
@@ -341,21 +359,22 @@ dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_eve
 
 dlrun_event dlrun_stream_record(dlrun_stream *s) {
   pthread_mutex_lock(&s->mu);
-  dlrun_event ev = {.stream = s, .seq = s->enqueued};
+  dlrun_event ev = host_event(s, s->enqueued);
   pthread_mutex_unlock(&s->mu);
   return ev;
 }
 
 bool dlrun_stream_reached(dlrun_event ev) {
-  return !ev.stream || atomic_load_explicit(&ev.stream->completed, memory_order_acquire) >= ev.seq;
+  dlrun_stream *s = (dlrun_stream *)ev.handle[0];
+  return !s || atomic_load_explicit(&s->completed, memory_order_acquire) >= seq_of(ev);
 }
 
 void dlrun_stream_wait(dlrun_event ev) {
   if (dlrun_stream_reached(ev)) return;
-  dlrun_stream *s = ev.stream;
+  dlrun_stream *s = (dlrun_stream *)ev.handle[0];
   pthread_mutex_lock(&s->mu);
   s->sleepers++;
-  while (atomic_load_explicit(&s->completed, memory_order_acquire) < ev.seq)
+  while (atomic_load_explicit(&s->completed, memory_order_acquire) < seq_of(ev))
     pthread_cond_wait(&s->done_cv, &s->mu);
   s->sleepers--;
   pthread_mutex_unlock(&s->mu);

@@ -21,13 +21,15 @@ struct dlrun_platform;
 /* A task: run(ctx) on a worker thread. */
 typedef void (*dlrun_task_fn)(void *ctx);
 
-/* A point in a stream: done when the stream has completed `seq` tasks.
- * A NULL stream is an event that is already done. Events are the
- * platform's (its event_* slots); this is what the host-stream slots of
- * sim and cpu record. */
+/* An event: a point in a platform's work. Only that platform's event slots
+ * (device_impl.h) make and read one; to every other piece of code it is an
+ * opaque handle, as a cudaEvent_t is. It is held by value: what a handle
+ * names lives as long as its device (a host stream's point needs nothing
+ * freed; a native platform would name an event of a per-stream ring and its
+ * generation). {0}, of no platform, is an event that is already done. */
 typedef struct dlrun_event {
-  dlrun_stream *stream;
-  uint64_t seq;
+  const struct dlrun_platform *platform; /* whose slots read it */
+  uintptr_t handle[2];                   /* the platform's own */
 } dlrun_event;
 
 /* The queue node of a submitted task, kept by the submitter (inside its
@@ -93,9 +95,12 @@ void dlrun_workers_parallel(dlrun_workers *w, size_t n, void (*fn)(void *ctx, si
 dlrun_status dlrun_workers_hold(dlrun_workers *w);
 void dlrun_workers_release(dlrun_workers *w);
 
-/* The host-stream events (what sim's and cpu's event slots are): the point
- * after everything queued on s so far; whether ev is done (no lock); wait
- * until it is. */
+/* The host-stream events (what sim's and cpu's event slots are): a handle
+ * holds the stream and how many of its tasks must have completed. The
+ * point after everything queued on s so far; whether ev is done (no lock);
+ * wait until it is. A task depending on another stream's host-stream event
+ * parks that stream without a thread; on an event of another kind, it
+ * waits through that event's platform on its worker thread. */
 dlrun_event dlrun_stream_record(dlrun_stream *s);
 bool dlrun_stream_reached(dlrun_event ev);
 void dlrun_stream_wait(dlrun_event ev);
