@@ -63,19 +63,6 @@ ptrdiff_t dlrun_put_shareable(const dlrun_array *src, const dlrun_sharding *dst,
   return j;
 }
 
-/* Everything a put needs, allocated up front. */
-typedef struct put_plan {
-  size_t n;
-  dlrun_buffer **dst_bufs;     /* shared (retained) or fresh */
-  dlrun_copy_plan *copies;     /* one task per destination that is not shared */
-  dlrun_transfer_stats stats;
-} put_plan;
-
-static void plan_free(put_plan *pl) {
-  dlrun_copy_plan_free(pl->copies);
-  dlrun_buffers_release(pl->dst_bufs, pl->n);
-}
-
 /* Where the destination lies: an array of shape dims whose box [offset,
  * offset + src shape) the source holds (offset NULL: the source is the
  * whole array). Shards of other processes are skipped. */
@@ -85,63 +72,75 @@ typedef struct put_target {
   const int64_t *offset;
 } put_target;
 
-/* src_bufs (a reference each) go to the copy plan, whatever happens. */
-static dlrun_status plan_put(dlrun_array *src, dlrun_buffer **src_bufs, put_target to,
-                             bool may_share, put_plan *pl) {
-  dlrun_sharding *dst = to.sharding;
-  memset(pl, 0, sizeof *pl);
-  pl->n = dlrun_sharding_device_count(dst);
-  size_t esize = dlrun_dtype_get(src->dtype)->size;
-  dlrun_status st = dlrun_copy_plan_create(pl->n, src->ndim, esize, src->shard_dims, src_bufs,
-                                           src->nshards, &pl->copies);
-  if (st) return st;
-  pl->dst_bufs = dlrun_calloc(pl->n, sizeof *pl->dst_bufs);
-  if (!pl->dst_bufs) {
-    plan_free(pl);
-    return dlrun_fail_oom_host(pl->n * sizeof(void *));
+/* A put in the making: its source, destination, and what it counts. */
+typedef struct put_plan {
+  dlrun_array *src;
+  dlrun_buffer **src_bufs; /* the copy plan's references */
+  put_target to;
+  bool may_share;
+  size_t n;
+  int64_t shard_dims[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM];
+  uint64_t shard_nbytes;
+  dlrun_transfer_stats stats;
+} put_plan;
+
+/* Destination i's index in the source's coordinates; whether it shares a
+ * source shard (its position in *j). */
+static bool destination(const put_plan *pl, size_t i, int64_t *lo, int64_t *hi, ptrdiff_t *j) {
+  int nd = pl->src->ndim;
+  dlrun_sharding_shard_index(pl->to.sharding, i, nd, pl->to.dims, lo, hi);
+  for (int d = 0; pl->to.offset && d < nd; d++) {
+    lo[d] -= pl->to.offset[d];
+    hi[d] -= pl->to.offset[d];
   }
-  dlrun_grid grid;
-  if ((st = dlrun_grid_build(src, &grid))) {
-    plan_free(pl);
-    return st;
-  }
-  int64_t shard_dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
-  int64_t dst_strides[DLRUN_MAX_NDIM];
-  uint64_t nbytes, shard_nbytes;
-  dlrun_array_layout(dst, src->dtype, src->ndim, to.dims, shard_dims, &nbytes, &shard_nbytes);
-  dlrun_row_major_strides(src->ndim, shard_dims, dst_strides);
-  for (size_t i = 0; i < pl->n && !st; i++) {
+  *j = pl->may_share && !pl->to.offset ? dlrun_put_shareable(pl->src, pl->to.sharding, i, lo, hi)
+                                       : -1;
+  return *j >= 0;
+}
+
+/* Every destination buffer of this process, shared or new, before anything
+ * is queued: the one step that can run out of device memory. */
+static dlrun_status alloc_destinations(put_plan *pl, dlrun_buffer **bufs) {
+  dlrun_sharding *dst = pl->to.sharding;
+  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  for (size_t i = 0; i < pl->n; i++) {
     if (!dlrun_sharding_is_addressable(dst, i)) continue;
-    dlrun_sharding_shard_index(dst, i, src->ndim, to.dims, lo, hi);
-    for (int d = 0; to.offset && d < src->ndim; d++) {
-      lo[d] -= to.offset[d];
-      hi[d] -= to.offset[d];
-    }
-    ptrdiff_t j = may_share && !to.offset ? dlrun_put_shareable(src, dst, i, lo, hi) : -1;
-    if (j >= 0) {
-      pl->dst_bufs[i] = src_bufs[j];
-      dlrun_buffer_retain(src_bufs[j]);
+    ptrdiff_t j;
+    if (destination(pl, i, lo, hi, &j)) {
+      bufs[i] = pl->src_bufs[j];
+      dlrun_buffer_retain(bufs[i]);
       pl->stats.shares++;
       continue;
     }
-    dlrun_device *dev = dlrun_sharding_device(dst, i);
-    if ((st = dlrun_buffer_create(dev, dlrun_sharding_memory_kind(dst), shard_nbytes,
-                                  &pl->dst_bufs[i])))
-      break;
-    if (shard_nbytes == 0) continue;
+    dlrun_status st = dlrun_buffer_create(dlrun_sharding_device(dst, i),
+                                          dlrun_sharding_memory_kind(dst), pl->shard_nbytes,
+                                          &bufs[i]);
+    if (st) return st;
+  }
+  return DLRUN_OK;
+}
+
+/* One task per new destination, each queued as soon as it is planned, so
+ * that the first copies run while the later ones are planned. */
+static dlrun_status queue_copies(put_plan *pl, dlrun_buffer **bufs, const dlrun_grid *grid,
+                                 dlrun_copy_plan *copies) {
+  dlrun_sharding *dst = pl->to.sharding;
+  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  dlrun_status st = DLRUN_OK;
+  for (size_t i = 0; i < pl->n && !st && pl->shard_nbytes; i++) {
+    ptrdiff_t j;
+    if (!dlrun_sharding_is_addressable(dst, i) || destination(pl, i, lo, hi, &j)) continue;
     dlrun_copy_task *t;
-    if ((st = dlrun_copy_plan_add_task(pl->copies, pl->dst_bufs[i], lo, dst_strides, &t))) break;
-    planner p = {.src = src, .src_bufs = src_bufs, .dst_dev = dev,
+    if ((st = dlrun_copy_plan_add_task(copies, bufs[i], lo, pl->dst_strides, &t))) break;
+    planner p = {.src = pl->src, .src_bufs = pl->src_bufs, .dst_dev = bufs[i]->dev,
                  .dst_kind = dlrun_sharding_memory_kind(dst), .spread = i, .task = t};
-    dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
-    st = p.st;
-    if (!st) st = dlrun_copy_task_seal(t);
+    dlrun_grid_cover(grid, lo, hi, plan_piece, &p);
+    if (!(st = p.st)) st = dlrun_copy_task_seal(t);
+    if (!st) st = dlrun_copy_plan_queue(copies, t);
     pl->stats.bytes_moved += p.bytes;
     pl->stats.local_bytes += p.local_bytes;
     pl->stats.copies += dlrun_copy_task_piece_count(t);
   }
-  dlrun_grid_free(&grid);
-  if (st) plan_free(pl);
   return st;
 }
 
@@ -173,33 +172,57 @@ static int only_process(const dlrun_sharding *a, const dlrun_sharding *b) {
   return p;
 }
 
-/* Plan, wrap and queue a put on this process; counts it. */
+/* Plan, wrap and queue a put on this process; counts it. All allocation
+ * but the copy tasks' own happens before anything is queued; a failure
+ * after that waits for what was queued and frees it, so that it leaves
+ * nothing behind. */
 static dlrun_status put_run(dlrun_array *src, put_target to, bool may_share,
                             dlrun_transfer_stats *stats, dlrun_array **out) {
-  dlrun_buffer **src_bufs = dlrun_malloc(src->nshards * sizeof *src_bufs);
-  if (!src_bufs) return dlrun_fail_oom_host(src->nshards * sizeof *src_bufs);
-  dlrun_status st = dlrun_array_acquire_buffers(src, src_bufs);
+  put_plan pl = {.src = src, .to = to, .may_share = may_share,
+                 .n = dlrun_sharding_device_count(to.sharding)};
+  uint64_t nbytes;
+  dlrun_array_layout(to.sharding, src->dtype, src->ndim, to.dims, pl.shard_dims, &nbytes,
+                     &pl.shard_nbytes);
+  dlrun_row_major_strides(src->ndim, pl.shard_dims, pl.dst_strides);
+  pl.src_bufs = dlrun_malloc(src->nshards * sizeof *pl.src_bufs);
+  if (!pl.src_bufs) return dlrun_fail_oom_host(src->nshards * sizeof *pl.src_bufs);
+  dlrun_status st = dlrun_array_acquire_buffers(src, pl.src_bufs);
   if (st) {
-    dlrun_free(src_bufs);
+    dlrun_free(pl.src_bufs);
     return st;
   }
-  put_plan pl;
-  if ((st = plan_put(src, src_bufs, to, may_share, &pl))) return st;
-  /* The array takes the buffer references; the copy plan goes to the
-   * device layer. */
-  dlrun_buffer **bufs = pl.dst_bufs;
-  pl.dst_bufs = NULL;
+  dlrun_copy_plan *copies; /* takes src_bufs, whatever happens */
+  size_t esize = dlrun_dtype_get(src->dtype)->size;
+  if ((st = dlrun_copy_plan_create(pl.n, src->ndim, esize, src->shard_dims, pl.src_bufs,
+                                   src->nshards, &copies)))
+    return st;
+  dlrun_grid grid = {0};
+  dlrun_buffer **bufs = dlrun_calloc(pl.n, sizeof *bufs);
+  if (!bufs) st = dlrun_fail_oom_host(pl.n * sizeof *bufs);
+  if (!st) st = dlrun_grid_build(src, &grid);
+  if (!st) st = alloc_destinations(&pl, bufs);
+  if (st) {
+    dlrun_grid_free(&grid);
+    dlrun_copy_plan_free(copies);
+    dlrun_buffers_release(bufs, bufs ? pl.n : 0);
+    return st;
+  }
+  /* The array takes the buffer references; the tasks take their own. */
   if ((st = dlrun_array_wrap(src->dtype, src->ndim, to.dims, to.sharding, bufs, out))) {
-    plan_free(&pl);
+    dlrun_grid_free(&grid);
+    dlrun_copy_plan_free(copies);
     return st;
   }
-  st = dlrun_copy_plan_run(pl.copies);
-  pl.copies = NULL;
+  dlrun_copy_plan_start(copies);
+  st = queue_copies(&pl, bufs, &grid, copies);
+  dlrun_grid_free(&grid);
   if (st) {
+    dlrun_copy_plan_abort(copies);
     dlrun_array_release(*out);
     *out = NULL;
     return st;
   }
+  dlrun_copy_plan_finish(copies);
   dlrun_count_transfer(dlrun_sharding_device(to.sharding, 0)->rt, &pl.stats);
   *stats = pl.stats;
   return DLRUN_OK;

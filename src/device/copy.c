@@ -29,6 +29,7 @@ struct dlrun_copy_task {
   size_t nunits;
   dlrun_event *deps; /* the sources' ready events not yet done; set when queued */
   size_t ndeps;
+  bool queued;
   dlrun_buffer *one_src;
   copy_unit one_unit;
   dlrun_event one_dep;
@@ -38,6 +39,8 @@ typedef struct dlrun_copy_task copy_task;
 
 struct dlrun_copy_plan {
   atomic_size_t pending; /* queued tasks not finished, plus the runner */
+  dlrun_runtime *rt;     /* whose workers the runner holds, once it queued */
+  size_t queued;
   int ndim;
   size_t esize;
   dlrun_buffer **srcs; /* one reference each */
@@ -255,56 +258,72 @@ static void run_copy(void *ctx) {
   plan_done(t->plan, 1); /* may free t */
 }
 
-dlrun_status dlrun_copy_plan_run(copy_plan *p) {
-  if (p->ntasks == 0) {
-    dlrun_copy_plan_free(p);
-    return DLRUN_OK;
-  }
-  dlrun_runtime *rt = task_at(p, 0)->dst->dev->rt;
+void dlrun_copy_plan_start(copy_plan *p) {
+  atomic_init(&p->pending, 1); /* the runner's hold */
+  p->rt = NULL;
+  p->queued = 0;
+}
+
+/* The runtime whose workers run the plan, held on first use. */
+static dlrun_status hold_workers(copy_plan *p, dlrun_runtime *rt) {
+  if (p->rt) return DLRUN_OK;
   dlrun_status st = dlrun_workers_hold(rt->workers);
+  if (!st) p->rt = rt;
+  return st;
+}
+
+dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
+  dlrun_device *dst = t->dst->dev;
+  dlrun_status st = hold_workers(p, dst->rt);
+  if (st) return st;
+  uint64_t task_bytes = 0;
+  t->ndeps = 0;
+  for (size_t k = 0; k < t->npieces; k++) {
+    dlrun_buffer *src = t->srcs[k];
+    if (!dlrun_event_done(src->ready)) t->deps[t->ndeps++] = src->ready;
+    task_bytes += piece_bytes(t, k);
+  }
+  /* Counted before the task can finish, so done never passes queued. */
+  atomic_fetch_add(&p->rt->bytes_queued, task_bytes);
+  atomic_fetch_add(&p->pending, 1);
+  st = dlrun_device_submit(dst, &t->node, t->deps, t->ndeps, run_copy, t, &t->dst->ready);
   if (st) {
-    dlrun_copy_plan_free(p);
+    atomic_fetch_sub(&p->pending, 1);
+    atomic_fetch_sub(&p->rt->bytes_queued, task_bytes); /* what will never be done */
     return st;
   }
-  uint64_t total = 0;
-  for (size_t i = 0; i < p->ntasks; i++)
-    for (size_t k = 0; k < task_at(p, i)->npieces; k++) total += piece_bytes(task_at(p, i), k);
-  /* Counted before any task can finish, so done never passes queued. */
-  atomic_fetch_add(&rt->bytes_queued, total);
-  atomic_init(&p->pending, p->ntasks + 1);
-  size_t n = p->ntasks, queued = 0;
-  dlrun_device *out_dev = NULL; /* bytes_out summed while the source device repeats */
-  uint64_t out_bytes = 0;
-  for (; queued < n; queued++) {
-    copy_task *t = task_at(p, queued);
-    dlrun_device *dst = t->dst->dev;
-    uint64_t task_bytes = 0;
-    t->ndeps = 0;
-    for (size_t k = 0; k < t->npieces; k++) {
-      dlrun_buffer *src = t->srcs[k];
-      if (!dlrun_event_done(src->ready)) t->deps[t->ndeps++] = src->ready;
-      uint64_t bytes = piece_bytes(t, k);
-      task_bytes += bytes;
-      if (src->dev == dst) continue;
-      if (src->dev != out_dev) {
-        if (out_dev) atomic_fetch_add(&out_dev->bytes_out, out_bytes);
-        out_dev = src->dev;
-        out_bytes = 0;
-      }
-      out_bytes += bytes;
-      atomic_fetch_add(&dst->bytes_in, bytes);
-    }
-    st = dlrun_device_submit(dst, &t->node, t->deps, t->ndeps, run_copy, t, &t->dst->ready);
-    if (st) break;
-    total -= task_bytes;
-    if (queued % 64 == 63) { /* let the workers start on what is queued */
-      dlrun_workers_release(rt->workers);
-      dlrun_workers_hold(rt->workers); /* cannot fail: a thread runs */
-    }
+  t->queued = true;
+  for (size_t k = 0; k < t->npieces; k++) {
+    dlrun_buffer *src = t->srcs[k];
+    if (src->dev == dst) continue;
+    uint64_t bytes = piece_bytes(t, k);
+    atomic_fetch_add(&src->dev->bytes_out, bytes);
+    atomic_fetch_add(&dst->bytes_in, bytes);
   }
-  if (out_dev) atomic_fetch_add(&out_dev->bytes_out, out_bytes);
-  if (st) atomic_fetch_sub(&rt->bytes_queued, total); /* what will never be done */
-  dlrun_workers_release(rt->workers);
-  plan_done(p, n - queued + 1); /* the runner's hold, and tasks never queued */
+  if (++p->queued % 64 == 0) { /* let the workers start on what is queued */
+    dlrun_workers_release(p->rt->workers);
+    dlrun_workers_hold(p->rt->workers); /* cannot fail: a thread runs */
+  }
+  return DLRUN_OK;
+}
+
+void dlrun_copy_plan_finish(copy_plan *p) {
+  if (p->rt) dlrun_workers_release(p->rt->workers);
+  plan_done(p, 1);
+}
+
+void dlrun_copy_plan_abort(copy_plan *p) {
+  if (p->rt) dlrun_workers_release(p->rt->workers);
+  /* The runner's hold keeps every task, and its destination, alive. */
+  for (size_t i = 0; i < p->ntasks; i++)
+    if (task_at(p, i)->queued) dlrun_event_wait(task_at(p, i)->dst->ready);
+  plan_done(p, 1);
+}
+
+dlrun_status dlrun_copy_plan_run(copy_plan *p) {
+  dlrun_copy_plan_start(p);
+  dlrun_status st = DLRUN_OK;
+  for (size_t i = 0; i < p->ntasks && !st; i++) st = dlrun_copy_plan_queue(p, task_at(p, i));
+  dlrun_copy_plan_finish(p);
   return st;
 }

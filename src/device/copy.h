@@ -43,6 +43,18 @@ size_t dlrun_copy_task_piece_count(const dlrun_copy_task *t);
  * touch it again, whatever this returns. Fails, having queued nothing and
  * freed the plan, only when no worker thread can run. */
 dlrun_status dlrun_copy_plan_run(dlrun_copy_plan *p);
+/* Or queue the tasks one by one as they are made, so that the first copies
+ * run while later ones are planned: start, then queue each sealed task (in
+ * any order, each once), then finish, which hands the plan to its tasks
+ * (the caller must not touch it again). A task that fails to queue (no
+ * worker thread) is not run. Between the first queue and finish the calling
+ * thread holds the workers (dlrun_workers_hold) and must not wait for what
+ * it queued. abort, instead of finish, waits for the tasks queued so far and
+ * frees the plan: afterwards nothing of it runs or holds memory. */
+void dlrun_copy_plan_start(dlrun_copy_plan *p);
+dlrun_status dlrun_copy_plan_queue(dlrun_copy_plan *p, dlrun_copy_task *t);
+void dlrun_copy_plan_finish(dlrun_copy_plan *p);
+void dlrun_copy_plan_abort(dlrun_copy_plan *p);
 /* Free a plan that is not run (NULL is a no-op). */
 void dlrun_copy_plan_free(dlrun_copy_plan *p);
 

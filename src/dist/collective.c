@@ -67,7 +67,8 @@ static bool same_value(const value_record *a, const value_record *b) {
 
 /* '<text>' or '<text>...' when cut. */
 static const char *quoted(const value_record *v, char *buf, size_t n) {
-  snprintf(buf, n, "'%s%s'", v->text, v->len >= sizeof v->text ? "..." : "");
+  snprintf(buf, n, "'%.*s%s'", (int)sizeof v->text - 1, v->text,
+           v->len >= sizeof v->text ? "..." : "");
   return buf;
 }
 
