@@ -1,7 +1,7 @@
 /* dlrun benchmark 8: collectives between processes against raw MPI on the
  * same bytes between the same processes (see bench/README.md).
  *
- *   mpirun -n N bench_mpi [--quick]
+ *   mpirun -n N bench_mpi [--quick] [--only reshard|allgather] [--runs N]
  *
  * Every process joins dlrun's job (dlrun_distributed_init over the MPI
  * transport module, on the MPI this program initialised) with 2 sim devices;
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "dlrun/dlrun.h"
@@ -30,6 +31,8 @@
 
 static int me, np;
 static bool quick;
+static int runs; /* --runs N: instead of 7 (5 quick) */
+static const char *only; /* --only reshard|allgather: one part (for profiles) */
 
 static double now_s(void) {
   struct timespec ts;
@@ -71,6 +74,13 @@ static void *xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
   if (!p) die("out of host memory (%zu bytes)", n);
   return p;
+}
+
+/* Minor page faults of this process so far. */
+static long minor_faults(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -244,12 +254,56 @@ static void p2p_run(msgs *sends, msgs *recvs, int tag) {
   free(reqs);
 }
 
+/* For information: the same messages sent as dlrun's are, straight from
+ * row-major source shards (a block of columns: a strided MPI datatype),
+ * received contiguous. shards: this process's K source shards. */
+static void p2p_strided_run(unsigned char *const *shards, int64_t rows, int64_t cols,
+                            msgs *recvs, int tag) {
+  int d = np * K, n = recvs->n;
+  int64_t br = rows / d, bc = cols / d;
+  MPI_Datatype row, block;
+  MPI_Type_contiguous((int)(bc * (int64_t)sizeof(float)), MPI_BYTE, &row);
+  MPI_Type_create_hvector((int)br, 1, (MPI_Aint)(cols * (int64_t)sizeof(float)), row, &block);
+  MPI_Type_commit(&block);
+  MPI_Type_free(&row);
+  MPI_Request *reqs = xmalloc((size_t)(2 * n + 1) * sizeof *reqs);
+  size_t off = 0;
+  for (int k = 0; k < n; off += recvs->bytes[k++])
+    MPI_Irecv(recvs->buf + off, (int)recvs->bytes[k], MPI_BYTE, recvs->peer[k], tag,
+              MPI_COMM_WORLD, &reqs[k]);
+  int k = n;
+  for (int j = 0; j < d; j++)
+    for (int i = me * K; i < (me + 1) * K; i++) {
+      if (j / K == me) continue;
+      unsigned char *base = shards[i - me * K] + (size_t)(j * bc) * sizeof(float);
+      MPI_Isend(base, 1, block, j / K, tag, MPI_COMM_WORLD, &reqs[k++]);
+    }
+  MPI_Waitall(k, reqs, MPI_STATUSES_IGNORE);
+  MPI_Type_free(&block);
+  free(reqs);
+}
+
 /* ------------------------------------------------------------ timing */
 
+/* Times and minor page faults (the most of any process) of each run. */
 typedef struct result {
-  double *dl, *ref;
+  double *dl, *ref, *dl_faults, *ref_faults;
   int reps;
 } result;
+
+static result result_new(int reps) {
+  result r = {.reps = reps};
+  double **v[] = {&r.dl, &r.ref, &r.dl_faults, &r.ref_faults};
+  for (int i = 0; i < 4; i++) *v[i] = xmalloc((size_t)reps * sizeof(double));
+  return r;
+}
+
+static void result_free(result *r) {
+  free(r->dl);
+  free(r->ref);
+  free(r->dl_faults);
+  free(r->ref_faults);
+}
 
 static void emit_times(const result *r, const char *ref_key) {
   double *pr = xmalloc((size_t)r->reps * sizeof *pr);
@@ -261,6 +315,10 @@ static void emit_times(const result *r, const char *ref_key) {
   js_num(ref_key, median(r->ref, r->reps));
   snprintf(k, sizeof k, "%s_samples", ref_key);
   js_nums(k, r->ref, r->reps);
+  /* Pages first touched inside the timed run: a cost the references,
+   * on pre-touched buffers, do not pay. */
+  js_num("dlrun_minor_faults", median(r->dl_faults, r->reps));
+  js_num("ref_minor_faults", median(r->ref_faults, r->reps));
   free(pr);
 }
 
@@ -301,16 +359,22 @@ static bool bench_reshard(dlrun_runtime *rt, dlrun_array *x, dlrun_sharding *col
   recvs.buf = xmalloc(recvs.total);
   memset(sends.buf, 1, sends.total);
   memset(recvs.buf, 2, recvs.total);
-  result r = {xmalloc((size_t)reps * sizeof(double)), xmalloc((size_t)reps * sizeof(double)), reps};
+  size_t shard_bytes = (size_t)(rows * cols) * sizeof(float) / (size_t)(np * K);
+  unsigned char *shards[K];
+  for (int i = 0; i < K; i++) memset(shards[i] = xmalloc(shard_bytes), 3, shard_bytes);
+  double *strided = xmalloc((size_t)reps * sizeof(double));
+  result r = result_new(reps);
   dlrun_transfer_stats st = {0};
   for (int k = -1; k < reps; k++) {
     dlrun_array *y;
     if (k < 0) dlrun_transfer_stats_reset(rt);
     MPI_Barrier(MPI_COMM_WORLD);
+    long f0 = minor_faults();
     double t0 = now_s();
     CHECK(dlrun_device_put(x, cols_s, NULL, &y));
     CHECK(dlrun_array_block_until_ready(y));
     double t = job_time(now_s() - t0);
+    double fd = job_time((double)(minor_faults() - f0));
     if (k < 0) {
       dlrun_transfer_stats_get(rt, &st);
       bool good = true;
@@ -322,12 +386,21 @@ static bool bench_reshard(dlrun_runtime *rt, dlrun_array *x, dlrun_sharding *col
     }
     dlrun_array_release(y);
     MPI_Barrier(MPI_COMM_WORLD);
+    f0 = minor_faults();
     t0 = now_s();
     p2p_run(&sends, &recvs, 8);
     double tr = job_time(now_s() - t0);
+    double fr = job_time((double)(minor_faults() - f0));
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    p2p_strided_run(shards, rows, cols, &recvs, 9);
+    double ts = job_time(now_s() - t0);
     if (k >= 0) {
       r.dl[k] = t;
       r.ref[k] = tr;
+      r.dl_faults[k] = fd;
+      r.ref_faults[k] = fr;
+      strided[k] = ts;
     }
   }
   if (me == 0) {
@@ -339,13 +412,16 @@ static bool bench_reshard(dlrun_runtime *rt, dlrun_array *x, dlrun_sharding *col
     js_int("messages_sent", sends.n);
     js_int("message_bytes", sends.n ? (long long)sends.bytes[0] : 0);
     emit_times(&r, "mpi_s");
+    js_num("mpi_strided_s", median(strided, reps));
+    js_nums("mpi_strided_s_samples", strided, reps);
   }
   emit_bytes(&st, sends.total, recvs.total, &ok);
+  for (int i = 0; i < K; i++) free(shards[i]);
+  free(strided);
   if (me == 0) js_close();
   msgs_free(&sends);
   msgs_free(&recvs);
-  free(r.dl);
-  free(r.ref);
+  result_free(&r);
   return ok;
 }
 
@@ -358,16 +434,18 @@ static bool bench_allgather(dlrun_runtime *rt, dlrun_array *x, int64_t rows, int
   unsigned char *send = xmalloc(part), *recv = xmalloc(nbytes);
   memset(send, 1, part);
   memset(recv, 2, nbytes);
-  result r = {xmalloc((size_t)reps * sizeof(double)), xmalloc((size_t)reps * sizeof(double)), reps};
+  result r = result_new(reps);
   dlrun_transfer_stats st = {0};
   for (int k = -1; k < reps; k++) {
     dlrun_array *y;
     if (k < 0) dlrun_transfer_stats_reset(rt);
     MPI_Barrier(MPI_COMM_WORLD);
+    long f0 = minor_faults();
     double t0 = now_s();
     CHECK(dlrun_process_allgather(x, true, &y));
     CHECK(dlrun_array_block_until_ready(y));
     double t = job_time(now_s() - t0);
+    double fd = job_time((double)(minor_faults() - f0));
     if (k < 0) {
       dlrun_transfer_stats_get(rt, &st);
       /* Read into the reference's buffer: it is overwritten next. */
@@ -382,12 +460,16 @@ static bool bench_allgather(dlrun_runtime *rt, dlrun_array *x, int64_t rows, int
     }
     dlrun_array_release(y);
     MPI_Barrier(MPI_COMM_WORLD);
+    f0 = minor_faults();
     t0 = now_s();
     MPI_Allgather(send, (int)part, MPI_BYTE, recv, (int)part, MPI_BYTE, MPI_COMM_WORLD);
     double tr = job_time(now_s() - t0);
+    double fr = job_time((double)(minor_faults() - f0));
     if (k >= 0) {
       r.dl[k] = t;
       r.ref[k] = tr;
+      r.dl_faults[k] = fd;
+      r.ref_faults[k] = fr;
     }
   }
   if (me == 0) {
@@ -401,8 +483,7 @@ static bool bench_allgather(dlrun_runtime *rt, dlrun_array *x, int64_t rows, int
   if (me == 0) js_close();
   free(send);
   free(recv);
-  free(r.dl);
-  free(r.ref);
+  result_free(&r);
   return ok;
 }
 
@@ -414,7 +495,9 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = true;
-    else die("usage: %s [--quick]", argv[0]);
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
+    else die("usage: %s [--quick] [--only reshard|allgather] [--runs N]", argv[0]);
   }
   /* MPI is initialised already: the module joins on it (it calls MPI_Init
    * only when nobody has). DLRUN_MPI_MODULE says where the module is. */
@@ -425,7 +508,7 @@ int main(int argc, char **argv) {
         me, np);
 
   int64_t rows = quick ? 4096 : 8192, cols = quick ? 2048 : 8192; /* 32 / 256 MiB */
-  int reps = quick ? 5 : 7;
+  int reps = runs > 0 ? runs : quick ? 5 : 7;
   size_t nbytes = (size_t)(rows * cols) * sizeof(float);
   note("8: float32[%lld,%lld] (%.0f MiB) over %d processes x %d sim devices, %d runs",
        (long long)rows, (long long)cols, nbytes / 1048576.0, np, K, reps);
@@ -463,9 +546,10 @@ int main(int argc, char **argv) {
     js_bool("quick", quick);
   }
   note("8 reshard: P('x', nil) -> P(nil, 'x') across processes, vs MPI_Isend/MPI_Irecv");
-  bool ok = bench_reshard(rt, x, cols_s, rows, cols, reps);
+  bool ok = true;
+  if (!only || !strcmp(only, "reshard")) ok = bench_reshard(rt, x, cols_s, rows, cols, reps);
   note("8 allgather: process_allgather(tiled) vs MPI_Allgather");
-  ok = bench_allgather(rt, x, rows, cols, reps) && ok;
+  if (!only || !strcmp(only, "allgather")) ok = bench_allgather(rt, x, rows, cols, reps) && ok;
   if (me == 0) {
     js_bool("checks_ok", ok);
     printf("}\n");
