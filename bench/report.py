@@ -4,7 +4,8 @@ Usage (from bench/run.sh): python3 bench/report.py TMPDIR RESULTS [--quick]
 
 TMPDIR holds c.json, lua.json, numpy.json (the outputs of bench.c,
 export_overhead.lua, numpy_ref.py) and c.rc, lua.rc, numpy.rc (their exit
-statuses). Prints one line per benchmark:
+statuses); mpiN.json and mpiN.rc (bench_mpi on N = 2 and 4 processes), or
+mpiN.skip saying why it did not run. Prints one line per benchmark:
 
   name, dlrun's median, the reference's median, the ratio, the target, status
 
@@ -13,7 +14,8 @@ issue defines it the other way: export overhead (dlrun cost / reference
 cost) and scale (t(4096) / t(8); index map as % of t(4096)), where lower is
 better; the target column says which. Status: ok, MISSED (a speed target not
 met), FAILED (a correctness check failed), ERROR (a part did not run),
-info (no target: reported only). Exits 1 on FAILED or ERROR.
+info (no target: reported only), skipped (MPI missing: the reason is
+printed). Exits 1 on FAILED or ERROR.
 """
 
 import json
@@ -71,8 +73,8 @@ ROWS = []
 
 def row(name, dlrun_s, ref_s, ratio, target_text, met, ratio_def, better, ratio_text=None,
         dlrun_text=None, ref_text=None):
-    """met: True, False, None (info), "FAILED" or "ERROR"."""
-    if met == "FAILED" or met == "ERROR":
+    """met: True, False, None (info), "FAILED", "ERROR" or "skipped"."""
+    if met in ("FAILED", "ERROR", "skipped"):
         status = met
     elif met is None:
         status = "info"
@@ -102,6 +104,36 @@ def speed_row(name, dl, ref, minimum, ok_flag=True, ref_name="reference"):
     else:
         met = r >= minimum
     row(name, dl, ref, r, ">= %g" % minimum, met, ref_name + " time / dlrun time", "higher")
+
+
+def mpi_rows(tmp, n, skips):
+    """Benchmark 8 on n processes; returns its data (None when skipped)."""
+    skip = os.path.join(tmp, "mpi%d.skip" % n)
+    names = [("reshard", "8 reshard %d procs vs MPI p2p" % n, "MPI_Isend/MPI_Irecv"),
+             ("allgather", "8 allgather %d procs vs MPI_Allgather" % n, "MPI_Allgather")]
+    if os.path.exists(skip):
+        why = open(skip).read().strip()
+        skips.append("8 on %d processes skipped: %s" % (n, why))
+        for _, label, ref in names:
+            row(label, None, None, None, ">= 0.9", "skipped", ref + " time / dlrun time", "higher")
+        return None
+    rc, m, err = load(tmp, "mpi%d" % n)
+    ok = rc == 0 and m is not None and bool(get(m, "checks_ok"))
+    for key, label, ref in names:
+        speed_row(label, get(m, key, "dlrun_s"), get(m, key, "mpi_s"), 0.9, ok, ref)
+        sent, recv = get(m, key, "bytes_sent"), get(m, key, "bytes_received")
+        rs, rr = get(m, key, "ref_bytes_sent"), get(m, key, "ref_bytes_received")
+        same = sent is not None and sent == rs and recv == rr
+        one = lambda v: "-" if not v else ("%d B" % v[0] if len(set(v)) == 1 else
+                                           "/".join("%d" % x for x in v))
+        row("8 %s %d procs bytes = MPI's" % (key, n), None, None, None, "equal",
+            "ERROR" if sent is None else (True if same else "FAILED"),
+            "bytes_sent / bytes_received per process vs the reference's", "exact",
+            ratio_text="-", dlrun_text="%s / %s" % (one(sent), one(recv)),
+            ref_text="%s / %s" % (one(rs), one(rr)))
+    if rc != 0 or err:
+        skips.append("bench_mpi on %d processes: exit status %d%s" % (n, rc, ": " + err if err else ""))
+    return m
 
 
 def main():
@@ -187,6 +219,11 @@ def main():
         row(label + " vs np.from_dlpack", dl, ref, ratio_of(ref, dl), "report", met,
             "numpy from_dlpack time / dlrun import time", "higher")
 
+    # 8: between processes, against raw MPI on the same bytes.
+    mpi_notes, mpi = [], {}
+    for n in (2, 4):
+        mpi["%d" % n] = mpi_rows(tmp, n, mpi_notes)
+
     # The table.
     head = ["benchmark", "dlrun", "reference", "ratio", "target", "status"]
     cells = [head] + [r["_cells"] for r in ROWS]
@@ -235,6 +272,18 @@ def main():
                       ent["dlrun_copied"], ent["numpy_copied"],
                       "; a numpy copy of the view takes %s" % fmt_time(ent["numpy_copy_s"])
                       if "numpy_copy_s" in ent else ""))
+    for n, m in sorted(mpi.items()):
+        for key in ("reshard", "allgather"):
+            e = get(m, key)
+            if e:
+                print("%s on %s processes (%.0f MiB): paired ratio %.2f; bytes sent per process %s, "
+                      "received %s%s" % (
+                          key, n, e["bytes"] / 2**20, e["paired_ratio_median"],
+                          e["bytes_sent"], e["bytes_received"],
+                          "; MPI with dlrun's strided send datatypes %s" % fmt_time(e["mpi_strided_s"])
+                          if "mpi_strided_s" in e else ""))
+    for line in mpi_notes:
+        print(line)
     for name, rc, err in (("bench.c", c_rc, c_err), ("export_overhead.lua", l_rc, l_err),
                           ("numpy_ref.py", n_rc, n_err)):
         if rc != 0 or err:
@@ -260,7 +309,7 @@ def main():
                     "machine": platform.machine(), "cpus": os.cpu_count(),
                     "load_average_start": start_load, "load_average_end": end_load},
         "summary": summary,
-        "c": c, "lua": lua, "numpy": npy,
+        "c": c, "lua": lua, "numpy": npy, "mpi": mpi,
         "exit_status": {"bench.c": c_rc, "export_overhead.lua": l_rc, "numpy_ref.py": n_rc},
     }
     with open(out_path, "w") as f:

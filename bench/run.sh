@@ -7,7 +7,9 @@
 #
 # Environment: BUILD (the optimised build tree, default build-bench),
 # PYTHON (a python3 with Debian's NumPy, default /usr/bin/python3 when it
-# exists, else python3), RESULTS (output file, default bench/results.json).
+# exists, else python3), RESULTS (output file, default bench/results.json),
+# MPIRUN (default mpirun: benchmark 8 runs under it on 2 and 4 processes;
+# without it, or without bench_mpi, its lines are reported as skipped).
 # Exit status: 0 when every correctness check passed (a missed speed target
 # is reported as MISSED, not an error), 1 otherwise.
 set -u
@@ -37,7 +39,7 @@ done
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/dlrun-bench.XXXXXX")" || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-echo "dlrun benchmarks${QUICK:+ (quick)}: C (bench.c), Lua (export_overhead.lua), NumPy (numpy_ref.py)" >&2
+echo "dlrun benchmarks${QUICK:+ (quick)}: C (bench.c), Lua (export_overhead.lua), NumPy (numpy_ref.py), MPI (bench_mpi.c)" >&2
 
 cat /proc/loadavg >"$TMP/load.start" 2>/dev/null
 "$BUILD/bench/bench" $QUICK >"$TMP/c.json"
@@ -46,5 +48,23 @@ echo $? >"$TMP/c.rc"
 echo $? >"$TMP/lua.rc"
 "$PYTHON" bench/numpy_ref.py $QUICK --lib "$BUILD/libdlrun.so" >"$TMP/numpy.json"
 echo $? >"$TMP/numpy.rc"
+
+# 8: one job of N processes each; the MPI transport module from this build.
+MPIRUN="${MPIRUN:-mpirun}"
+for n in 2 4; do
+  if [ ! -x "$BUILD/bench/bench_mpi" ]; then
+    echo "bench_mpi not built (no MPI development files: pkg-config ompi-c or mpich)" >"$TMP/mpi$n.skip"
+  elif ! command -v "$MPIRUN" >/dev/null 2>&1; then
+    echo "$MPIRUN not found (install openmpi-bin)" >"$TMP/mpi$n.skip"
+  elif [ ! -e "$BUILD/libdlrun_mpi.so" ]; then
+    echo "$BUILD/libdlrun_mpi.so (the MPI transport module) not built" >"$TMP/mpi$n.skip"
+  else
+    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      DLRUN_MPI_MODULE="$BUILD/libdlrun_mpi.so" \
+      timeout -k 10 300 "$MPIRUN" -n "$n" --oversubscribe --mca mpi_yield_when_idle 1 \
+      --mca btl self,vader "$BUILD/bench/bench_mpi" $QUICK >"$TMP/mpi$n.json"
+    echo $? >"$TMP/mpi$n.rc"
+  fi
+done
 
 "$PYTHON" bench/report.py "$TMP" "$RESULTS" $QUICK
