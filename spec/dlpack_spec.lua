@@ -116,8 +116,14 @@ describe("max_version", function()
         assert.is_nil(c.version)
         assert.are.equal(0, c.flags)
         assert.is_false(c.read_only)
-        assert.is_false(c.is_copied)
-        assert.are.same(VALUES6, dl.from_dlpack(c):tolist())
+        assert.is_true(c.is_copied) -- a legacy tensor cannot say READ_ONLY: a copy
+        local y = dl.from_dlpack(c)
+        assert.are.same(VALUES6, y:tolist())
+        assert.are.equal("wrapped", c.imported)
+        assert.are.equal("wrapped", y.imported)
+        local opts = {legacy_sharing = "share"}
+        if case[2] then opts.max_version = case[2] end
+        assert.is_false(x:__dlpack__(opts).is_copied)
       end)
     end
   end
@@ -555,7 +561,7 @@ describe("export lifetime", function()
     gc()
     local before = D[5]:memory_stats().bytes_in_use
     local x = arange6(D[5])
-    local c = x:__dlpack__()
+    local c = x:__dlpack__{legacy_sharing = "share"}
     local held = D[5]:memory_stats().bytes_in_use
     assert.is_true(held > before)
     x:delete()
@@ -577,7 +583,8 @@ describe("Capsules", function()
     assert.is_nil(c.version)
     assert.are.equal(0, c.flags)
     assert.is_false(c.read_only)
-    assert.is_false(c.is_copied)
+    assert.is_true(c.is_copied)
+    assert.is_nil(c.imported)
     assert.are.same({kDLExtDev, 6}, c.device)
     assert.are.same({3, 4}, c.shape)
     assert.are.same({4, 1}, c.strides)
@@ -922,8 +929,9 @@ describe("from_dlpack device and copy", function()
     gc()
     local base = dl.live_exports()
     local before = D[2]:memory_stats().bytes_in_use
-    local y = dl.from_dlpack(x:__dlpack__(), {device = D[2], copy = false})
+    local y = dl.from_dlpack(x:__dlpack__{legacy_sharing = "share"}, {device = D[2], copy = false})
     gc()
+    assert.are.equal("wrapped", y.imported)
     assert.are.equal(D[2], y:devices()[1])
     assert.are.equal(base + 1, dl.live_exports())
     assert.are.equal(before, D[2]:memory_stats().bytes_in_use)
@@ -1008,10 +1016,12 @@ describe("option checking", function()
   it("__dlpack__ refuses an unknown option with a TypeError", function()
     local x = arange6(H)
     expect_error("TypeError",
-                 "__dlpack__: unexpected option 'device' (expected stream, max_version, dl_device, copy)",
+                 "__dlpack__: unexpected option 'device' (expected stream, max_version, dl_device, "
+                 .. "copy, legacy_sharing)",
                  x.__dlpack__, x, {device = H})
     expect_error("TypeError",
-                 "to_dlpack: unexpected option 'device' (expected stream, max_version, dl_device, copy)",
+                 "to_dlpack: unexpected option 'device' (expected stream, max_version, dl_device, "
+                 .. "copy, legacy_sharing)",
                  dl.to_dlpack, x, {device = H})
   end)
 

@@ -56,8 +56,10 @@ static int read_in_child(const float *p, float *value) {
   return r == (ssize_t)sizeof *value ? 0 : -1;
 }
 
+/* A legacy export sharing a's memory (the test reads and writes it). */
 static const float *exported_data(dlrun_array *a, dlrun_exported *e, int32_t *type) {
-  if (dlrun_export(a, NULL, e)) {
+  dlrun_export_options share = {.legacy_sharing = DLRUN_LEGACY_SHARE};
+  if (dlrun_export(a, &share, e)) {
     printf("  export: %s\n", dlrun_last_error());
     return NULL;
   }

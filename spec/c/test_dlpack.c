@@ -1587,7 +1587,7 @@ static void test_counts(void) {
     CHECK(got.bytes_moved == 7, "a failed put wrote its stats");
 
     dlrun_exported e;
-    dlrun_export_options plain = {.copy = DLRUN_COPY_IF_NEEDED, .stats = &got};
+    dlrun_export_options plain = {.stats = &got, .legacy_sharing = DLRUN_LEGACY_SHARE};
     CHECK(dlrun_export(a, &plain, &e) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(got.bytes_moved == 0 && got.local_bytes == 0 && got.copies == 0, "shared export counted");
     call_deleter(&e);
