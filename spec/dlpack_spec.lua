@@ -1157,3 +1157,59 @@ describe("round trips through capsules", function()
     end)
   end
 end)
+
+--------------------------------------------------------------------------
+describe("legacy tensors and provenance (issue 15)", function()
+  it("a legacy export is a copy unless legacy_sharing = 'share'", function()
+    local x = arange6(D[1])
+    local c = x:__dlpack__()
+    assert.is_true(c.is_copied)
+    local y = dl.from_dlpack(c)
+    assert.are.equal("wrapped", y.imported) -- dlrun wraps the copy it was handed
+    assert.are.same(VALUES6, y:tolist())
+    local s = x:__dlpack__{legacy_sharing = "share"}
+    assert.is_false(s.is_copied)
+    local v = x:__dlpack__{max_version = {1, 0}, legacy_sharing = "protect"}
+    assert.is_false(v.is_copied) -- versioned tensors say READ_ONLY instead
+    assert.is_true(v.read_only)
+    assert.is_nil(x.imported)
+  end)
+
+  it("copy=false refuses a legacy export that would need the copy", function()
+    local x = arange6(H)
+    expect_error("ValueError", "a legacy DLPack tensor cannot be marked read-only, so exporting "
+                 .. "the array on CpuDevice(id=0) as one needs a copy (a consumer could write "
+                 .. "into memory dlrun's arrays share), but copy=False. Ask for max_version (1, "
+                 .. "0) or later (READ_ONLY), or for legacy_sharing=share if the consumer never "
+                 .. "writes.", x.__dlpack__, x, {copy = false})
+    assert.is_false(x:__dlpack__{copy = false, legacy_sharing = "share"}.is_copied)
+  end)
+
+  it("legacy_sharing takes 'protect' or 'share' only", function()
+    local x = arange6(H)
+    expect_error("ValueError", '__dlpack__: legacy_sharing must be "protect" or "share", got yes',
+                 x.__dlpack__, x, {legacy_sharing = "yes"})
+    expect_error("ValueError", '__dlpack__: legacy_sharing must be "protect" or "share", got true',
+                 x.__dlpack__, x, {legacy_sharing = true})
+  end)
+
+  it("an import says whether it wrapped or copied, on the Capsule and the Array", function()
+    local x = arange6(D[1])
+    local c = x:__dlpack__{max_version = {1, 0}}
+    assert.is_nil(c.imported)
+    local y = dl.from_dlpack(c, {device = D[2]})
+    assert.are.equal("copied", c.imported)
+    assert.are.equal("copied", y.imported)
+    assert.are.equal("used_dltensor_versioned", c.name)
+    local c2 = x:__dlpack__{max_version = {1, 0}}
+    local z = dl.from_dlpack(c2)
+    assert.are.equal("wrapped", c2.imported)
+    assert.are.equal("wrapped", z.imported)
+    assert.is_nil(dl.device_put(z, D[3]).imported) -- a new array is dlrun's own
+    -- a refused import leaves the capsule unconsumed, with nothing imported
+    local c3 = x:__dlpack__{max_version = {1, 0}}
+    assert.has_error(function() dl.from_dlpack(c3, {device = D[2], copy = false}) end)
+    assert.are.equal("dltensor_versioned", c3.name)
+    assert.is_nil(c3.imported)
+  end)
+end)
