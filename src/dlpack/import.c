@@ -144,8 +144,10 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
   /* The farthest element must be addressable: sum of |stride| * (dim - 1). */
   int64_t reach = 0, term;
   for (int d = 0; d < l->ndim; d++) {
+    if (l->strides[d] == INT64_MIN) /* no magnitude in int64 */
+      return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: strides overflow the address range");
     int64_t s = l->strides[d] < 0 ? -l->strides[d] : l->strides[d];
-    if (l->strides[d] == INT64_MIN || __builtin_mul_overflow(s, l->dims[d] - 1, &term) ||
+    if (__builtin_mul_overflow(s, l->dims[d] - 1, &term) ||
         __builtin_add_overflow(reach, term, &reach) ||
         __builtin_mul_overflow(reach, (int64_t)l->esize, &term))
       return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: strides overflow the address range");
