@@ -19,7 +19,7 @@
 
 static dlrun_runtime *rt;
 static dlrun_device *host, *sim0;
-static dlrun_sharding *on_host, *on_sim0, *on_sim1;
+static dlrun_sharding *on_host, *on_sim0, *on_sim1, *on_both;
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -191,6 +191,14 @@ static void never_strided(DLTensor *t, dlrun_import_options *o) {
   t->strides = two;
   o->copy = DLRUN_COPY_NEVER;
 }
+static void bool_16(DLTensor *t, dlrun_import_options *o) {
+  (void)o;
+  t->dtype = (DLDataType){.code = 6, .bits = 16, .lanes = 1};
+}
+static void two_devices(DLTensor *t, dlrun_import_options *o) {
+  (void)t;
+  o->target = on_both;
+}
 static void bad_mode(DLTensor *t, dlrun_import_options *o) {
   (void)t;
   o->copy = (dlrun_copy_mode)9;
@@ -209,6 +217,8 @@ static const refusal refusals[] = {
     {"byte_offset wraps", DLRUN_ERR_BUFFER, "overflows the address", offset_wraps},
     {"copy never, another device", DLRUN_ERR_VALUE, "however copy=False", never_to_sim},
     {"copy never, strided", DLRUN_ERR_VALUE, "are not compact", never_strided},
+    {"bool of 16 bits", DLRUN_ERR_BUFFER, "from_dlpack: ", bool_16},
+    {"a two-device target", DLRUN_ERR_VALUE, "onto a singular device", two_devices},
     {"copy mode 9", DLRUN_ERR_VALUE, "copy must be DLRUN_COPY_IF_NEEDED", bad_mode},
 };
 
@@ -475,6 +485,16 @@ int main(void) {
   on_host = single(host);
   on_sim0 = single(sim0);
   on_sim1 = single(dlrun_device_get(rt, "sim", 1));
+  dlrun_device *both[2] = {sim0, dlrun_device_get(rt, "sim", 1)};
+  const char *axis = "x";
+  int64_t two = 2;
+  dlrun_mesh *mesh = NULL;
+  dlrun_partition_spec replicated = {0};
+  if (dlrun_mesh_create(both, 2, 1, &axis, &two, &mesh) ||
+      dlrun_named_sharding_create(mesh, &replicated, DLRUN_MEM_DEVICE, &on_both)) {
+    printf("mesh: %s\n", dlrun_last_error());
+    return 1;
+  }
   test_zero_options();
   test_ownership();
   test_second_call();
@@ -486,6 +506,8 @@ int main(void) {
   dlrun_sharding_release(on_host);
   dlrun_sharding_release(on_sim0);
   dlrun_sharding_release(on_sim1);
+  dlrun_sharding_release(on_both);
+  dlrun_mesh_release(mesh);
   dlrun_runtime_release(rt);
   return check_summary("embedder");
 }
