@@ -2,7 +2,9 @@
 --
 --   dlrun bench/export_overhead.lua [--quick]
 --
--- Per call: `dl.to_dlpack(x)` of a single-device array plus the collection
+-- Per call: `dl.to_dlpack(x, SHARE)` (a legacy export of the array's own
+-- memory: without legacy_sharing = "share" a legacy export is a copy) of a
+-- single-device array plus the collection
 -- of the Capsule it returns (whose __gc runs the export's deleter), against
 -- creating and collecting an empty object with a finalizer from Lua.
 --
@@ -45,10 +47,11 @@ local clock = os.clock
 local x = dl.full({256, 256}, 1.5, "float32", dl.devices()[1])
 x:block_until_ready()
 
+local SHARE = {legacy_sharing = "share"}
 local function export_loop(n)
   local to_dlpack = dl.to_dlpack
   for _ = 1, n do
-    local c = to_dlpack(x)
+    local c = to_dlpack(x, SHARE)
   end
 end
 
@@ -103,7 +106,7 @@ local live_after = dl.live_exports()
 local copied = (after.bytes_moved - before.bytes_moved) + (after.local_bytes - before.local_bytes)
 
 -- One export outside the loops: the capsule describes x, zero-copy.
-local cap = dl.to_dlpack(x)
+local cap = dl.to_dlpack(x, SHARE)
 local shape_ok = cap.name == "dltensor" and cap.shape[1] == 256 and cap.shape[2] == 256
 cap = nil
 collectgarbage("collect")

@@ -135,7 +135,7 @@ class Dlrun:
         self.runtime_release = fn("dlrun_runtime_release", None, P)
         # The tensor as a plain pointer: no ctypes cast on the timed path.
         self.import_ = fn("dlrun_import", C.c_int, P, C.c_void_p, C.c_void_p,
-                          C.POINTER(dlrun_import_options), C.POINTER(P))
+                          C.POINTER(dlrun_import_options), C.POINTER(P), C.c_void_p)
         self.block = fn("dlrun_array_block_until_ready", C.c_int, P)
         self.nbytes = fn("dlrun_array_nbytes", C.c_uint64, P)
         self.read = fn("dlrun_array_read", C.c_int, P, C.c_uint64, C.c_uint64, C.c_void_p)
@@ -171,7 +171,7 @@ def bench_import(n, runs):
     except (OSError, AttributeError, RuntimeError) as e:
         dl = None
         res["error"] = "dlrun side left out: %s" % e
-    opts = dlrun_import_options(target=None, copy=-1)
+    opts = dlrun_import_options(target=None, copy=0)  # DLRUN_COPY_IF_NEEDED
 
     # Per-call overhead of ctypes itself (one trivial library call), so the
     # reader can see how much of dlrun's side is the binding, not dlrun.
@@ -220,7 +220,8 @@ def bench_import(n, runs):
             before = sys.getrefcount(v)
             cap = v.__dlpack__()
             ptr = GetPointer(cap, b"dltensor")
-            dl.check(dl.import_(dl.rt, ptr, None, C.byref(opts), C.byref(out)), "dlrun_import")
+            dl.check(dl.import_(dl.rt, ptr, None, C.byref(opts), C.byref(out), None),
+                     "dlrun_import")
             SetName(cap, USED)
             del cap
             entry["dlrun_copied"] = sys.getrefcount(v) == before

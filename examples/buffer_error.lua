@@ -99,10 +99,12 @@ say("  (dl.is_dlpack_exportable(x) says false, so a script can ask before trying
 
 -- 3. The ways out, one by one.
 local start
+-- max_version = {1, 0}: versioned tensors, READ_ONLY where they share dlrun's memory
+-- (a legacy tensor cannot say so, and is a copy unless legacy_sharing = "share").
 
 say("\nWay out 1, gather: copy the array onto one device, then export it.")
 start = dl.transfer_stats()
-report("gather", dl.export(x, {strategy = "gather"}), start, "gather")
+report("gather", dl.export(x, {max_version = {1, 0}, strategy = "gather"}), start, "gather")
 
 say("\nWay out 2, replica: a fully replicated array already has a whole copy on")
 say("every device; export one of them without copying.")
@@ -115,20 +117,21 @@ say("  received the %d bytes it lacked) and %d within devices:", x.nbytes - x.nb
     localb)
 dl.visualize_sharding(replicated)
 start = dl.transfer_stats()
-report("replica", dl.export(replicated, {strategy = "replica"}), start, "replica")
-local ok_r, err_r = pcall(dl.export, x, {strategy = "replica"})
+report("replica", dl.export(replicated, {max_version = {1, 0}, strategy = "replica"}), start,
+       "replica")
+local ok_r, err_r = pcall(dl.export, x, {max_version = {1, 0}, strategy = "replica"})
 assert(not ok_r and dl.ValueError:is_instance(err_r), "replica should refuse a sharded array")
 say("  on the sharded array itself, replica refuses:")
 say("  %s", tostring(err_r))
 
 say("\nWay out 3, host: gather straight into host memory, for host libraries.")
 start = dl.transfer_stats()
-report("host", dl.export(x, {strategy = "host"}), start, "host")
+report("host", dl.export(x, {max_version = {1, 0}, strategy = "host"}), start, "host")
 
 say("\nWay out 4, shards: hand over every shard as its own tensor, with its index;")
 say("nothing is gathered.")
 start = dl.transfer_stats()
-local s = dl.export(x, {strategy = "shards"})
+local s = dl.export(x, {max_version = {1, 0}, strategy = "shards"})
 assert(s.strategy == "shards" and #s.shards == N_DEVICES, "expected one capsule per shard")
 local moved_s, local_s = copied_since(start)
 assert(s.bytes_moved == 0 and moved_s == 0 and local_s == 0, "shards should copy nothing")
@@ -149,24 +152,24 @@ costs[#costs + 1] = {"shards", s.strategy, s.bytes_moved,
 say("\nWay out 5, auto (the default): replica when fully replicated, else gather")
 say("when the device has room, else host.")
 start = dl.transfer_stats()
-local a = dl.export(x)
+local a = dl.export(x, {max_version = {1, 0}})
 say("  auto chose: %s", a.reason)
 report("auto", a, start, "gather")
 start = dl.transfer_stats()
-local ar = dl.export(replicated)
+local ar = dl.export(replicated, {max_version = {1, 0}})
 say("  on the replicated copy, auto chose: %s", ar.reason)
 report("auto (replicated)", ar, start, "replica")
 
 say("\nWay out 6, try_export: the usual try-then-fall-back in one call; it tries")
 say("__dlpack__ first and falls back to dl.export on a BufferError only.")
 start = dl.transfer_stats()
-local t = dl.try_export(x)
+local t = dl.try_export(x, {max_version = {1, 0}})
 assert(dl.BufferError:is_instance(t.buffer_error), "try_export should keep the BufferError")
 say("  __dlpack__ raised %s, so it fell back", t.buffer_error.name)
 report("try_export", t, start, "gather")
 local single = dl.device_put(x, devices[1])
 start = dl.transfer_stats()
-local direct = dl.try_export(single)
+local direct = dl.try_export(single, {max_version = {1, 0}})
 say("  on a one-device array it exports directly:")
 report("try_export (one device)", direct, start, "direct")
 

@@ -86,13 +86,14 @@ else
   say("   %s", tostring(err))
 end
 -- ... shard by shard: every column block where it is, with its index.
-local by_shard = dl.export(cols, {strategy = "shards"})
+-- A versioned tensor is READ_ONLY when shared; a legacy one would be a copy.
+local by_shard = dl.export(cols, {max_version = {1, 0}, strategy = "shards"})
 for _, shard in ipairs(by_shard.shards) do consume(shard.capsule, shard.index) end
 say("   strategy %q: %d %s, one per device, checked by the consumer", by_shard.strategy,
     #by_shard.shards, #by_shard.shards == 1 and "tensor" or "tensors")
 report("shards")
 -- ... or try __dlpack__ and fall back on a BufferError (auto picks the way).
-local tried = dl.try_export(cols)
+local tried = dl.try_export(cols, {max_version = {1, 0}})
 consume(tried.capsule, WHOLE)
 say("   try_export: strategy %q (%s), checked", tried.strategy,
     tried.reason or "one device: exported as it is")
@@ -103,7 +104,7 @@ report("try_export")
 local host = dl.device_get(cols)
 say("\n4. device_get: the whole matrix on %s, exportable: %s", tostring(host:devices()[1]),
     tostring(dl.is_dlpack_exportable(host)))
-consume(host:__dlpack__(), WHOLE)
+consume(host:__dlpack__{max_version = {1, 0}}, WHOLE)
 report("device_get")
 
 -- 5. Let go of everything and check that no export is left behind.

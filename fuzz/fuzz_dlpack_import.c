@@ -317,6 +317,9 @@ static void predict_tensor(const tensor_desc *t, prediction *p) {
   if (!host && !sim) return;
   p->size = (int64_t)size;
   if (size == 0) {
+    /* Nothing to read, but host memory labelled as a sim device's is still
+     * refused: only a NULL address passes. */
+    if (sim && !t->null_data) return;
     p->tensor_ok = p->backed = true;
     return;
   }
@@ -483,8 +486,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   DLManagedTensor *legacy = P.legacy;
   DLManagedTensorVersioned *versioned = P.versioned;
 
-  dlrun_import_options opts = {.target = targets[t.target], .copy = t.copy};
-  if (t.null_options) opts = (dlrun_import_options){.target = NULL, .copy = -1};
+  /* t.copy is the array API's -1 (None), 0 (False), 1 (True). */
+  int copy = t.null_options ? -1 : t.copy;
+  dlrun_import_options opts = {.target = t.null_options ? NULL : targets[t.target],
+                               .copy = copy < 0   ? DLRUN_COPY_IF_NEEDED
+                                       : copy ? DLRUN_COPY_ALWAYS
+                                              : DLRUN_COPY_NEVER};
 
   /* What must happen. */
   bool one_tensor = t.mode == 0 || t.mode == 1;
@@ -503,14 +510,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool compact = reading ? is_compact(&p, offs) : true;
     bool aligned = !reading || (uintptr_t)first % p.dt->size == 0;
     bool needs_copy = !same_place || !compact || !aligned;
-    if (opts.copy == 0 && needs_copy) must_fail = true;
-    copied = opts.copy == 1 || needs_copy;
+    if (copy == 0 && needs_copy) must_fail = true;
+    copied = copy == 1 || needs_copy;
   }
   DLTensor before = dl;
 
   dlrun_array *a = (dlrun_array *)(uintptr_t)1;
   fuzz_fault_arm(&t.fault);
-  dlrun_status st = dlrun_import(rt, legacy, versioned, t.null_options ? NULL : &opts, &a);
+  dlrun_import_outcome how = (dlrun_import_outcome)99;
+  dlrun_status st = dlrun_import(rt, legacy, versioned, t.null_options ? NULL : &opts, &a, &how);
   bool injected = fuzz_fault_hit(&t.fault);
   fuzz_fault_disarm(&t.fault);
   int calls = atomic_load(&P.calls);
@@ -533,6 +541,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     FUZZ_CHECK(st == DLRUN_OK, "import refused a valid tensor: status %d", (int)st);
   }
+  /* The outcome says who owns the tensor now, whatever happened. */
+  if (st)
+    FUZZ_CHECK(how == (one_tensor && !version_ok ? DLRUN_IMPORT_RELEASED : DLRUN_IMPORT_REFUSED),
+               "failed import: outcome %d (deleter calls %d)", (int)how, calls);
+  else
+    FUZZ_CHECK(how == (copied ? DLRUN_IMPORT_COPIED : DLRUN_IMPORT_WRAPPED) &&
+                   dlrun_array_import_outcome(a) == how,
+               "import: outcome %d, array says %d, copied %d", (int)how,
+               (int)dlrun_array_import_outcome(a), copied);
   if (st) {
     FUZZ_CHECK_FAILED_WITH_MESSAGE(st);
     FUZZ_CHECK(a == NULL, "failed import left *out set");
@@ -549,9 +566,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   /* Success. */
   if (has_deleter) {
-    if (opts.copy == 1)
+    if (copy == 1)
       FUZZ_CHECK(calls == 1, "copy=1 import kept the tensor (deleter calls %d)", calls);
-    if (opts.copy == 0)
+    if (copy == 0)
       FUZZ_CHECK(calls == 0, "copy=0 import released the tensor it wraps");
     FUZZ_CHECK(calls == (copied ? 1 : 0), "deleter calls %d after import, expected %d", calls,
                copied ? 1 : 0);

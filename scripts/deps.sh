@@ -4,7 +4,7 @@
 #   --hardening  also what the sanitizer, fuzzing and valgrind targets need
 #   --check      report what is missing, install nothing
 set -u
-PKGS="gcc make libc6-dev liblua5.4-dev lua5.4 lua-busted libdlpack-dev python3-numpy bsdutils
+PKGS="gcc make libc6-dev liblua5.4-dev lua5.4 lua-busted libdlpack-dev python3-numpy python3-torch bsdutils
       binutils pkg-config man-db luarocks openmpi-bin libopenmpi-dev"
 check_only=""
 for a in "$@"; do

@@ -1225,7 +1225,7 @@ add {name = "transfer_stats({}, extra)", fn = function() return dl.transfer_stat
 for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
   local function export(opts) return dl.to_dlpack(F.x, opts) end
   if fn == "__dlpack__" then export = function(opts) return F.x:__dlpack__(opts) end end
-  local OPTIONS = fn .. ": argument 2 (options) must be a table {stream=, max_version=, dl_device=, copy=}, got "
+  local OPTIONS = fn .. ": argument 2 (options) must be a table {stream=, max_version=, dl_device=, copy=, legacy_sharing=}, got "
   for _, w in ipairs(wrong_values()) do
     if w[2] ~= nil and w[3] ~= "table" then
       add {name = fn .. "(" .. w[1] .. ")", fn = function() return export(w[2]) end,
@@ -1233,10 +1233,10 @@ for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
     end
   end
   add {name = fn .. "{bogus=1}", fn = function() return export {bogus = 1} end, class = "TypeError",
-       message = fn .. ": unexpected option 'bogus' (expected stream, max_version, dl_device, copy)"}
+       message = fn .. ": unexpected option 'bogus' (expected stream, max_version, dl_device, copy, legacy_sharing)"}
   add {name = fn .. "{5} (a key that is not a name)", fn = function() return export {5} end,
        class = "TypeError",
-       message = fn .. ": unexpected option '1' (expected stream, max_version, dl_device, copy)"}
+       message = fn .. ": unexpected option '1' (expected stream, max_version, dl_device, copy, legacy_sharing)"}
   add {name = fn .. "{max_version='1.1'}", fn = function() return export {max_version = "1.1"} end,
        class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}"}
   add {name = fn .. "{max_version={1}}", fn = function() return export {max_version = {1}} end,
@@ -1457,7 +1457,7 @@ for _, fn in ipairs {"export", "try_export", "ensure_single_device"} do
 end
 for _, fn in ipairs {"export", "try_export"} do
   local OPTS = fn .. ": argument 2 (opts) must be a table {strategy=, device=, max_version=, "
-               .. "dl_device=, copy=, stream=}, got "
+               .. "dl_device=, copy=, stream=, legacy_sharing=}, got "
   for _, w in ipairs(wrong_values()) do
     if w[2] ~= nil and w[3] ~= "table" then
       add {name = fn .. "(x, " .. w[1] .. ")", fn = function() return dl[fn](F.xs, w[2]) end,
@@ -1469,7 +1469,7 @@ for _, fn in ipairs {"export", "try_export"} do
        class = "TypeError", message = OPTS .. "PartitionSpec"}
   add {name = fn .. "(x, {bogus=1})", fn = function() return dl[fn](F.xs, {bogus = 1}) end,
        class = "TypeError",
-       message = fn .. ": unexpected option 'bogus' (expected strategy, device, max_version, dl_device, copy, stream)"}
+       message = fn .. ": unexpected option 'bogus' (expected strategy, device, max_version, dl_device, copy, stream, legacy_sharing)"}
   add {name = fn .. "(x, {strategy=5})", fn = function() return dl[fn](F.xs, {strategy = 5}) end,
        class = "TypeError", message = fn .. ": option strategy must be a string, got number"}
   add {name = fn .. "(x, {strategy='bogus'})", fn = function() return dl[fn](F.xs, {strategy = "bogus"}) end,

@@ -116,8 +116,14 @@ describe("max_version", function()
         assert.is_nil(c.version)
         assert.are.equal(0, c.flags)
         assert.is_false(c.read_only)
-        assert.is_false(c.is_copied)
-        assert.are.same(VALUES6, dl.from_dlpack(c):tolist())
+        assert.is_true(c.is_copied) -- a legacy tensor cannot say READ_ONLY: a copy
+        local y = dl.from_dlpack(c)
+        assert.are.same(VALUES6, y:tolist())
+        assert.are.equal("wrapped", c.imported)
+        assert.are.equal("wrapped", y.imported)
+        local opts = {legacy_sharing = "share"}
+        if case[2] then opts.max_version = case[2] end
+        assert.is_false(x:__dlpack__(opts).is_copied)
       end)
     end
   end
@@ -555,7 +561,7 @@ describe("export lifetime", function()
     gc()
     local before = D[5]:memory_stats().bytes_in_use
     local x = arange6(D[5])
-    local c = x:__dlpack__()
+    local c = x:__dlpack__{legacy_sharing = "share"}
     local held = D[5]:memory_stats().bytes_in_use
     assert.is_true(held > before)
     x:delete()
@@ -577,7 +583,8 @@ describe("Capsules", function()
     assert.is_nil(c.version)
     assert.are.equal(0, c.flags)
     assert.is_false(c.read_only)
-    assert.is_false(c.is_copied)
+    assert.is_true(c.is_copied)
+    assert.is_nil(c.imported)
     assert.are.same({kDLExtDev, 6}, c.device)
     assert.are.same({3, 4}, c.shape)
     assert.are.same({4, 1}, c.strides)
@@ -922,8 +929,9 @@ describe("from_dlpack device and copy", function()
     gc()
     local base = dl.live_exports()
     local before = D[2]:memory_stats().bytes_in_use
-    local y = dl.from_dlpack(x:__dlpack__(), {device = D[2], copy = false})
+    local y = dl.from_dlpack(x:__dlpack__{legacy_sharing = "share"}, {device = D[2], copy = false})
     gc()
+    assert.are.equal("wrapped", y.imported)
     assert.are.equal(D[2], y:devices()[1])
     assert.are.equal(base + 1, dl.live_exports())
     assert.are.equal(before, D[2]:memory_stats().bytes_in_use)
@@ -1008,10 +1016,12 @@ describe("option checking", function()
   it("__dlpack__ refuses an unknown option with a TypeError", function()
     local x = arange6(H)
     expect_error("TypeError",
-                 "__dlpack__: unexpected option 'device' (expected stream, max_version, dl_device, copy)",
+                 "__dlpack__: unexpected option 'device' (expected stream, max_version, dl_device, "
+                 .. "copy, legacy_sharing)",
                  x.__dlpack__, x, {device = H})
     expect_error("TypeError",
-                 "to_dlpack: unexpected option 'device' (expected stream, max_version, dl_device, copy)",
+                 "to_dlpack: unexpected option 'device' (expected stream, max_version, dl_device, "
+                 .. "copy, legacy_sharing)",
                  dl.to_dlpack, x, {device = H})
   end)
 
@@ -1146,4 +1156,60 @@ describe("round trips through capsules", function()
       assert.are.equal(bytes, y:tobytes())
     end)
   end
+end)
+
+--------------------------------------------------------------------------
+describe("legacy tensors and provenance (issue 15)", function()
+  it("a legacy export is a copy unless legacy_sharing = 'share'", function()
+    local x = arange6(D[1])
+    local c = x:__dlpack__()
+    assert.is_true(c.is_copied)
+    local y = dl.from_dlpack(c)
+    assert.are.equal("wrapped", y.imported) -- dlrun wraps the copy it was handed
+    assert.are.same(VALUES6, y:tolist())
+    local s = x:__dlpack__{legacy_sharing = "share"}
+    assert.is_false(s.is_copied)
+    local v = x:__dlpack__{max_version = {1, 0}, legacy_sharing = "protect"}
+    assert.is_false(v.is_copied) -- versioned tensors say READ_ONLY instead
+    assert.is_true(v.read_only)
+    assert.is_nil(x.imported)
+  end)
+
+  it("copy=false refuses a legacy export that would need the copy", function()
+    local x = arange6(H)
+    expect_error("ValueError", "a legacy DLPack tensor cannot be marked read-only, so exporting "
+                 .. "the array on CpuDevice(id=0) as one needs a copy (a consumer could write "
+                 .. "into memory dlrun's arrays share), but copy=False. Ask for max_version (1, "
+                 .. "0) or later (READ_ONLY), or for legacy_sharing=share if the consumer never "
+                 .. "writes.", x.__dlpack__, x, {copy = false})
+    assert.is_false(x:__dlpack__{copy = false, legacy_sharing = "share"}.is_copied)
+  end)
+
+  it("legacy_sharing takes 'protect' or 'share' only", function()
+    local x = arange6(H)
+    expect_error("ValueError", '__dlpack__: legacy_sharing must be "protect" or "share", got yes',
+                 x.__dlpack__, x, {legacy_sharing = "yes"})
+    expect_error("ValueError", '__dlpack__: legacy_sharing must be "protect" or "share", got true',
+                 x.__dlpack__, x, {legacy_sharing = true})
+  end)
+
+  it("an import says whether it wrapped or copied, on the Capsule and the Array", function()
+    local x = arange6(D[1])
+    local c = x:__dlpack__{max_version = {1, 0}}
+    assert.is_nil(c.imported)
+    local y = dl.from_dlpack(c, {device = D[2]})
+    assert.are.equal("copied", c.imported)
+    assert.are.equal("copied", y.imported)
+    assert.are.equal("used_dltensor_versioned", c.name)
+    local c2 = x:__dlpack__{max_version = {1, 0}}
+    local z = dl.from_dlpack(c2)
+    assert.are.equal("wrapped", c2.imported)
+    assert.are.equal("wrapped", z.imported)
+    assert.is_nil(dl.device_put(z, D[3]).imported) -- a new array is dlrun's own
+    -- a refused import leaves the capsule unconsumed, with nothing imported
+    local c3 = x:__dlpack__{max_version = {1, 0}}
+    assert.has_error(function() dl.from_dlpack(c3, {device = D[2], copy = false}) end)
+    assert.are.equal("dltensor_versioned", c3.name)
+    assert.is_nil(c3.imported)
+  end)
 end)

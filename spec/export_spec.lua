@@ -12,6 +12,25 @@ if dl.export == nil then require("dlrun.export")(dl) end
 
 local expect_error = helpers.expect_error
 
+-- These specs are about the strategies' transfers: their legacy exports share
+-- (legacy_sharing = "share") unless a spec says otherwise. The copy a legacy
+-- export makes by default is specced under "legacy exports" below and in
+-- dlpack_spec.lua.
+local function sharing(f)
+  return function(...)
+    local args, n = table.pack(...), select("#", ...)
+    if n == 1 then args[2], n = {}, 2 end
+    local o = args[2]
+    if n == 2 and type(o) == "table" and o.max_version == nil and o.legacy_sharing == nil then
+      local copy = {legacy_sharing = "share"}
+      for k, v in pairs(o) do copy[k] = v end
+      args[2] = copy
+    end
+    return f(table.unpack(args, 1, n))
+  end
+end
+local export, try_export = sharing(dl.export), sharing(dl.try_export)
+
 local kDLCPU, kDLExtDev = 1, 12
 local N = 256
 
@@ -72,7 +91,7 @@ describe("dl.export, strategy gather", function()
   it("gathers an 8-way row-sharded array onto its first device: 7/8 N moved, 1/8 N local", function()
     local x = split8()
     dl.reset_transfer_stats()
-    local r = dl.export(x, {strategy = "gather"})
+    local r = export(x, {strategy = "gather"})
     local s = dl.transfer_stats()
     assert.are.equal(224, s.bytes_moved)
     assert.are.equal(32, s.local_bytes)
@@ -89,7 +108,7 @@ describe("dl.export, strategy gather", function()
   end)
 
   it("gathers onto opts.device", function()
-    local r = dl.export(split8(), {strategy = "gather", device = D[5]})
+    local r = export(split8(), {strategy = "gather", device = D[5]})
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[5], r.device)
     assert.are.same({kDLExtDev, 5}, r.capsule.device)
@@ -98,7 +117,7 @@ describe("dl.export, strategy gather", function()
 
   it("gathers onto the first device in assignment order, not the lowest id", function()
     local x = make(named(dl.Mesh({D[6], D[1], D[3], D[0]}, {"x"}), dl.P("x")))
-    local r = dl.export(x, {strategy = "gather"})
+    local r = export(x, {strategy = "gather"})
     assert.are.equal(D[6], r.device)
     assert.are.same({kDLExtDev, 6}, r.capsule.device)
     assert.are.equal(N, r.bytes_moved)
@@ -107,19 +126,19 @@ describe("dl.export, strategy gather", function()
 
   it("exports a one-device array as it is, moving nothing", function()
     local x = make(D[3])
-    local r = dl.export(x, {strategy = "gather"})
+    local r = export(x, {strategy = "gather"})
     assert.are.equal("gather", r.strategy)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[3], r.device)
     assert.are.same({kDLExtDev, 3}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
-    local again = dl.export(x, {strategy = "gather", device = D[3]})
+    local again = export(x, {strategy = "gather", device = D[3]})
     assert.are.equal(0, again.bytes_moved)
     assert.are.equal(D[3], again.device)
   end)
 
   it("moves a one-device array to another opts.device", function()
-    local r = dl.export(make(D[3]), {strategy = "gather", device = D[6]})
+    local r = export(make(D[3]), {strategy = "gather", device = D[6]})
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[6], r.device)
     assert.are.same({kDLExtDev, 6}, r.capsule.device)
@@ -127,7 +146,7 @@ describe("dl.export, strategy gather", function()
   end)
 
   it("shares a replica when gathering a fully replicated array (nothing moved)", function()
-    local r = dl.export(replicated8(), {strategy = "gather", device = D[2]})
+    local r = export(replicated8(), {strategy = "gather", device = D[2]})
     assert.are.equal("gather", r.strategy)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[2], r.device)
@@ -136,7 +155,7 @@ describe("dl.export, strategy gather", function()
   end)
 
   it("gathers a 4x2-mesh P('x') array (replicas along y) moving N bytes", function()
-    local r = dl.export(make(named(M42, dl.P("x"))), {strategy = "gather"})
+    local r = export(make(named(M42, dl.P("x"))), {strategy = "gather"})
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[0], r.device)
     assert.are.same(VALUES, imported(r.capsule))
@@ -144,7 +163,7 @@ describe("dl.export, strategy gather", function()
 
   it("keeps pinned_host memory: the capsule is kDLCPU without a further copy", function()
     local x = make(named(M8, dl.P("x"), "pinned_host"))
-    local r = dl.export(x, {strategy = "gather", max_version = {1, 0}})
+    local r = export(x, {strategy = "gather", max_version = {1, 0}})
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[0], r.device)
     assert.are.same({kDLCPU, 0}, r.capsule.device)
@@ -153,17 +172,17 @@ describe("dl.export, strategy gather", function()
   end)
 
   it("passes max_version to __dlpack__", function()
-    local r = dl.export(split8(), {strategy = "gather", max_version = {1, 1}})
+    local r = export(split8(), {strategy = "gather", max_version = {1, 1}})
     assert.are.equal("dltensor_versioned", r.capsule.name)
     assert.are.same({1, 1}, r.capsule.version)
     assert.is_true(r.capsule.read_only)
-    local legacy = dl.export(split8(), {strategy = "gather"})
+    local legacy = export(split8(), {strategy = "gather"})
     assert.are.equal("dltensor", legacy.capsule.name)
     assert.is_nil(legacy.capsule.version)
   end)
 
   it("passes dl_device to __dlpack__, counting the second copy", function()
-    local r = dl.export(split8(), {strategy = "gather", dl_device = {kDLCPU, 0}, max_version = {1, 0}})
+    local r = export(split8(), {strategy = "gather", dl_device = {kDLCPU, 0}, max_version = {1, 0}})
     assert.are.equal(2 * N, r.bytes_moved)
     assert.are.equal(D[0], r.device)
     assert.are.same({kDLCPU, 0}, r.capsule.device)
@@ -173,8 +192,8 @@ describe("dl.export, strategy gather", function()
 
   it("refuses copy=false when the gather has to copy, and allows it when nothing moves", function()
     expect_error("ValueError", copy_false_text("gather", "256B", D[0]),
-                 dl.export, split8(), {strategy = "gather", copy = false})
-    local r = dl.export(replicated8(), {strategy = "gather", copy = false})
+                 export, split8(), {strategy = "gather", copy = false})
+    local r = export(replicated8(), {strategy = "gather", copy = false})
     assert.are.equal(0, r.bytes_moved)
     assert.are.same(VALUES, imported(r.capsule))
   end)
@@ -185,7 +204,7 @@ describe("dl.export, strategy replica", function()
   it("exports the first replica of a fully replicated array without a copy", function()
     local x = replicated8()
     dl.reset_transfer_stats()
-    local r = dl.export(x, {strategy = "replica"})
+    local r = export(x, {strategy = "replica"})
     local s = dl.transfer_stats()
     assert.are.equal(0, s.bytes_moved + s.local_bytes + s.copies)
     assert.are.equal("replica", r.strategy)
@@ -197,7 +216,7 @@ describe("dl.export, strategy replica", function()
   end)
 
   it("prefers the replica on opts.device", function()
-    local r = dl.export(replicated8(), {strategy = "replica", device = D[4]})
+    local r = export(replicated8(), {strategy = "replica", device = D[4]})
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[4], r.device)
     assert.are.same({kDLExtDev, 4}, r.capsule.device)
@@ -209,11 +228,11 @@ describe("dl.export, strategy replica", function()
                  .. "the array's replicas are on [SimDevice(id=4), SimDevice(id=5), "
                  .. 'SimDevice(id=6), SimDevice(id=7)]; pass one of those as device, or use '
                  .. 'strategy "gather"',
-                 dl.export, make(named(M4, dl.P())), {strategy = "replica", device = D[0]})
+                 export, make(named(M4, dl.P())), {strategy = "replica", device = D[0]})
     expect_error("ValueError", 'export: strategy "replica" found no replica on SimDevice(id=2); '
                  .. "the array's replicas are on [SimDevice(id=5)]; pass one of those as "
                  .. 'device, or use strategy "gather"',
-                 dl.export, make(D[5]), {strategy = "replica", device = D[2]})
+                 export, make(D[5]), {strategy = "replica", device = D[2]})
   end)
 
   it("names the platform of each replica, so a cpu device never reads as a sim one", function()
@@ -223,29 +242,29 @@ describe("dl.export, strategy replica", function()
     expect_error("ValueError", 'export: strategy "replica" found no replica on SimDevice(id=1); '
                  .. "the array's replicas are on [SimDevice(id=0), CpuDevice(id=0)]; pass one "
                  .. 'of those as device, or use strategy "gather"',
-                 dl.export, mixed, {strategy = "replica", device = D[1]})
-    local r = dl.export(mixed, {strategy = "replica", device = C0})
+                 export, mixed, {strategy = "replica", device = D[1]})
+    local r = export(mixed, {strategy = "replica", device = C0})
     assert.are.equal(H, r.device)
     assert.are.same({kDLCPU, 0}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
   end)
 
   it("exports a replicated array on a 4x2 mesh and one split over a size-1 axis", function()
-    local r = dl.export(make(named(M42, dl.P())), {strategy = "replica", device = D[7]})
+    local r = export(make(named(M42, dl.P())), {strategy = "replica", device = D[7]})
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[7], r.device)
     assert.are.same(VALUES, imported(r.capsule))
     local m18 = dl.Mesh({{D[0], D[1], D[2], D[3], D[4], D[5], D[6], D[7]}}, {"x", "y"})
     local x = make(named(m18, dl.P("x")))
     assert.is_true(x.is_fully_replicated)
-    local q = dl.export(x, {strategy = "replica"})
+    local q = export(x, {strategy = "replica"})
     assert.are.equal(0, q.bytes_moved)
     assert.are.equal(D[0], q.device)
     assert.are.same(VALUES, imported(q.capsule))
   end)
 
   it("exports a one-device array as its own replica", function()
-    local r = dl.export(make(D[5]), {strategy = "replica"})
+    local r = export(make(D[5]), {strategy = "replica"})
     assert.are.equal("replica", r.strategy)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[5], r.device)
@@ -254,12 +273,12 @@ describe("dl.export, strategy replica", function()
 
   it("raises a ValueError naming the sharding of an array that is not fully replicated", function()
     local x = split8()
-    local err = expect_error("ValueError", replica_text(x), dl.export, x, {strategy = "replica"})
+    local err = expect_error("ValueError", replica_text(x), export, x, {strategy = "replica"})
     assert.are.equal('export: strategy "replica" needs a fully replicated array, but the array '
                      .. "is sharded as NamedSharding(mesh=Mesh('x': 8), spec=PartitionSpec('x',), "
                      .. "memory_kind=device)", err.message)
     local y = make(named(M42, dl.P("x")))
-    expect_error("ValueError", replica_text(y), dl.export, y, {strategy = "replica"})
+    expect_error("ValueError", replica_text(y), export, y, {strategy = "replica"})
   end)
 end)
 
@@ -268,7 +287,7 @@ describe("dl.export, strategy host", function()
   it("puts a sharded array straight into host memory and exports kDLCPU", function()
     local x = split8()
     dl.reset_transfer_stats()
-    local r = dl.export(x, {strategy = "host"})
+    local r = export(x, {strategy = "host"})
     local s = dl.transfer_stats()
     assert.are.equal(N, s.bytes_moved)
     assert.are.equal(0, s.local_bytes)
@@ -280,18 +299,18 @@ describe("dl.export, strategy host", function()
   end)
 
   it("reads one replica of a replicated array (N bytes) and a one-device array (N bytes)", function()
-    local r = dl.export(replicated8(), {strategy = "host"})
+    local r = export(replicated8(), {strategy = "host"})
     assert.are.equal(N, r.bytes_moved)
     assert.are.same({kDLCPU, 0}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
-    local q = dl.export(make(D[2]), {strategy = "host"})
+    local q = export(make(D[2]), {strategy = "host"})
     assert.are.equal(N, q.bytes_moved)
     assert.are.equal(H, q.device)
     assert.are.same(VALUES, imported(q.capsule))
   end)
 
   it("moves nothing for an array already on the host device", function()
-    local r = dl.export(make(H), {strategy = "host"})
+    local r = export(make(H), {strategy = "host"})
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(H, r.device)
     assert.are.same({kDLCPU, 0}, r.capsule.device)
@@ -300,8 +319,8 @@ describe("dl.export, strategy host", function()
 
   it("refuses copy=false when it has to copy", function()
     expect_error("ValueError", copy_false_text("host", "256B", H),
-                 dl.export, split8(), {strategy = "host", copy = false})
-    local r = dl.export(make(H), {strategy = "host", copy = false})
+                 export, split8(), {strategy = "host", copy = false})
+    local r = export(make(H), {strategy = "host", copy = false})
     assert.are.equal(0, r.bytes_moved)
   end)
 end)
@@ -311,7 +330,7 @@ describe("dl.export, strategy shards", function()
   it("exports each of the 8 row blocks once, in assignment order, moving nothing", function()
     local x = split8()
     dl.reset_transfer_stats()
-    local r = dl.export(x, {strategy = "shards"})
+    local r = export(x, {strategy = "shards"})
     assert.are.equal(0, moved())
     assert.are.equal("shards", r.strategy)
     assert.are.equal(0, r.bytes_moved)
@@ -331,7 +350,7 @@ describe("dl.export, strategy shards", function()
   it("lists each distinct block once on a 4x2 mesh with P('x') (4 of 8 shards)", function()
     local x = make(named(M42, dl.P("x")))
     assert.are.equal(8, #x.addressable_shards)
-    local r = dl.export(x, {strategy = "shards"})
+    local r = export(x, {strategy = "shards"})
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(4, #r.shards)
     for k, e in ipairs(r.shards) do
@@ -344,7 +363,7 @@ describe("dl.export, strategy shards", function()
   end)
 
   it("lists the replicas-0 of a 4x2 mesh with P('y') (2 blocks, on devices 0 and 1)", function()
-    local r = dl.export(make(named(M42, dl.P("y"))), {strategy = "shards"})
+    local r = export(make(named(M42, dl.P("y"))), {strategy = "shards"})
     assert.are.equal(2, #r.shards)
     assert.are.equal(D[0], r.shards[1].device)
     assert.are.equal(D[1], r.shards[2].device)
@@ -355,7 +374,7 @@ describe("dl.export, strategy shards", function()
   end)
 
   it("splits rows and columns on a 4x2 mesh with P('x', 'y')", function()
-    local r = dl.export(make(named(M42, dl.P("x", "y"))), {strategy = "shards"})
+    local r = export(make(named(M42, dl.P("x", "y"))), {strategy = "shards"})
     assert.are.equal(8, #r.shards)
     for k, e in ipairs(r.shards) do
       local i, j = (k - 1) // 2, (k - 1) % 2
@@ -370,12 +389,12 @@ describe("dl.export, strategy shards", function()
   end)
 
   it("gives one whole block for a fully replicated or a one-device array", function()
-    local r = dl.export(replicated8(), {strategy = "shards"})
+    local r = export(replicated8(), {strategy = "shards"})
     assert.are.equal(1, #r.shards)
     assert.are.equal(D[0], r.shards[1].device)
     assert.are.same({{1, 16}, {1, 4}}, r.shards[1].index)
     assert.are.same(VALUES, imported(r.shards[1].capsule))
-    local q = dl.export(make(D[6]), {strategy = "shards"})
+    local q = export(make(D[6]), {strategy = "shards"})
     assert.are.equal(1, #q.shards)
     assert.are.equal(D[6], q.shards[1].device)
     assert.are.equal(0, q.shards[1].replica_id)
@@ -384,7 +403,7 @@ describe("dl.export, strategy shards", function()
 
   it("lets a consumer reassemble the array without a gather", function()
     local x = split8()
-    local r = dl.export(x, {strategy = "shards"})
+    local r = export(x, {strategy = "shards"})
     local pieces = {}
     for k, e in ipairs(r.shards) do pieces[k] = dl.from_dlpack(e.capsule) end
     dl.reset_transfer_stats()
@@ -394,7 +413,7 @@ describe("dl.export, strategy shards", function()
   end)
 
   it("passes the DLPack options to every shard's export", function()
-    local r = dl.export(split8(), {strategy = "shards", max_version = {1, 0}, dl_device = {kDLCPU, 0}})
+    local r = export(split8(), {strategy = "shards", max_version = {1, 0}, dl_device = {kDLCPU, 0}})
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(8, #r.shards)
     for k, e in ipairs(r.shards) do
@@ -409,7 +428,7 @@ describe("dl.export, strategy shards", function()
   it("leaves no export alive once the capsules are collected", function()
     gc()
     local before = dl.live_exports()
-    local r = dl.export(split8(), {strategy = "shards"})
+    local r = export(split8(), {strategy = "shards"})
     assert.are.equal(before + 8, dl.live_exports())
     r = nil
     gc()
@@ -420,7 +439,7 @@ end)
 --------------------------------------------------------------------------
 describe("dl.export, strategy auto", function()
   it("exports one replica of a fully replicated array", function()
-    local r = dl.export(replicated8(), {strategy = "auto"})
+    local r = export(replicated8(), {strategy = "auto"})
     assert.are.equal("replica", r.strategy)
     assert.are.equal("fully replicated: exported one replica without a copy", r.reason)
     assert.are.equal(0, r.bytes_moved)
@@ -429,16 +448,16 @@ describe("dl.export, strategy auto", function()
   end)
 
   it("is the default strategy", function()
-    local r = dl.export(split8())
+    local r = export(split8())
     assert.are.equal("gather", r.strategy)
     assert.are.equal("gathered onto SimDevice(id=0), which has room", r.reason)
     assert.are.equal(N, r.bytes_moved)
-    local q = dl.export(replicated8(), {})
+    local q = export(replicated8(), {})
     assert.are.equal("replica", q.strategy)
   end)
 
   it("gathers a sharded array onto a device with room", function()
-    local r = dl.export(split8(), {strategy = "auto", device = D[3]})
+    local r = export(split8(), {strategy = "auto", device = D[3]})
     assert.are.equal("gather", r.strategy)
     assert.are.equal("gathered onto SimDevice(id=3), which has room", r.reason)
     assert.are.equal(N, r.bytes_moved)
@@ -448,7 +467,7 @@ describe("dl.export, strategy auto", function()
   end)
 
   it("exports a one-device array as it is", function()
-    local r = dl.export(make(D[2]))
+    local r = export(make(D[2]))
     assert.are.equal("gather", r.strategy)
     assert.are.equal("already on one device (SimDevice(id=2)): exported without a copy", r.reason)
     assert.are.equal(0, r.bytes_moved)
@@ -457,17 +476,17 @@ describe("dl.export, strategy auto", function()
   end)
 
   it("uses a replica on opts.device, and gathers when no replica lives there", function()
-    local r = dl.export(replicated8(), {device = D[6]})
+    local r = export(replicated8(), {device = D[6]})
     assert.are.equal("replica", r.strategy)
     assert.are.equal(D[6], r.device)
     assert.are.equal(0, r.bytes_moved)
-    local q = dl.export(make(named(M4, dl.P())), {device = D[1]})
+    local q = export(make(named(M4, dl.P())), {device = D[1]})
     assert.are.equal("gather", q.strategy)
     assert.are.equal("gathered onto SimDevice(id=1), which has room", q.reason)
     assert.are.equal(N, q.bytes_moved)
     assert.are.equal(D[1], q.device)
     assert.are.same(VALUES, imported(q.capsule))
-    local o = dl.export(make(D[2]), {device = D[5]})
+    local o = export(make(D[2]), {device = D[5]})
     assert.are.equal("gather", o.strategy)
     assert.are.equal(D[5], o.device)
     assert.are.equal(N, o.bytes_moved)
@@ -543,16 +562,16 @@ describe("dl.export bytes_moved", function()
     local what, build, opts, want = case[1], case[2], case[3], case[4]
     it(("is exact for %s while another transfer resets and copies"):format(what), function()
       local x = build()
-      local r = interfered(dl.export, x, opts)
+      local r = interfered(export, x, opts)
       assert.are.equal(want, r.bytes_moved)
     end)
   end
 
   it("is exact for try_export, direct and by fallback, while another transfer interferes", function()
-    local direct = interfered(dl.try_export, make(D[0]), {dl_device = {kDLCPU, 0}})
+    local direct = interfered(try_export, make(D[0]), {dl_device = {kDLCPU, 0}})
     assert.are.equal("direct", direct.strategy)
     assert.are.equal(N, direct.bytes_moved)
-    local fallback = interfered(dl.try_export, split8(), {strategy = "host"})
+    local fallback = interfered(try_export, split8(), {strategy = "host"})
     assert.are.equal("host", fallback.strategy)
     assert.are.equal(N, fallback.bytes_moved)
   end)
@@ -560,57 +579,93 @@ describe("dl.export bytes_moved", function()
   it("is still counted in the runtime's statistics", function()
     local x = split8()
     dl.reset_transfer_stats()
-    local r = dl.export(x, {strategy = "gather", dl_device = {kDLCPU, 0}})
+    local r = export(x, {strategy = "gather", dl_device = {kDLCPU, 0}})
     assert.are.equal(2 * N, r.bytes_moved)
     assert.are.equal(2 * N, moved())
   end)
 end)
 
 --------------------------------------------------------------------------
+describe("dl.export legacy exports", function()
+  it("copy a replica or a one-device array by default, and share it when asked", function()
+    for _, x in ipairs {replicated8(), make(D[1])} do
+      local r = dl.export(x, {strategy = "replica"})
+      assert.are.equal(N, r.bytes_moved)
+      assert.is_true(r.capsule.is_copied)
+      local s = dl.export(x, {strategy = "replica", legacy_sharing = "share"})
+      assert.are.equal(0, s.bytes_moved)
+      assert.is_false(s.capsule.is_copied)
+    end
+  end)
+
+  it("copy each shard once by default", function()
+    local r = dl.export(split8(), {strategy = "shards"})
+    assert.are.equal(N, r.bytes_moved)
+    for _, part in ipairs(r.shards) do assert.is_true(part.capsule.is_copied) end
+  end)
+
+  it("do not copy again what a gather has just copied", function()
+    local r = dl.export(split8(), {strategy = "gather"})
+    assert.are.equal(N, r.bytes_moved)
+    assert.is_false(r.capsule.is_copied)
+  end)
+
+  it("refuse copy=false, naming the ways out", function()
+    expect_error("ValueError", "a legacy DLPack tensor cannot be marked read-only, so exporting "
+                 .. "the array on SimDevice(id=1) as one needs a copy (a consumer could write "
+                 .. "into memory dlrun's arrays share), but copy=False. Ask for max_version (1, "
+                 .. "0) or later (READ_ONLY), or for legacy_sharing=share if the consumer never "
+                 .. "writes.", dl.export, make(D[1]),
+                 {strategy = "replica", copy = false})
+  end)
+end)
+
 describe("dl.export errors", function()
   it("rejects a value that is not an Array", function()
-    expect_error("TypeError", "export: argument 1 (x) must be an Array, got nil", dl.export, nil)
-    expect_error("TypeError", "export: argument 1 (x) must be an Array, got number", dl.export, 3)
-    expect_error("TypeError", "export: argument 1 (x) must be an Array, got table", dl.export, {1, 2})
-    expect_error("TypeError", "export: argument 1 (x) must be an Array, got Device", dl.export, D[0])
+    expect_error("TypeError", "export: argument 1 (x) must be an Array, got nil", export, nil)
+    expect_error("TypeError", "export: argument 1 (x) must be an Array, got number", export, 3)
+    expect_error("TypeError", "export: argument 1 (x) must be an Array, got table", export, {1, 2})
+    expect_error("TypeError", "export: argument 1 (x) must be an Array, got Device", export, D[0])
     expect_error("TypeError", "export: argument 1 (x) must be an Array, got Sharding",
-                 dl.export, named(M8, dl.P()))
+                 export, named(M8, dl.P()))
   end)
 
   it("rejects an unknown strategy, listing the valid ones", function()
     local err = expect_error("ValueError", 'export: unknown strategy "everything" (expected ' .. VALID .. ")",
-                             dl.export, split8(), {strategy = "everything"})
+                             export, split8(), {strategy = "everything"})
     assert.is_true(dl.ValueError:is_instance(err))
     expect_error("ValueError", 'export: unknown strategy "Gather" (expected ' .. VALID .. ")",
-                 dl.export, make(D[0]), {strategy = "Gather"})
+                 export, make(D[0]), {strategy = "Gather"})
     expect_error("TypeError", "export: option strategy must be a string, got number",
-                 dl.export, split8(), {strategy = 1})
+                 export, split8(), {strategy = 1})
   end)
 
   it("rejects bad options", function()
     expect_error("TypeError", "export: argument 2 (opts) must be a table {strategy=, device=, "
-                 .. "max_version=, dl_device=, copy=, stream=}, got string", dl.export, split8(), "gather")
+                 .. "max_version=, dl_device=, copy=, stream=, legacy_sharing=}, got string",
+                 export, split8(), "gather")
     expect_error("TypeError", "export: unexpected option 'target' (expected strategy, device, "
-                 .. "max_version, dl_device, copy, stream)", dl.export, split8(), {target = D[0]})
+                 .. "max_version, dl_device, copy, stream, legacy_sharing)", export, split8(),
+                 {target = D[0]})
     expect_error("TypeError", "export: option device must be a Device, got number",
-                 dl.export, split8(), {device = 0})
+                 export, split8(), {device = 0})
   end)
 
   it("raises the core's RuntimeError for a deleted array under every strategy", function()
     for _, strategy in ipairs {"auto", "gather", "replica", "host", "shards"} do
       for _, x in ipairs {split8(), replicated8(), make(D[1])} do
         x:delete()
-        expect_error("RuntimeError", DELETED, dl.export, x, {strategy = strategy})
+        expect_error("RuntimeError", DELETED, export, x, {strategy = strategy})
       end
     end
   end)
 
   it("passes __dlpack__'s own errors through", function()
     expect_error("BufferError", "dlrun does not support any version below (0, 5) but version (0, 4) "
-                 .. "was requested.", dl.export, split8(), {strategy = "gather", max_version = {0, 4}})
+                 .. "was requested.", export, split8(), {strategy = "gather", max_version = {0, 4}})
     expect_error("BufferError", "The device specification passed to to_dlpack contains an "
                  .. "unsupported device type (DLDeviceType: 2)",
-                 dl.export, replicated8(), {dl_device = {2, 0}})
+                 export, replicated8(), {dl_device = {2, 0}})
   end)
 end)
 
@@ -720,7 +775,7 @@ end)
 describe("dl.try_export", function()
   it("exports a one-device array directly", function()
     local x = make(D[3])
-    local r = dl.try_export(x)
+    local r = try_export(x)
     assert.are.equal("direct", r.strategy)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[3], r.device)
@@ -730,7 +785,7 @@ describe("dl.try_export", function()
   end)
 
   it("passes the DLPack options to the direct export", function()
-    local r = dl.try_export(make(D[3]), {dl_device = {kDLCPU, 0}, max_version = {1, 0}})
+    local r = try_export(make(D[3]), {dl_device = {kDLCPU, 0}, max_version = {1, 0}})
     assert.are.equal("direct", r.strategy)
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[3], r.device)
@@ -740,7 +795,7 @@ describe("dl.try_export", function()
   end)
 
   it("falls back on the BufferError of a multi-device array and says what ran", function()
-    local r = dl.try_export(split8())
+    local r = try_export(split8())
     assert.are.equal("gather", r.strategy)
     assert.are.equal("gathered onto SimDevice(id=0), which has room", r.reason)
     assert.are.equal(N, r.bytes_moved)
@@ -751,18 +806,18 @@ describe("dl.try_export", function()
   end)
 
   it("falls back by the strategy in opts", function()
-    local r = dl.try_export(replicated8())
+    local r = try_export(replicated8())
     assert.are.equal("replica", r.strategy)
     assert.are.equal(0, r.bytes_moved)
-    local h = dl.try_export(split8(), {strategy = "host"})
+    local h = try_export(split8(), {strategy = "host"})
     assert.are.equal("host", h.strategy)
     assert.are.equal(N, h.bytes_moved)
     assert.are.same({kDLCPU, 0}, h.capsule.device)
-    local s = dl.try_export(split8(), {strategy = "shards"})
+    local s = try_export(split8(), {strategy = "shards"})
     assert.are.equal("shards", s.strategy)
     assert.are.equal(8, #s.shards)
     assert.are.equal(SHARDED8, s.buffer_error.message)
-    local d = dl.try_export(make(D[1]), {strategy = "shards"})
+    local d = try_export(make(D[1]), {strategy = "shards"})
     assert.are.equal("direct", d.strategy)
   end)
 
@@ -771,7 +826,7 @@ describe("dl.try_export", function()
     expect_error("ValueError", "Specified device=CpuDevice(id=0) which requires a copy since the "
                  .. "source device is SimDevice(id=1), however copy=False. Set copy=True or "
                  .. "copy=None to perform the requested operation.",
-                 dl.try_export, make(D[1]), {copy = false, dl_device = {kDLCPU, 0}})
+                 try_export, make(D[1]), {copy = false, dl_device = {kDLCPU, 0}})
     assert.are.equal(0, moved())
   end)
 
@@ -779,7 +834,7 @@ describe("dl.try_export", function()
     for _, x in ipairs {make(D[1]), split8()} do
       x:delete()
       dl.reset_transfer_stats()
-      expect_error("RuntimeError", DELETED, dl.try_export, x)
+      expect_error("RuntimeError", DELETED, try_export, x)
       assert.are.equal(0, moved())
     end
   end)
@@ -800,13 +855,13 @@ describe("dl.try_export", function()
       for _, value in ipairs {dl.ValueError("sentinel"), dl.RuntimeError("sentinel"),
                               dl.TypeError("sentinel"), "a plain string", {plain = true}} do
         raise, calls = value, 0
-        local good, err = pcall(dl.try_export, x)
+        local good, err = pcall(try_export, x)
         assert.is_false(good)
         assert.is_true(rawequal(value, err))
         assert.are.equal(1, calls)
       end
       raise, calls = dl.BufferError("sentinel"), 0
-      local r = dl.try_export(x)
+      local r = try_export(x)
       assert.are.equal(2, calls)
       assert.is_true(rawequal(raise, r.buffer_error))
       assert.are.equal("gather", r.strategy)
@@ -819,14 +874,14 @@ describe("dl.try_export", function()
 
   it("raises the fallback's error when the fallback fails too", function()
     expect_error("ValueError", copy_false_text("gather", "256B", D[0]),
-                 dl.try_export, split8(), {copy = false})
+                 try_export, split8(), {copy = false})
     expect_error("BufferError", "stream must be nil (wait for the array) or -1 (do not wait) for "
-                 .. "arrays on SimDevice(id=0), got 5", dl.try_export, make(D[0]), {stream = 5})
+                 .. "arrays on SimDevice(id=0), got 5", try_export, make(D[0]), {stream = 5})
   end)
 
   it("checks its arguments before exporting", function()
     expect_error("TypeError", "try_export: argument 1 (x) must be an Array, got nil", dl.try_export)
     expect_error("ValueError", 'try_export: unknown strategy "best" (expected ' .. VALID .. ")",
-                 dl.try_export, make(D[0]), {strategy = "best"})
+                 try_export, make(D[0]), {strategy = "best"})
   end)
 end)

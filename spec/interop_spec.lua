@@ -1,7 +1,9 @@
--- DLPack interop with a real consumer and producer: NumPy (Debian's
--- python3-numpy), driven through ctypes and libdlrun.so by
--- spec/interop/numpy_interop.py. The script prints "ok - ..." /
--- "not ok - ..." lines and "python interop: N passed, N failed".
+-- DLPack interop with real consumers and producers: NumPy (Debian's
+-- python3-numpy) and PyTorch (python3-torch), driven through ctypes and
+-- libdlrun.so by spec/interop/numpy_interop.py and torch_interop.py (their
+-- shared declarations: spec/interop/dlrun_ctypes.py). Each script prints
+-- "ok - ..." / "not ok - ..." lines and "<name> interop: N passed, N failed".
+-- A library that is not installed makes its spec pending, never failing.
 --
 -- The library: DLRUN_LIB, else libdlrun.so next to DLRUN_EXE (<build>/dlrun),
 -- else build/libdlrun.so. The interpreter: /usr/bin/python3 (the python3
@@ -9,7 +11,6 @@
 
 local helpers = require "spec.helpers"
 
-local SCRIPT = "spec/interop/numpy_interop.py"
 local PYTHON = os.getenv("DLRUN_PYTHON") or "/usr/bin/python3"
 
 local function library()
@@ -52,22 +53,25 @@ local function run(line)
   return text, ok and 0 or code
 end
 
-describe("DLPack interop with NumPy", function()
-  it("passes every check of " .. SCRIPT, function()
+-- One interop script: pending without its Python module; else every check
+-- must pass, at least `least` of them.
+local function interop(module, package, script, summary_name, least)
+  return function()
     if not exists(PYTHON) then
-      pending(PYTHON .. " is missing (scripts/deps.sh installs python3-numpy)")
+      pending(PYTHON .. " is missing (scripts/deps.sh installs " .. package .. ")")
       return
     end
-    local _, has_numpy = run(quote(PYTHON) .. " -c 'import numpy'")
-    if has_numpy ~= 0 then
-      pending("numpy is missing for " .. PYTHON .. " (scripts/deps.sh installs python3-numpy)")
+    local _, has = run(quote(PYTHON) .. " -c 'import " .. module .. "'")
+    if has ~= 0 then
+      pending(module .. " is missing for " .. PYTHON .. " (scripts/deps.sh installs " .. package
+              .. "): its interop checks did not run")
       return
     end
     local lib = library()
     assert(exists(lib), lib .. " is missing: build it with make")
 
-    local output, status = run(helpers.sanitizer_prefix(lib) .. quote(PYTHON) .. " " .. quote(SCRIPT) ..
-                               " " .. quote(lib))
+    local output, status = run(helpers.sanitizer_prefix(lib) .. quote(PYTHON) .. " " ..
+                               quote(script) .. " " .. quote(lib))
     local failures = {}
     for line in output:gmatch("[^\n]+") do
       if line:match("^not ok") then failures[#failures + 1] = line end
@@ -76,14 +80,24 @@ describe("DLPack interop with NumPy", function()
       return #text > 1500 and ("..." .. text:sub(-1500)) or text
     end
     local summary = {}
-    for p, f in output:gmatch("python interop: (%d+) passed, (%d+) failed") do
+    for p, f in output:gmatch(summary_name .. " interop: (%d+) passed, (%d+) failed") do
       summary = {passed = tonumber(p), failed = tonumber(f)}
     end
     assert(summary.passed, ("no summary line: crashed? (exit status %d)\n%s\nlast output:\n%s")
            :format(status, table.concat(failures, "\n"), tail(output)))
     assert(summary.failed == 0 and #failures == 0,
            ("%d checks failed:\n%s"):format(summary.failed, table.concat(failures, "\n")))
-    assert(summary.passed >= 100, ("only %d checks passed"):format(summary.passed))
+    assert(summary.passed >= least, ("only %d checks passed"):format(summary.passed))
     assert(status == 0, ("exit status %d; output:\n%s"):format(status, tail(output)))
-  end)
+  end
+end
+
+describe("DLPack interop with NumPy", function()
+  it("passes every check of spec/interop/numpy_interop.py",
+     interop("numpy", "python3-numpy", "spec/interop/numpy_interop.py", "python", 100))
+end)
+
+describe("DLPack interop with PyTorch", function()
+  it("passes every check of spec/interop/torch_interop.py",
+     interop("torch", "python3-torch", "spec/interop/torch_interop.py", "torch", 100))
 end)

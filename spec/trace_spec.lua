@@ -6,7 +6,7 @@ local dl = require "dlrun"
 local mesh = dl.make_mesh({8}, {"x"})
 local x = dl.arange(0, 1024, 1, "float32", dl.NamedSharding(mesh, dl.P("x")))
 local y = dl.device_put(x, dl.devices()[1])
-local c = y:__dlpack__()
+local c = y:__dlpack__{legacy_sharing = "share"}
 local z = dl.from_dlpack(c)
 c, z = nil, nil
 collectgarbage()
@@ -169,7 +169,7 @@ describe("dlrun --stats", function()
       local mesh = dl.make_mesh({8}, {"x"})
       local x = dl.arange(0, 1024, 1, "float32", dl.NamedSharding(mesh, dl.P("x")))
       local y = dl.device_put(x, dl.devices()[1])
-      leaked = y:__dlpack__()        -- a global: still alive at exit
+      leaked = y:__dlpack__{legacy_sharing = "share"} -- a global: still alive at exit
       keep = y
     ]]
     local _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = ""})

@@ -126,10 +126,11 @@ DLRUN_API dlrun_status dlrun_array_from_process_local_data(dlrun_sharding *shard
 
 /* ---- transfers ---- */
 
+/* Zero is the default. */
 typedef enum dlrun_alias_mode {
-  DLRUN_ALIAS_DEFAULT, /* share buffers (and return the input) when possible */
-  DLRUN_ALIAS_ALLOW,   /* the same */
-  DLRUN_ALIAS_NEVER    /* always copy */
+  DLRUN_ALIAS_DEFAULT = 0, /* share buffers (and return the input) when possible */
+  DLRUN_ALIAS_ALLOW = 1,   /* the same */
+  DLRUN_ALIAS_NEVER = 2    /* always copy */
 } dlrun_alias_mode;
 
 typedef struct dlrun_transfer_stats {
@@ -142,6 +143,8 @@ typedef struct dlrun_transfer_stats {
   uint64_t bytes_sent, bytes_received;
 } dlrun_transfer_stats;
 
+/* Options of dlrun_device_put; all zero (or a NULL pointer) asks for the
+ * defaults: aliasing allowed, no donation, no stats. Read during the call. */
 typedef struct dlrun_put_options {
   dlrun_alias_mode may_alias;
   bool donate; /* the input is deleted afterwards; its buffers may be reused */

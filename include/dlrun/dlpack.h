@@ -47,33 +47,79 @@ typedef struct DLManagedTensorVersioned {
 #define DLRUN_DLPACK_MAJOR 1
 #define DLRUN_DLPACK_MINOR 1
 
-/* Options of an export, as __dlpack__ takes them. */
+/* Whether a call may copy, as the array API's `copy` (None, False, True).
+ * Zero is the default. */
+typedef enum dlrun_copy_mode {
+  DLRUN_COPY_IF_NEEDED = 0, /* copy only when needed (copy=None) */
+  DLRUN_COPY_NEVER = 1,     /* never: a needed copy is DLRUN_ERR_VALUE (copy=False) */
+  DLRUN_COPY_ALWAYS = 2,    /* always a fresh copy (copy=True) */
+} dlrun_copy_mode;
+
+/* What a legacy export does with the array's memory: a legacy tensor has
+ * no READ_ONLY flag, and a consumer that writes into shared memory would
+ * change every dlrun array sharing it. Zero is the default. */
+typedef enum dlrun_legacy_sharing {
+  /* Export a copy, the consumer's alone (no copy for zero-size arrays). */
+  DLRUN_LEGACY_PROTECT = 0,
+  /* Share the array's memory, as JAX does: the caller vouches that the
+   * consumer never writes (NumPy, for one, imports read-only arrays). */
+  DLRUN_LEGACY_SHARE = 1,
+} dlrun_legacy_sharing;
+
+/* Options of an export, as __dlpack__ takes them. All zero (or a NULL
+ * pointer) asks for the defaults: a legacy tensor on the array's own
+ * device, copied only if needed, after the array's data is written. Read
+ * during the call only. */
 typedef struct dlrun_export_options {
-  bool has_max_version; /* absent: legacy DLManagedTensor */
+  bool has_max_version; /* false: a legacy DLManagedTensor */
   uint32_t max_major, max_minor;
-  bool has_dl_device;   /* absent: the array's own device */
+  bool has_dl_device;   /* false: the array's own device */
   int32_t device_type, device_id;
-  int copy;             /* -1: copy only if needed; 0: never; 1: always */
-  bool has_stream;      /* absent: wait for the array's data */
+  dlrun_copy_mode copy;
+  bool has_stream;      /* false: wait for the array's data */
   int64_t stream;       /* sim devices: -1 = do not wait */
   /* Optional (NULL: unused). Caller-owned; on success receives the copies
-   * this export made (dl_device moves, copy = 1), all zero when it shares
-   * the array's memory. The runtime's totals are counted as well. */
+   * this export made (dl_device moves, DLRUN_COPY_ALWAYS, the copy of a
+   * legacy export), all zero when it shares the array's memory. The runtime's
+   * totals are counted as well. */
   dlrun_transfer_stats *stats;
+  dlrun_legacy_sharing legacy_sharing; /* read by legacy exports only */
 } dlrun_export_options;
 
-/* A tensor handed out by an export: exactly one of the two is set. The
- * consumer owns it and must call its deleter once (from any thread); until
- * then its memory stays valid, whatever happens to the array. */
+/* A tensor handed out by an export: exactly one of legacy / versioned is
+ * set. The consumer owns it and must call its deleter once (from any
+ * thread); until then its memory stays valid, whatever happens to the
+ * array. The deleter frees the struct: a second call through a function
+ * pointer saved before the first (`d = m->deleter; d(m); d(m);`) does
+ * nothing when it comes before DLRUN_EXPORT_REUSE_DELAY further exports
+ * have been released (their memory is held back from reuse until then);
+ * `m->deleter(m)` a second time reads the released struct, which DLPack
+ * forbids. */
 typedef struct dlrun_exported {
   DLManagedTensor *legacy;
   DLManagedTensorVersioned *versioned;
+  /* Whether the tensor is a copy, the consumer's alone (IS_COPIED for a
+   * versioned tensor; a legacy one cannot say it). */
+  bool copied;
 } dlrun_exported;
 
-/* Export a single-device array. JAX's errors and texts: a multi-device array
- * (BufferError), a version below 0.5, an unknown device type, a copy needed
- * with copy = 0 (ValueError; memory kinds are named when only they differ),
- * an unsupported stream (BufferError). Exporting never consumes the array. */
+/* Released exports whose memory is held back from reuse (see above). */
+#define DLRUN_EXPORT_REUSE_DELAY 1024
+
+/* Export a single-device array. `options` NULL: the defaults (all zero).
+ * JAX's errors and texts: a multi-device array (BufferError), a version
+ * below 0.5, an unknown device type, a copy needed with DLRUN_COPY_NEVER
+ * (ValueError; memory kinds are named when only they differ), an
+ * unsupported stream (BufferError). Exporting never consumes the array. On
+ * failure *out is all zero and nothing is left to release.
+ *
+ * Layout: shape and strides are never NULL (for ndim 0 they point at zero
+ * entries after the struct), strides in elements, byte_offset 0; data is
+ * NULL for zero-size arrays. A versioned tensor is READ_ONLY when it shares
+ * dlrun's memory, IS_COPIED when it is a copy. A legacy tensor is a copy
+ * unless `legacy_sharing` is DLRUN_LEGACY_SHARE (with DLRUN_COPY_NEVER and
+ * no DLRUN_LEGACY_SHARE, a non-empty legacy export is DLRUN_ERR_VALUE
+ * naming the ways out); `out->copied` says which it got. */
 DLRUN_API dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
                                     dlrun_exported *out);
 
@@ -86,24 +132,51 @@ DLRUN_API dlrun_status dlrun_export_device(dlrun_array *a, int32_t *device_type,
 /* Exports of a runtime whose deleter has not run yet (a leak shows here). */
 DLRUN_API int64_t dlrun_live_exports(dlrun_runtime *rt);
 
-/* Options of an import. */
+/* Options of an import. All zero (or a NULL pointer) asks for the defaults:
+ * the tensor's own device, copied only if needed. Read during the call. */
 typedef struct dlrun_import_options {
-  dlrun_sharding *target; /* NULL: the tensor's own device */
-  int copy;               /* -1: copy only if needed; 0: never; 1: always */
+  dlrun_sharding *target; /* NULL: the tensor's own device; borrowed */
+  dlrun_copy_mode copy;
 } dlrun_import_options;
 
+/* What an import did with the producer's tensor: who owns it now. */
+typedef enum dlrun_import_outcome {
+  /* Refused, tensor untouched: the caller still owns it and must release
+   * it (call its deleter). Every failure but the one below. */
+  DLRUN_IMPORT_REFUSED = 0,
+  /* Refused, and dlrun has called the deleter, as DLPack says a consumer
+   * must for a major version it cannot read: the tensor is gone. */
+  DLRUN_IMPORT_RELEASED = 1,
+  /* Imported without a copy: the array wraps the producer's memory and
+   * owns the tensor; its deleter runs once, when the array and every array
+   * sharing that memory are gone. */
+  DLRUN_IMPORT_WRAPPED = 2,
+  /* Imported as a copy: the deleter has already been called. */
+  DLRUN_IMPORT_COPIED = 3,
+} dlrun_import_outcome;
+
 /* Import a producer's tensor into a new array on `rt`'s devices. Exactly
- * one of legacy / versioned is given. A tensor dlrun itself exported (with
- * stream -1 or not) is read only once the exported data is written: a copy
- * waits for it, a shared buffer becomes ready with it. Everything is checked before taking
- * ownership: on failure the producer still owns the tensor and its deleter
- * has not been called — except for an unknown major version, where (as the
- * protocol says) the deleter is called and DLRUN_ERR_BUFFER returned. On
- * success the array owns the tensor and calls its deleter exactly once, when
- * the array (or a copy made at import) no longer needs it. */
+ * one of legacy / versioned is given. `options` NULL: the defaults.
+ * `outcome` (optional, NULL: not reported) always receives what happened
+ * to the tensor, on success and on failure, for legacy and versioned
+ * tensors alike: the one answer to "must I still release it?" (only
+ * DLRUN_IMPORT_REFUSED says yes). Every check comes before dlrun takes
+ * ownership; the one refusal that releases the tensor is an unknown major
+ * version (DLRUN_ERR_BUFFER, DLRUN_IMPORT_RELEASED). Memory labelled with
+ * a device of dlrun's (kDLExtDev) must lie in that device's memory, else
+ * DLRUN_ERR_BUFFER. A tensor dlrun itself exported (with stream -1 or not)
+ * is read only once the exported data is written: a copy waits for it, a
+ * shared buffer becomes ready with it. *out receives one reference (NULL on
+ * failure). */
 DLRUN_API dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
                                     DLManagedTensorVersioned *versioned,
-                                    const dlrun_import_options *options, dlrun_array **out);
+                                    const dlrun_import_options *options, dlrun_array **out,
+                                    dlrun_import_outcome *outcome);
+
+/* How dlrun_import made `a`: DLRUN_IMPORT_WRAPPED or DLRUN_IMPORT_COPIED
+ * for the array it returned; DLRUN_IMPORT_REFUSED (zero) for every other
+ * array, arrays made from an import (device_put, shard_data) included. */
+DLRUN_API dlrun_import_outcome dlrun_array_import_outcome(const dlrun_array *a);
 
 #ifdef __cplusplus
 }

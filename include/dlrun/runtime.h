@@ -22,6 +22,7 @@ typedef struct dlrun_device dlrun_device;
 /* The smallest device memory a configuration may ask for. */
 #define DLRUN_DEVICE_MEMORY_MIN 4096u
 
+/* All zero (or a NULL pointer) asks for the defaults. Read during the call. */
 typedef struct dlrun_config {
   /* Device spec: "sim:8", "cpu:4", "sim:8,cpu:2", "auto". NULL: the
    * DLRUN_DEVICES environment variable, else "auto". Copied. */
@@ -50,7 +51,8 @@ DLRUN_API dlrun_status dlrun_check_device_spec(const char *spec);
  * is at fault. */
 DLRUN_API dlrun_status dlrun_check_config(const dlrun_config *config);
 
-/* Create a runtime. *out is owned by the caller: dlrun_runtime_release. */
+/* Create a runtime. `config` NULL (or all zero): the defaults, as each
+ * field says. *out is owned by the caller: dlrun_runtime_release. */
 DLRUN_API dlrun_status dlrun_runtime_create(const dlrun_config *config,
                                             dlrun_runtime **out);
 DLRUN_API void dlrun_runtime_retain(dlrun_runtime *rt);

@@ -3,7 +3,8 @@
 --   require("dlrun.export")(dl) adds to the dl table:
 --     dl.ensure_single_device(x [, device])
 --     dl.is_dlpack_exportable(x)
---     dl.export(x [, opts])      opts: strategy, device, max_version, dl_device, copy, stream
+--     dl.export(x [, opts])      opts: strategy, device, max_version, dl_device, copy, stream,
+--                                legacy_sharing
 --     dl.try_export(x [, opts])  plain __dlpack__ first, dl.export on BufferError only
 --
 -- Arrays that span processes (not fully addressable) take the strategies of
@@ -29,15 +30,18 @@
 -- device (opts.device or the first device of the sharding) when that device's largest
 -- free block holds the array rounded up to 256 bytes, else into host memory ("host").
 -- A gather keeps the array's memory kind.
+-- Legacy tensors (no max_version) are copies unless legacy_sharing = "share" (see
+-- docs/dlpack.md): except the array a strategy has just copied into (a gather that moved
+-- bytes, "host"), which nothing else can see and is exported as it is.
 --
 -- Errors (dlrun error values; {...} is filled in):
 --   TypeError  "{fn}: argument 1 (x) must be an Array, got {type}"
 --              ({fn} is export, try_export or ensure_single_device)
 --   TypeError  "ensure_single_device: argument 2 (device) must be a Device, got {type}"
 --   TypeError  "{fn}: argument 2 (opts) must be a table {strategy=, device=, max_version=,
---               dl_device=, copy=, stream=}, got {type}"
+--               dl_device=, copy=, stream=, legacy_sharing=}, got {type}"
 --   TypeError  "{fn}: unexpected option '{key}' (expected strategy, device, max_version,
---               dl_device, copy, stream)"
+--               dl_device, copy, stream, legacy_sharing)"
 --   TypeError  "{fn}: option device must be a Device, got {type}"
 --   TypeError  "{fn}: option strategy must be a string, got {type}"
 --   ValueError "{fn}: unknown strategy \"{s}\" (expected \"auto\", \"gather\",
@@ -57,8 +61,8 @@ local errors = require "dlrun.errors"
 local STRATEGIES = {auto = true, gather = true, replica = true, host = true, shards = true,
                     allgather = true}
 local OPTION_KEYS = {strategy = true, device = true, max_version = true, dl_device = true,
-                     copy = true, stream = true}
-local DLPACK_KEYS = {"max_version", "dl_device", "copy", "stream"}
+                     copy = true, stream = true, legacy_sharing = true}
+local DLPACK_KEYS = {"max_version", "dl_device", "copy", "stream", "legacy_sharing"}
 
 local function fail(class, fmt, ...)
   error(errors.new(class, select("#", ...) > 0 and fmt:format(...) or fmt), 0)
@@ -98,12 +102,12 @@ local function check_options(opts, fn)
   if opts == nil then return {} end
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then
     fail("TypeError", "%s: argument 2 (opts) must be a table {strategy=, device=, max_version=, "
-         .. "dl_device=, copy=, stream=}, got %s", fn, typename(opts))
+         .. "dl_device=, copy=, stream=, legacy_sharing=}, got %s", fn, typename(opts))
   end
   for k in pairs(opts) do
     if not OPTION_KEYS[k] then
       fail("TypeError", "%s: unexpected option '%s' (expected strategy, device, max_version, "
-           .. "dl_device, copy, stream)", fn, tostring(k))
+           .. "dl_device, copy, stream, legacy_sharing)", fn, tostring(k))
     end
   end
   if opts.device ~= nil and not is_device(opts.device) then
@@ -172,10 +176,13 @@ return function(dl)
     return ok and result == true
   end
 
-  -- Export the one-device array y; `before` is what the strategy copied to make y.
+  -- Export the one-device array y; `before` is what the strategy copied to make y (then
+  -- y is the strategy's own fresh copy: a legacy export need not copy it again).
   local function single(strategy, y, opts, before, reason)
     local device = first_device(y)
-    local capsule, n = dl._dlpack_counted(y, dlpack_options(opts))
+    local o = dlpack_options(opts)
+    if before > 0 and o.legacy_sharing == nil then o.legacy_sharing = "share" end
+    local capsule, n = dl._dlpack_counted(y, o)
     return {strategy = strategy, bytes_moved = before + n, capsule = capsule,
             device = device, reason = reason}
   end

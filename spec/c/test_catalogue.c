@@ -759,8 +759,8 @@ static void test_array(void) {
 static void test_deleted(void) {
   float buf[4];
   int32_t type, id;
-  dlrun_export_options legacy = {.copy = -1};
-  dlrun_export_options versioned = {.copy = -1, .has_max_version = true, .max_major = 1, .max_minor = 1};
+  dlrun_export_options legacy = {.copy = DLRUN_COPY_IF_NEEDED};
+  dlrun_export_options versioned = {.copy = DLRUN_COPY_IF_NEEDED, .has_max_version = true, .max_major = 1, .max_minor = 1};
   const char *gone = "Array has been deleted with shape=float32[4].";
   dlrun_array *pieces[2] = {NULL, NULL};
   dlrun_sharding *on_sim1 = NULL;
@@ -826,15 +826,15 @@ static void test_deleted(void) {
 
 static void test_dlpack(void) {
   int32_t type, id;
-  dlrun_export_options defaults = {.copy = -1};
-  dlrun_export_options bad_version = {.copy = -1, .has_max_version = true, .max_major = 0, .max_minor = 4};
-  dlrun_export_options bad_type = {.copy = -1, .has_dl_device = true, .device_type = 99};
-  dlrun_export_options bad_id = {.copy = -1, .has_dl_device = true, .device_type = kDLExtDev, .device_id = 99};
+  dlrun_export_options defaults = {.copy = DLRUN_COPY_IF_NEEDED};
+  dlrun_export_options bad_version = {.copy = DLRUN_COPY_IF_NEEDED, .has_max_version = true, .max_major = 0, .max_minor = 4};
+  dlrun_export_options bad_type = {.copy = DLRUN_COPY_IF_NEEDED, .has_dl_device = true, .device_type = 99};
+  dlrun_export_options bad_id = {.copy = DLRUN_COPY_IF_NEEDED, .has_dl_device = true, .device_type = kDLExtDev, .device_id = 99};
   dlrun_export_options bad_copy = {.copy = 7};
-  dlrun_export_options bad_stream = {.copy = -1, .has_stream = true, .stream = 12345};
-  dlrun_import_options on_split = {.target = split, .copy = -1};
+  dlrun_export_options bad_stream = {.copy = DLRUN_COPY_IF_NEEDED, .has_stream = true, .stream = 12345};
+  dlrun_import_options on_split = {.target = split, .copy = DLRUN_COPY_IF_NEEDED};
   dlrun_import_options copy_7 = {.copy = 7};
-  dlrun_import_options elsewhere = {.target = other_single, .copy = -1};
+  dlrun_import_options elsewhere = {.target = other_single, .copy = DLRUN_COPY_IF_NEEDED};
 
   STATUS(dlrun_export(NULL, &defaults, &o_exp), DLRUN_ERR_VALUE, OUT_EXPORTED, "array", "NULL");
   STATUS(dlrun_export(live, NULL, &o_exp), DLRUN_OK, OUT_EXPORTED, NULL);
@@ -854,7 +854,7 @@ static void test_dlpack(void) {
 #define IMPORT_FAILS(legacy_, versioned_, options_, out_, has_out_, want_, needle_) \
   TEST("dlrun_import(" #legacy_ ", " #versioned_ ", " #options_ ", " #out_ ")") { \
     outcome o_;                                                              \
-    RUN(o_, import_result(dlrun_import(rt, (legacy_), (versioned_), (options_), (out_)))); \
+    RUN(o_, import_result(dlrun_import(rt, (legacy_), (versioned_), (options_), (out_), NULL))); \
     if (survived("dlrun_import(rt, " #legacy_ ", " #versioned_ ", " #options_ ", " #out_ ")", &o_)) { \
       CHECK(o_.ret / 100 == (want_), "dlrun_import returned %s, expected %s; message \"%s\"", \
             status_text(o_.ret / 100), dlrun_status_name(want_), o_.msg);    \
@@ -888,14 +888,15 @@ static void test_dlpack(void) {
                "from_dlpack can only unpack a dlpack tensor onto a singular device, but a "
                "Sharding with 2 devices was provided.");
   IMPORT_FAILS(tensor(T_GOOD), NULL, &copy_7, &o_arr, 1, DLRUN_ERR_VALUE,
-               "copy must be -1 (if needed), 0 or 1, got 7");
+               "dlrun_import: copy must be DLRUN_COPY_IF_NEEDED (0), DLRUN_COPY_NEVER (1) or "
+               "DLRUN_COPY_ALWAYS (2), got 7");
   IMPORT_FAILS(tensor(T_GOOD), NULL, &elsewhere, &o_arr, 1, DLRUN_ERR_VALUE,
                "from_dlpack: the target device belongs to another runtime");
   IMPORT_FAILS(NULL, tensor_v(1), NULL, NULL, 0, DLRUN_ERR_VALUE, "out");
   /* An unknown major version: the one case where the deleter runs (once). */
   TEST("dlrun_import of major version 99 calls the deleter once") {
     outcome o_;
-    RUN(o_, import_result(dlrun_import(rt, NULL, tensor_v(99), NULL, &o_arr)));
+    RUN(o_, import_result(dlrun_import(rt, NULL, tensor_v(99), NULL, &o_arr, NULL)));
     if (survived("dlrun_import", &o_)) {
       CHECK(o_.ret / 100 == DLRUN_ERR_BUFFER, "returned %s; message \"%s\"",
             status_text(o_.ret / 100), o_.msg);
@@ -904,14 +905,14 @@ static void test_dlpack(void) {
   }
   TEST("dlrun_import with NULL options imports with the defaults") {
     outcome o_;
-    RUN(o_, import_result(dlrun_import(rt, tensor(T_GOOD), NULL, NULL, &o_arr)));
+    RUN(o_, import_result(dlrun_import(rt, tensor(T_GOOD), NULL, NULL, &o_arr, NULL)));
     if (survived("dlrun_import", &o_))
       CHECK(o_.ret / 100 == DLRUN_OK, "returned %s; message \"%s\"", status_text(o_.ret / 100),
             o_.msg);
   }
   TEST("dlrun_import into a NULL runtime") {
     outcome o_;
-    RUN(o_, import_result(dlrun_import(NULL, tensor(T_GOOD), NULL, NULL, &o_arr)));
+    RUN(o_, import_result(dlrun_import(NULL, tensor(T_GOOD), NULL, NULL, &o_arr, NULL)));
     if (survived("dlrun_import", &o_)) {
       CHECK(o_.ret / 100 == DLRUN_ERR_VALUE, "returned %s", status_text(o_.ret / 100));
       CHECK(o_.ret % 100 == 0, "the deleter ran");

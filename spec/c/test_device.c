@@ -56,8 +56,10 @@ static int read_in_child(const float *p, float *value) {
   return r == (ssize_t)sizeof *value ? 0 : -1;
 }
 
+/* A legacy export sharing a's memory (the test reads and writes it). */
 static const float *exported_data(dlrun_array *a, dlrun_exported *e, int32_t *type) {
-  if (dlrun_export(a, NULL, e)) {
+  dlrun_export_options share = {.legacy_sharing = DLRUN_LEGACY_SHARE};
+  if (dlrun_export(a, &share, e)) {
     printf("  export: %s\n", dlrun_last_error());
     return NULL;
   }
@@ -200,7 +202,7 @@ static void test_dlpack_codes(void) {
           .deleter = count_delete};
       dlrun_array *a = NULL;
       deleted = 0;
-      CHECK(dlrun_import(rt, &m, NULL, NULL, &a) == DLRUN_OK, "id %d: %s", id, dlrun_last_error());
+      CHECK(dlrun_import(rt, &m, NULL, NULL, &a, NULL) == DLRUN_OK, "id %d: %s", id, dlrun_last_error());
       CHECK(a && dlrun_array_device(a) == dlrun_host_device(rt), "id %d: not on the host", id);
       float back[4] = {0};
       CHECK(a && dlrun_array_read(a, 0, sizeof back, back) == DLRUN_OK && back[3] == 4,
@@ -209,7 +211,7 @@ static void test_dlpack_codes(void) {
       CHECK(deleted == 1, "id %d: deleter ran %d times", id, deleted);
     }
     dlrun_array *x = iota(dlrun_device_get(rt, "sim", 0), DLRUN_MEM_DEVICE, 4);
-    dlrun_export_options o = {.copy = -1, .has_dl_device = true, .device_type = kDLCPU,
+    dlrun_export_options o = {.copy = DLRUN_COPY_IF_NEEDED, .has_dl_device = true, .device_type = kDLCPU,
                               .device_id = 1};
     dlrun_exported e;
     CHECK(dlrun_export(x, &o, &e) == DLRUN_ERR_BUFFER &&

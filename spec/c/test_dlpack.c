@@ -69,9 +69,15 @@ static void call_deleter(const dlrun_exported *e) {
   if (e->versioned) e->versioned->deleter(e->versioned);
 }
 
+/* The tests' shorthand for a copy mode: -1 if needed, 0 never, 1 always
+ * (the array API's None, False, True). */
+static dlrun_copy_mode copy_mode(int copy) {
+  return copy < 0 ? DLRUN_COPY_IF_NEEDED : copy ? DLRUN_COPY_ALWAYS : DLRUN_COPY_NEVER;
+}
+
 static dlrun_export_options versioned_opts(int copy) {
   return (dlrun_export_options){.has_max_version = true, .max_major = 1, .max_minor = 1,
-                                .copy = copy};
+                                .copy = copy_mode(copy)};
 }
 
 static uint64_t in_use(dlrun_device *dev) {
@@ -170,9 +176,9 @@ static void hand_init(hand *h, DLTensor t, bool versioned) {
 }
 
 static dlrun_status hand_import(hand *h, int copy, dlrun_sharding *target, dlrun_array **out) {
-  dlrun_import_options o = {.target = target, .copy = copy};
+  dlrun_import_options o = {.target = target, .copy = copy_mode(copy)};
   return dlrun_import(rt, h->is_versioned ? NULL : &h->legacy,
-                      h->is_versioned ? &h->versioned : NULL, &o, out);
+                      h->is_versioned ? &h->versioned : NULL, &o, out, NULL);
 }
 
 static int hand_calls(hand *h) { return atomic_load(&h->calls); }
@@ -228,11 +234,11 @@ static void test_export_version(void) {
         {s, versioned_opts(-1), "sim"},
         {s, versioned_opts(0), "sim copy=0"},
         {s, versioned_opts(1), "sim copy=1"},
-        {s, {.has_max_version = true, .max_major = 1, .max_minor = 0, .copy = -1}, "max (1, 0)"},
-        {s, {.has_max_version = true, .max_major = 1, .max_minor = 7, .copy = -1}, "max (1, 7)"},
-        {s, {.has_max_version = true, .max_major = 2, .max_minor = 3, .copy = -1}, "max (2, 3)"},
+        {s, {.has_max_version = true, .max_major = 1, .max_minor = 0, .copy = DLRUN_COPY_IF_NEEDED}, "max (1, 0)"},
+        {s, {.has_max_version = true, .max_major = 1, .max_minor = 7, .copy = DLRUN_COPY_IF_NEEDED}, "max (1, 7)"},
+        {s, {.has_max_version = true, .max_major = 2, .max_minor = 3, .copy = DLRUN_COPY_IF_NEEDED}, "max (2, 3)"},
         {s, {.has_max_version = true, .max_major = 1, .max_minor = 1, .has_dl_device = true,
-             .device_type = kDLCPU, .device_id = 0, .copy = -1}, "sim to host"},
+             .device_type = kDLCPU, .device_id = 0, .copy = DLRUN_COPY_IF_NEEDED}, "sim to host"},
     };
     for (size_t i = 0; i < NELEM(cases); i++) {
       dlrun_exported e;
@@ -273,11 +279,11 @@ static void test_export_legacy(void) {
     }
     call_deleter(&e);
     dlrun_export_options cases[] = {
-        {.copy = -1},
-        {.has_max_version = false, .max_major = 1, .max_minor = 1, .copy = -1},
-        {.has_max_version = true, .max_major = 0, .max_minor = 5, .copy = -1},
-        {.has_max_version = true, .max_major = 0, .max_minor = 8, .copy = -1},
-        {.has_max_version = true, .max_major = 0, .max_minor = 99, .copy = 1},
+        {.copy = DLRUN_COPY_IF_NEEDED},
+        {.has_max_version = false, .max_major = 1, .max_minor = 1, .copy = DLRUN_COPY_IF_NEEDED},
+        {.has_max_version = true, .max_major = 0, .max_minor = 5, .copy = DLRUN_COPY_IF_NEEDED},
+        {.has_max_version = true, .max_major = 0, .max_minor = 8, .copy = DLRUN_COPY_IF_NEEDED},
+        {.has_max_version = true, .max_major = 0, .max_minor = 99, .copy = DLRUN_COPY_ALWAYS},
     };
     for (size_t i = 0; i < NELEM(cases); i++) {
       dlrun_status st = dlrun_export(a, &cases[i], &e);
@@ -289,7 +295,7 @@ static void test_export_legacy(void) {
     uint32_t low[][2] = {{0, 4}, {0, 0}};
     for (size_t i = 0; i < NELEM(low); i++) {
       dlrun_export_options o = {.has_max_version = true, .max_major = low[i][0],
-                                .max_minor = low[i][1], .copy = -1};
+                                .max_minor = low[i][1], .copy = DLRUN_COPY_IF_NEEDED};
       e.legacy = (DLManagedTensor *)&e; /* must be cleared on failure */
       CHECK(dlrun_export(a, &o, &e) == DLRUN_ERR_BUFFER, "(%u, %u) accepted", low[i][0], low[i][1]);
       CHECK(!e.legacy && !e.versioned, "out set on failure");
@@ -306,7 +312,7 @@ static void test_export_legacy(void) {
 }
 
 static void test_export_shape_strides(void) {
-  TEST("checklist 3: shape and strides hold ndim entries, strides in elements; NULL for ndim 0") {
+  TEST("checklist 3: shape and strides hold ndim entries, strides in elements; set for ndim 0 too") {
     int64_t dims[3] = {2, 3, 4};
     dlrun_array *a = iota_f32(on_host, 3, dims);
     for (int v = 0; v < 2; v++) {
@@ -324,7 +330,8 @@ static void test_export_shape_strides(void) {
       call_deleter(&e);
     }
     dlrun_array_release(a);
-    /* ndim 0: dlrun gives NULL shape and strides (allowed), and the one element. */
+    /* ndim 0: shape and strides are set all the same (pointing at zero
+     * entries after the struct), and the one element. */
     float x = 42.5f;
     dlrun_array *s = NULL;
     CHECK(dlrun_array_from_host(on_sim0, DLRUN_FLOAT32, 0, NULL, &x, sizeof x, &s) == DLRUN_OK,
@@ -335,8 +342,11 @@ static void test_export_shape_strides(void) {
       CHECK(dlrun_export(s, v ? &o : NULL, &e) == DLRUN_OK, "%s", dlrun_last_error());
       const DLTensor *t = tensor_of(&e);
       CHECK(t->ndim == 0, "ndim %d", t->ndim);
-      CHECK(t->shape == NULL && t->strides == NULL, "ndim 0: shape %p strides %p",
-            (void *)t->shape, (void *)t->strides);
+      const char *head = e.legacy ? (const char *)e.legacy : (const char *)e.versioned;
+      size_t size = e.legacy ? sizeof *e.legacy : sizeof *e.versioned;
+      CHECK(t->shape && t->strides && (const char *)t->shape >= head + size &&
+                (uintptr_t)t->shape % 8 == 0,
+            "ndim 0: shape %p strides %p", (void *)t->shape, (void *)t->strides);
       float *value = t->data ? host_copy_of(t) : NULL;
       CHECK(value && *value == 42.5f, "scalar value");
       free(value);
@@ -424,22 +434,22 @@ static void test_export_flags(void) {
         {s, versioned_opts(-1), false, kDLExtDev, 0, "sim, copy if needed"},
         {s, versioned_opts(1), true, kDLExtDev, 0, "sim, copy=1"},
         {s, {.has_max_version = true, .max_major = 1, .has_dl_device = true,
-             .device_type = kDLExtDev, .device_id = 0, .copy = 0}, false, kDLExtDev, 0,
+             .device_type = kDLExtDev, .device_id = 0, .copy = DLRUN_COPY_NEVER}, false, kDLExtDev, 0,
          "sim, dl_device itself, copy=0"},
         {s, {.has_max_version = true, .max_major = 1, .has_dl_device = true,
-             .device_type = kDLCPU, .device_id = 0, .copy = -1}, true, kDLCPU, 0,
+             .device_type = kDLCPU, .device_id = 0, .copy = DLRUN_COPY_IF_NEEDED}, true, kDLCPU, 0,
          "sim, dl_device host, copy if needed"},
         {s, {.has_max_version = true, .max_major = 1, .has_dl_device = true,
-             .device_type = kDLCPU, .device_id = 0, .copy = 1}, true, kDLCPU, 0,
+             .device_type = kDLCPU, .device_id = 0, .copy = DLRUN_COPY_ALWAYS}, true, kDLCPU, 0,
          "sim, dl_device host, copy=1"},
         {s, {.has_max_version = true, .max_major = 1, .has_dl_device = true,
-             .device_type = kDLExtDev, .device_id = 1, .copy = -1}, true, kDLExtDev, 1,
+             .device_type = kDLExtDev, .device_id = 1, .copy = DLRUN_COPY_IF_NEEDED}, true, kDLExtDev, 1,
          "sim 0, dl_device sim 1"},
         {c, {.has_max_version = true, .max_major = 1, .has_dl_device = true,
-             .device_type = kDLExtDev, .device_id = 1, .copy = -1}, true, kDLExtDev, 1,
+             .device_type = kDLExtDev, .device_id = 1, .copy = DLRUN_COPY_IF_NEEDED}, true, kDLExtDev, 1,
          "cpu, dl_device sim 1"},
         {c, {.has_max_version = true, .max_major = 1, .has_dl_device = true,
-             .device_type = kDLCPU, .device_id = 0, .copy = 0}, false, kDLCPU, 0,
+             .device_type = kDLCPU, .device_id = 0, .copy = DLRUN_COPY_NEVER}, false, kDLCPU, 0,
          "cpu, dl_device host, copy=0"},
     };
     for (size_t i = 0; i < NELEM(cases); i++) {
@@ -732,7 +742,7 @@ static void test_export_errors(void) {
     int bad_types[] = {kDLCUDA, kDLOpenCL, kDLROCM, 99};
     for (size_t i = 0; i < NELEM(bad_types); i++) {
       dlrun_export_options o = {.has_dl_device = true, .device_type = bad_types[i],
-                                .device_id = 0, .copy = -1};
+                                .device_id = 0, .copy = DLRUN_COPY_IF_NEEDED};
       CHECK(dlrun_export(s, &o, &e) == DLRUN_ERR_BUFFER, "type %d accepted", bad_types[i]);
       char want[200];
       snprintf(want, sizeof want,
@@ -743,12 +753,12 @@ static void test_export_errors(void) {
       CHECK(!e.legacy && !e.versioned, "out set");
     }
     dlrun_export_options bad_id = {.has_dl_device = true, .device_type = kDLExtDev,
-                                   .device_id = 99, .copy = -1};
+                                   .device_id = 99, .copy = DLRUN_COPY_IF_NEEDED};
     CHECK(dlrun_export(s, &bad_id, &e) == DLRUN_ERR_BUFFER, "sim 99 accepted");
     CHECK_STR_CONTAINS(dlrun_last_error(), "99");
     /* copy=False with a copy needed */
     dlrun_export_options to_host = {.has_dl_device = true, .device_type = kDLCPU,
-                                    .device_id = 0, .copy = 0};
+                                    .device_id = 0, .copy = DLRUN_COPY_NEVER};
     CHECK(dlrun_export(s, &to_host, &e) == DLRUN_ERR_VALUE, "copy=0 to host accepted");
     char want[400];
     snprintf(want, sizeof want,
@@ -758,15 +768,15 @@ static void test_export_errors(void) {
     CHECK(strcmp(dlrun_last_error(), want) == 0, "\"%s\"", dlrun_last_error());
     dlrun_export_options to_sim1 = {.has_max_version = true, .max_major = 1,
                                     .has_dl_device = true, .device_type = kDLExtDev,
-                                    .device_id = 1, .copy = 0};
+                                    .device_id = 1, .copy = DLRUN_COPY_NEVER};
     CHECK(dlrun_export(c, &to_sim1, &e) == DLRUN_ERR_VALUE, "copy=0 to sim 1 accepted");
     snprintf(want, sizeof want,
              "Specified device=%s which requires a copy since the source device is %s, however "
              "copy=False. Set copy=True or copy=None to perform the requested operation.",
              dlrun_device_name(sim1), dlrun_device_name(host));
     CHECK(strcmp(dlrun_last_error(), want) == 0, "\"%s\"", dlrun_last_error());
-    dlrun_export_options bad_copy = {.copy = 2};
-    CHECK(dlrun_export(s, &bad_copy, &e) == DLRUN_ERR_VALUE, "copy=2 accepted");
+    dlrun_export_options bad_copy = {.copy = (dlrun_copy_mode)7};
+    CHECK(dlrun_export(s, &bad_copy, &e) == DLRUN_ERR_VALUE, "copy=7 accepted");
     CHECK(dlrun_live_exports(rt) == 0, "a failed export left a live export");
     /* a deleted array */
     dlrun_array_delete(c);
@@ -781,17 +791,17 @@ static void test_export_errors(void) {
     int64_t dims[1] = {4};
     dlrun_array *s = iota_f32(on_sim0, 1, dims), *c = iota_f32(on_host, 1, dims);
     dlrun_exported e;
-    dlrun_export_options none = {.copy = -1};
+    dlrun_export_options none = {.copy = DLRUN_COPY_IF_NEEDED};
     CHECK(dlrun_export(c, &none, &e) == DLRUN_OK, "cpu, no stream: %s", dlrun_last_error());
     call_deleter(&e);
     CHECK(dlrun_export(s, &none, &e) == DLRUN_OK, "sim, no stream: %s", dlrun_last_error());
     call_deleter(&e);
-    dlrun_export_options nowait = {.has_stream = true, .stream = -1, .copy = -1};
+    dlrun_export_options nowait = {.has_stream = true, .stream = -1, .copy = DLRUN_COPY_IF_NEEDED};
     CHECK(dlrun_export(s, &nowait, &e) == DLRUN_OK, "sim, stream -1: %s", dlrun_last_error());
     call_deleter(&e);
     int64_t cpu_bad[] = {-1, 0, 1, 2, 1234};
     for (size_t i = 0; i < NELEM(cpu_bad); i++) {
-      dlrun_export_options o = {.has_stream = true, .stream = cpu_bad[i], .copy = -1};
+      dlrun_export_options o = {.has_stream = true, .stream = cpu_bad[i], .copy = DLRUN_COPY_IF_NEEDED};
       CHECK(dlrun_export(c, &o, &e) == DLRUN_ERR_BUFFER, "cpu stream %lld accepted",
             (long long)cpu_bad[i]);
       CHECK_STR_CONTAINS(dlrun_last_error(), "stream must be nil");
@@ -799,7 +809,7 @@ static void test_export_errors(void) {
     }
     int64_t sim_bad[] = {0, 1, 2, 7};
     for (size_t i = 0; i < NELEM(sim_bad); i++) {
-      dlrun_export_options o = {.has_stream = true, .stream = sim_bad[i], .copy = -1};
+      dlrun_export_options o = {.has_stream = true, .stream = sim_bad[i], .copy = DLRUN_COPY_IF_NEEDED};
       CHECK(dlrun_export(s, &o, &e) == DLRUN_ERR_BUFFER, "sim stream %lld accepted",
             (long long)sim_bad[i]);
       CHECK_STR_CONTAINS(dlrun_last_error(), "-1");
@@ -833,11 +843,11 @@ static void test_import_kinds(void) {
     hand_init(&l, f32_tensor(buf, 2, shape, NULL), false);
     hand_init(&v, f32_tensor(buf, 2, shape, NULL), true);
     dlrun_array *a = (dlrun_array *)&l;
-    CHECK(dlrun_import(rt, NULL, NULL, NULL, &a) == DLRUN_ERR_VALUE, "no tensor accepted");
+    CHECK(dlrun_import(rt, NULL, NULL, NULL, &a, NULL) == DLRUN_ERR_VALUE, "no tensor accepted");
     CHECK(a == NULL, "out not cleared");
-    CHECK(dlrun_import(rt, &l.legacy, &v.versioned, NULL, &a) == DLRUN_ERR_VALUE,
+    CHECK(dlrun_import(rt, &l.legacy, &v.versioned, NULL, &a, NULL) == DLRUN_ERR_VALUE,
           "two tensors accepted");
-    CHECK(dlrun_import(NULL, &l.legacy, NULL, NULL, &a) == DLRUN_ERR_VALUE, "no runtime accepted");
+    CHECK(dlrun_import(NULL, &l.legacy, NULL, NULL, &a, NULL) == DLRUN_ERR_VALUE, "no runtime accepted");
     CHECK(hand_calls(&l) == 0 && hand_calls(&v) == 0, "deleter called on a refused call");
     /* dlrun's own exports of both kinds come back */
     int64_t dims[1] = {6};
@@ -847,7 +857,7 @@ static void test_import_kinds(void) {
       dlrun_exported e;
       CHECK(dlrun_export(src, k ? &o : NULL, &e) == DLRUN_OK, "%s", dlrun_last_error());
       dlrun_array *back = NULL;
-      CHECK(dlrun_import(rt, e.legacy, e.versioned, NULL, &back) == DLRUN_OK, "%s",
+      CHECK(dlrun_import(rt, e.legacy, e.versioned, NULL, &back, NULL) == DLRUN_OK, "%s",
             dlrun_last_error());
       float want[6] = {0, 1, 2, 3, 4, 5};
       CHECK(array_equals_f32(back, want, 6), "values");
@@ -1501,10 +1511,12 @@ static void test_import_more(void) {
     CHECK(src && dlrun_export(src, NULL, &e) == DLRUN_OK, "%s", dlrun_last_error());
     void *device_data = e.legacy ? e.legacy->dl_tensor.data : NULL;
     dlrun_array *a = NULL;
-    CHECK(dlrun_import(rt, e.legacy, NULL, NULL, &a) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_import(rt, e.legacy, NULL, NULL, &a, NULL) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(a && dlrun_array_device(a) == sim1, "kDLExtDev 1 not on sim 1");
-    CHECK(a && dlrun_export(a, NULL, &again) == DLRUN_OK && again.legacy &&
-              again.legacy->dl_tensor.data == device_data,
+    /* its memory is also src's: shared only when asked for */
+    dlrun_export_options share = {.legacy_sharing = DLRUN_LEGACY_SHARE};
+    CHECK(a && dlrun_export(a, &share, &again) == DLRUN_OK && again.legacy &&
+              again.legacy->dl_tensor.data == device_data && !again.copied,
           "copied");
     call_deleter(&again);
     dlrun_array_release(a);
@@ -1575,18 +1587,18 @@ static void test_counts(void) {
     CHECK(got.bytes_moved == 7, "a failed put wrote its stats");
 
     dlrun_exported e;
-    dlrun_export_options plain = {.copy = -1, .stats = &got};
+    dlrun_export_options plain = {.stats = &got, .legacy_sharing = DLRUN_LEGACY_SHARE};
     CHECK(dlrun_export(a, &plain, &e) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(got.bytes_moved == 0 && got.local_bytes == 0 && got.copies == 0, "shared export counted");
     call_deleter(&e);
-    dlrun_export_options to_host = {.copy = -1, .has_dl_device = true, .device_type = kDLCPU,
+    dlrun_export_options to_host = {.copy = DLRUN_COPY_IF_NEEDED, .has_dl_device = true, .device_type = kDLCPU,
                                     .stats = &got};
     CHECK(dlrun_export(a, &to_host, &e) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(got.bytes_moved == 256 && got.local_bytes == 0 && got.copies == 1,
           "dl_device host: moved %llu local %llu", (unsigned long long)got.bytes_moved,
           (unsigned long long)got.local_bytes);
     call_deleter(&e);
-    dlrun_export_options copy = {.copy = 1, .stats = &got};
+    dlrun_export_options copy = {.copy = DLRUN_COPY_ALWAYS, .stats = &got};
     CHECK(dlrun_export(a, &copy, &e) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(got.bytes_moved == 0 && got.local_bytes == 256, "copy=1: moved %llu local %llu",
           (unsigned long long)got.bytes_moved, (unsigned long long)got.local_bytes);
@@ -1604,7 +1616,7 @@ static void test_counts(void) {
     for (int i = 0; i < 400 || atomic_load(&it.rounds) < 50; i++) {
       dlrun_transfer_stats got;
       dlrun_exported e;
-      dlrun_export_options to_host = {.copy = -1, .has_dl_device = true, .device_type = kDLCPU,
+      dlrun_export_options to_host = {.copy = DLRUN_COPY_IF_NEEDED, .has_dl_device = true, .device_type = kDLCPU,
                                       .stats = &got};
       if (dlrun_export(a, &to_host, &e) != DLRUN_OK) {
         wrong++;
@@ -1638,13 +1650,13 @@ static void test_counts(void) {
       dlrun_array *a = NULL, *b = NULL;
       CHECK(dlrun_array_full(on_sim0, DLRUN_FLOAT32, 1, dims, &value, &a) == DLRUN_OK, "%s",
             dlrun_last_error());
-      dlrun_export_options nowait = {.copy = -1, .has_stream = true, .stream = -1,
+      dlrun_export_options nowait = {.copy = DLRUN_COPY_IF_NEEDED, .has_stream = true, .stream = -1,
                                      .has_max_version = round % 2, .max_major = 1};
       dlrun_exported e;
       CHECK(dlrun_export(a, &nowait, &e) == DLRUN_OK, "%s", dlrun_last_error());
       dlrun_sharding *targets[] = {NULL, on_sim1, on_host, on_sim0};
-      dlrun_import_options o = {.target = targets[round % 4], .copy = round % 4 == 3 ? 1 : -1};
-      CHECK(dlrun_import(rt, e.legacy, e.versioned, &o, &b) == DLRUN_OK, "%s", dlrun_last_error());
+      dlrun_import_options o = {.target = targets[round % 4], .copy = round % 4 == 3 ? DLRUN_COPY_ALWAYS : DLRUN_COPY_IF_NEEDED};
+      CHECK(dlrun_import(rt, e.legacy, e.versioned, &o, &b, NULL) == DLRUN_OK, "%s", dlrun_last_error());
       float first = 0, last = 0;
       dlrun_array_read(b, 0, 4, &first);
       dlrun_array_read(b, (uint64_t)(dims[0] - 1) * 4, 4, &last);
@@ -1663,7 +1675,7 @@ static void test_counts(void) {
           "%s", dlrun_last_error());
     dlrun_array *p = iota_f32(pinned0, 1, dims), *s = iota_f32(on_sim0, 1, dims), *out = NULL;
     dlrun_exported e;
-    dlrun_export_options to_sim0 = {.copy = 0, .has_dl_device = true, .device_type = kDLExtDev};
+    dlrun_export_options to_sim0 = {.copy = DLRUN_COPY_NEVER, .has_dl_device = true, .device_type = kDLExtDev};
     CHECK(dlrun_export(p, &to_sim0, &e) == DLRUN_ERR_VALUE, "copy=0 pinned to device accepted");
     CHECK(strcmp(dlrun_last_error(),
                  "Specified device=SimDevice(id=0) (memory_kind=device) which requires a copy "
@@ -1671,8 +1683,8 @@ static void test_counts(void) {
                  "copy=False. Set copy=True or copy=None to perform the requested operation.") == 0,
           "\"%s\"", dlrun_last_error());
     CHECK(dlrun_export(s, NULL, &e) == DLRUN_OK, "%s", dlrun_last_error());
-    dlrun_import_options into_pinned = {.target = pinned0, .copy = 0};
-    CHECK(dlrun_import(rt, e.legacy, e.versioned, &into_pinned, &out) == DLRUN_ERR_VALUE,
+    dlrun_import_options into_pinned = {.target = pinned0, .copy = DLRUN_COPY_NEVER};
+    CHECK(dlrun_import(rt, e.legacy, e.versioned, &into_pinned, &out, NULL) == DLRUN_ERR_VALUE,
           "copy=0 device to pinned accepted");
     CHECK(strcmp(dlrun_last_error(),
                  "Specified device=SimDevice(id=0) (memory_kind=pinned_host) which requires a "
@@ -1723,16 +1735,16 @@ static void test_waits_and_exhaustion(void) {
       for (int v = 0; v < 2; v++) {
         hand h;
         hand_init(&h, tensors[k], v);
-        dlrun_import_options o = {.target = on_small, .copy = -1};
+        dlrun_import_options o = {.target = on_small, .copy = DLRUN_COPY_IF_NEEDED};
         dlrun_array *a = (dlrun_array *)&h;
-        dlrun_status st = dlrun_import(small, v ? NULL : &h.legacy, v ? &h.versioned : NULL, &o, &a);
+        dlrun_status st = dlrun_import(small, v ? NULL : &h.legacy, v ? &h.versioned : NULL, &o, &a, NULL);
         CHECK(st == DLRUN_ERR_RESOURCE_EXHAUSTED, "import %d into 64 KiB: status %d", k, (int)st);
         CHECK(a == NULL, "out set");
         if (st == DLRUN_OK) dlrun_array_release(a);
         CHECK(hand_calls(&h) == 0, "failed import called the deleter");
         /* a target of another runtime is refused too */
         o.target = on_sim0;
-        CHECK(dlrun_import(small, v ? NULL : &h.legacy, v ? &h.versioned : NULL, &o, &a) ==
+        CHECK(dlrun_import(small, v ? NULL : &h.legacy, v ? &h.versioned : NULL, &o, &a, NULL) ==
                   DLRUN_ERR_VALUE,
               "target of another runtime accepted");
         CHECK(hand_calls(&h) == 0, "refused import called the deleter");
@@ -1745,7 +1757,7 @@ static void test_waits_and_exhaustion(void) {
     if (a) {
       dlrun_export_options to_sim = {.has_max_version = true, .max_major = 1,
                                      .has_dl_device = true, .device_type = kDLExtDev,
-                                     .device_id = 0, .copy = -1};
+                                     .device_id = 0, .copy = DLRUN_COPY_IF_NEEDED};
       dlrun_exported e;
       CHECK(dlrun_export(a, &to_sim, &e) == DLRUN_ERR_RESOURCE_EXHAUSTED, "export to 64 KiB: %s",
             dlrun_last_error());
@@ -1888,7 +1900,7 @@ static int roundtrip(dlrun_sharding *where, dlrun_device *dev, dlrun_dtype dt, i
     free(got);
     if (differ) FAIL("exported bytes differ");
   }
-  if (dlrun_import(rt, e.legacy, e.versioned, NULL, &b)) FAIL("import: %s", dlrun_last_error());
+  if (dlrun_import(rt, e.legacy, e.versioned, NULL, &b, NULL)) FAIL("import: %s", dlrun_last_error());
   e = (dlrun_exported){0}; /* owned by b now */
   if (dlrun_array_dtype(b) != dt || !shape_is(b, ndim, dims)) FAIL("imported dtype/shape");
   if (dlrun_array_device(b) != dev) FAIL("imported onto %s", dlrun_device_name(dlrun_array_device(b)));

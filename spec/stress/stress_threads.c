@@ -670,7 +670,7 @@ static void op_delete(rng *r, slot *sl) {
  * it, and drop it: the deleter runs when dlrun no longer needs the memory. */
 static void import_and_check(rng *r, dlrun_exported ex, expect *e) {
   const DLTensor *t = tensor_of(ex);
-  dlrun_import_options o = {.target = NULL, .copy = chance(r, 20) ? 1 : -1};
+  dlrun_import_options o = {.target = NULL, .copy = chance(r, 20) ? DLRUN_COPY_ALWAYS : DLRUN_COPY_IF_NEEDED};
   int where = rnd(r, 10);
   if (where < 2) o.target = single_sharding(sims[rnd(r, 8)], DLRUN_MEM_DEVICE);
   else if (where < 4) o.target = single_sharding(host, DLRUN_MEM_DEVICE);
@@ -679,11 +679,12 @@ static void import_and_check(rng *r, dlrun_exported ex, expect *e) {
   else if (where < 6 && t->device.device_type == kDLExtDev)
     o.target = single_sharding(sims[t->device.device_id], DLRUN_MEM_DEVICE);
   dlrun_array *a = NULL;
-  dlrun_status st = dlrun_import(rt, ex.legacy, ex.versioned, &o, &a);
+  dlrun_import_outcome how;
+  dlrun_status st = dlrun_import(rt, ex.legacy, ex.versioned, &o, &a, &how);
   dlrun_sharding_release(o.target);
   CHECK_OK(st, "import");
   if (st) {
-    call_deleter(ex); /* still ours */
+    if (how == DLRUN_IMPORT_REFUSED) call_deleter(ex); /* still ours */
     return;
   }
   check_array(r, a, e, "imported array");
@@ -730,7 +731,7 @@ static void take_over(rng *r) {
 
 /* Export a single-device view of `a` (holding e) and dispose of the tensor. */
 static void export_array(rng *r, dlrun_array *a, expect *e, bool may_delete) {
-  dlrun_export_options o = {.copy = -1};
+  dlrun_export_options o = {.copy = DLRUN_COPY_IF_NEEDED};
   int version = rnd(r, 3);
   if (version == 1) {
     o.has_max_version = true;
@@ -751,16 +752,18 @@ static void export_array(rng *r, dlrun_array *a, expect *e, bool may_delete) {
     o.device_type = kDLExtDev;
     o.device_id = rnd(r, 8);
   }
-  if (chance(r, 10)) o.copy = 1;
+  if (chance(r, 10)) o.copy = DLRUN_COPY_ALWAYS;
   /* stream = -1 (do not wait) is for sim device memory only: host memory
    * (the cpu device, pinned_host) takes no stream. */
   int32_t dl_type = 0, dl_id = 0;
   bool in_device_memory =
       dlrun_export_device(a, &dl_type, &dl_id) == DLRUN_OK && dl_type == kDLExtDev;
-  bool no_wait = !o.has_dl_device && o.copy != 1 && in_device_memory && chance(r, 15);
+  bool no_wait = !o.has_dl_device && o.copy != DLRUN_COPY_ALWAYS && in_device_memory && chance(r, 15);
   if (no_wait) {
     o.has_stream = true;
     o.stream = -1;
+    /* block_until_ready below waits for `a`, not for a protective copy. */
+    o.legacy_sharing = DLRUN_LEGACY_SHARE;
   }
   dlrun_exported ex;
   dlrun_status st = dlrun_export(a, &o, &ex);
@@ -779,7 +782,7 @@ static void export_array(rng *r, dlrun_array *a, expect *e, bool may_delete) {
                  (DLPACK_FLAG_BITMASK_IS_COPIED | DLPACK_FLAG_BITMASK_READ_ONLY);
     CHECK(f == DLPACK_FLAG_BITMASK_IS_COPIED || f == DLPACK_FLAG_BITMASK_READ_ONLY,
           "versioned export flags %llu", (unsigned long long)ex.versioned->flags);
-    if (o.copy == 1)
+    if (o.copy == DLRUN_COPY_ALWAYS)
       CHECK(f == DLPACK_FLAG_BITMASK_IS_COPIED, "export with copy = 1: flags %llu",
             (unsigned long long)ex.versioned->flags);
   }

@@ -24,6 +24,7 @@ struct dlrun_array {
   pthread_mutex_t mu; /* guards bufs against delete racing with readers */
   dlrun_buffer **bufs; /* NULL once deleted */
   bool deleted;
+  int import_outcome; /* a dlrun_import_outcome; set by dlrun_import only */
 };
 
 /* Check that a shape of dtype can take the sharding; fills the shard shape

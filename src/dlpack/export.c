@@ -101,6 +101,21 @@ static bool live_remove(void *p) {
   return found;
 }
 
+/* Released blocks held back from reuse (DLRUN_EXPORT_REUSE_DELAY, dlpack.h):
+ * a second deleter call through a saved pointer must not find a newer
+ * export at the same address. A ring, oldest freed first. */
+static void *held[DLRUN_EXPORT_REUSE_DELAY];
+static size_t held_next;
+
+static void hold_back(void *block) {
+  pthread_mutex_lock(&live_mu);
+  void *oldest = held[held_next];
+  held[held_next] = block;
+  held_next = (held_next + 1) % DLRUN_EXPORT_REUSE_DELAY;
+  pthread_mutex_unlock(&live_mu);
+  dlrun_free(oldest);
+}
+
 static void release_export(export_ctx *ctx) {
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   dlrun_device *dev = ctx->buf->dev;
@@ -109,12 +124,13 @@ static void release_export(export_ctx *ctx) {
   atomic_fetch_sub(&dev->live_exports, 1);
   dlrun_trace_event(NULL, "dlpack", "deleter", start, "\"device\": \"%s\", \"bytes\": %llu",
                     dev->name, (unsigned long long)bytes);
+  void *block = ctx->block;
   dlrun_buffer_release(ctx->buf); /* may free the runtime: read nothing after */
-  dlrun_free(ctx->block);
+  hold_back(block);
 }
 
 /* A second call (or a pointer dlrun never made) finds nothing and does
- * nothing. */
+ * nothing; it reads only the pointer's value, not the released struct. */
 static void delete_legacy(DLManagedTensor *self) {
   if (self && live_remove(self)) release_export(self->manager_ctx);
 }
@@ -216,8 +232,16 @@ static dlrun_status check_options(const dlrun_array *a, const dlrun_export_optio
                         "on %s, got %lld",
                         b->dev->name, (long long)o->stream);
   }
-  if (o->copy < -1 || o->copy > 1)
-    return dlrun_fail(DLRUN_ERR_VALUE, "copy must be -1 (if needed), 0 or 1, got %d", o->copy);
+  if ((unsigned)o->copy > DLRUN_COPY_ALWAYS)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "dlrun_export: copy must be DLRUN_COPY_IF_NEEDED (0), DLRUN_COPY_NEVER (1) "
+                      "or DLRUN_COPY_ALWAYS (2), got %d",
+                      (int)o->copy);
+  if ((unsigned)o->legacy_sharing > DLRUN_LEGACY_SHARE)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "dlrun_export: legacy_sharing must be DLRUN_LEGACY_PROTECT (0) or "
+                      "DLRUN_LEGACY_SHARE (1), got %d",
+                      (int)o->legacy_sharing);
   return DLRUN_OK;
 }
 
@@ -284,8 +308,8 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
       .device = dl_device_of(b),
       .ndim = a->ndim,
       .dtype = {.code = info->dl_code, .bits = info->dl_bits, .lanes = info->dl_lanes},
-      .shape = a->ndim ? shape : NULL,
-      .strides = a->ndim ? strides : NULL,
+      .shape = shape, /* never NULL, even for ndim 0 (dlpack.h) */
+      .strides = strides,
       .byte_offset = 0,
   };
   *out = (dlrun_exported){0};
@@ -305,6 +329,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
     m->dl_tensor = t;
     out->legacy = m;
   }
+  out->copied = copied;
   atomic_fetch_add(&ctx->rt->live_exports, 1);
   atomic_fetch_add(&b->dev->live_exports, 1);
   return DLRUN_OK;
@@ -316,7 +341,7 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   *out = (dlrun_exported){0};
   DLRUN_NONNULL(a, "dlrun_export", "array");
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-  dlrun_export_options o = options ? *options : (dlrun_export_options){.copy = -1};
+  dlrun_export_options o = options ? *options : (dlrun_export_options){0};
   dlrun_status st = dlrun_array_check_live(a);
   if (st) return st;
   if (a->nshards > 1) return check_options(a, &o, NULL);
@@ -330,11 +355,25 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   /* A move lands in the target's device memory. */
   bool move = o.has_dl_device &&
               !dlrun_memory_same_place(b->dev, b->kind, target, DLRUN_MEM_DEVICE);
-  if (move && o.copy == 0) {
+  if (move && o.copy == DLRUN_COPY_NEVER) {
     st = dlrun_copy_false_error(target, DLRUN_MEM_DEVICE, b->dev, b->kind);
     goto fail;
   }
-  bool copied = move || o.copy == 1;
+  bool versioned = o.has_max_version && o.max_major >= 1;
+  /* A legacy tensor cannot say READ_ONLY: unless the caller vouches for
+   * the consumer, it gets a copy, so that no write reaches dlrun's arrays. */
+  bool protect = !versioned && !move && o.copy != DLRUN_COPY_ALWAYS &&
+                 o.legacy_sharing == DLRUN_LEGACY_PROTECT && b->nbytes;
+  if (protect && o.copy == DLRUN_COPY_NEVER) {
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "a legacy DLPack tensor cannot be marked read-only, so exporting the array on "
+                    "%s as one needs a copy (a consumer could write into memory dlrun's arrays "
+                    "share), but copy=False. Ask for max_version (1, 0) or later (READ_ONLY), or "
+                    "for legacy_sharing=share if the consumer never writes.",
+                    b->dev->name);
+    goto fail;
+  }
+  bool copied = move || o.copy == DLRUN_COPY_ALWAYS || protect;
   dlrun_transfer_stats counted = {0};
   if (copied) {
     dlrun_buffer *fresh;
@@ -344,7 +383,6 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
     b = fresh;
   }
   if (!(o.has_stream && o.stream == -1)) dlrun_event_wait(b->ready);
-  bool versioned = o.has_max_version && o.max_major >= 1;
   int64_t scratch[DLRUN_MAX_NDIM];
   if ((st = build(a, b, dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, copied,
                   out)))

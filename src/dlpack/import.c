@@ -83,6 +83,17 @@ static bool is_compact(const layout *l) {
   return true;
 }
 
+/* BufferError: memory labelled with a device of dlrun's is not in it. */
+static dlrun_status not_device_memory(const layout *l, const DLTensor *t, uint64_t nbytes,
+                                      const void *at) {
+  return dlrun_fail(DLRUN_ERR_BUFFER,
+                    "from_dlpack: the tensor names %s (device_type=%d, device_id=%d), but its %llu "
+                    "bytes at %p are not in that device's memory: dlrun imports device_type %d "
+                    "only from memory of its own devices",
+                    l->source->name, (int)t->device.device_type, t->device.device_id,
+                    (unsigned long long)nbytes, at, (int)t->device.device_type);
+}
+
 static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l) {
   memset(l, 0, sizeof *l);
   if (t->ndim < 0 || t->ndim > DLRUN_MAX_NDIM)
@@ -112,6 +123,11 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
   for (int d = 0; d < l->ndim; d++)
     if (l->dims[d] == 1) l->strides[d] = row_major[d];
   if (l->size == 0) {
+    /* Nothing to read, but an address labelled with a device must still
+     * be that device's (dlrun's own zero-size exports give NULL). */
+    if (t->data && !dlrun_memory_is_host(l->source, l->source_kind) &&
+        !dlrun_memory_owns(l->source, l->source_kind, t->data, 1))
+      return not_device_memory(l, t, 0, t->data);
     l->compact = l->row_major = true;
     memcpy(l->strides, row_major, sizeof row_major);
     return DLRUN_OK;
@@ -128,8 +144,10 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
   /* The farthest element must be addressable: sum of |stride| * (dim - 1). */
   int64_t reach = 0, term;
   for (int d = 0; d < l->ndim; d++) {
+    if (l->strides[d] == INT64_MIN) /* no magnitude in int64 */
+      return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: strides overflow the address range");
     int64_t s = l->strides[d] < 0 ? -l->strides[d] : l->strides[d];
-    if (l->strides[d] == INT64_MIN || __builtin_mul_overflow(s, l->dims[d] - 1, &term) ||
+    if (__builtin_mul_overflow(s, l->dims[d] - 1, &term) ||
         __builtin_add_overflow(reach, term, &reach) ||
         __builtin_mul_overflow(reach, (int64_t)l->esize, &term))
       return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: strides overflow the address range");
@@ -150,11 +168,7 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
     first = wraps ? 0 : at - below;
     if (wraps || !dlrun_memory_owns(l->source, l->source_kind, (const void *)first,
                                     (uint64_t)(last - first) + 1))
-      return dlrun_fail(DLRUN_ERR_BUFFER,
-                        "from_dlpack: the tensor names %s (device_type=%d, device_id=%d), but "
-                        "its %llu bytes at %p are not in that device's memory",
-                        l->source->name, (int)t->device.device_type, t->device.device_id,
-                        (unsigned long long)(below + above + l->esize), (const void *)l->data);
+      return not_device_memory(l, t, below + above + l->esize, l->data);
   }
   l->compact = is_compact(l);
   l->row_major = memcmp(l->strides, row_major, (size_t)l->ndim * sizeof(int64_t)) == 0;
@@ -224,9 +238,27 @@ static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dl
   return DLRUN_OK;
 }
 
+dlrun_import_outcome dlrun_array_import_outcome(const dlrun_array *a) {
+  return a ? (dlrun_import_outcome)a->import_outcome : DLRUN_IMPORT_REFUSED;
+}
+
+static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
+                           DLManagedTensorVersioned *versioned, const dlrun_import_options *options,
+                           dlrun_array **out, dlrun_import_outcome *outcome);
+
 dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
                           DLManagedTensorVersioned *versioned, const dlrun_import_options *options,
-                          dlrun_array **out) {
+                          dlrun_array **out, dlrun_import_outcome *outcome) {
+  dlrun_import_outcome got = DLRUN_IMPORT_REFUSED;
+  dlrun_status st = import_tensor(rt, legacy, versioned, options, out, &got);
+  if (!st) (*out)->import_outcome = (int)got;
+  if (outcome) *outcome = got;
+  return st;
+}
+
+static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
+                           DLManagedTensorVersioned *versioned, const dlrun_import_options *options,
+                           dlrun_array **out, dlrun_import_outcome *outcome) {
   DLRUN_NONNULL(out, "dlrun_import", "out");
   *out = NULL;
   if (!rt || (!legacy) == (!versioned))
@@ -235,14 +267,18 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
   if (versioned && versioned->version.major != DLRUN_DLPACK_MAJOR) {
     unsigned major = versioned->version.major, minor = versioned->version.minor;
     call_deleter(p); /* the protocol: a consumer that cannot read it releases it */
+    *outcome = DLRUN_IMPORT_RELEASED;
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "from_dlpack: unsupported DLPack version (%u, %u); dlrun reads major "
                       "version %d",
                       major, minor, DLRUN_DLPACK_MAJOR);
   }
-  dlrun_import_options o = options ? *options : (dlrun_import_options){.copy = -1};
-  if (o.copy < -1 || o.copy > 1)
-    return dlrun_fail(DLRUN_ERR_VALUE, "copy must be -1 (if needed), 0 or 1, got %d", o.copy);
+  dlrun_import_options o = options ? *options : (dlrun_import_options){0};
+  if ((unsigned)o.copy > DLRUN_COPY_ALWAYS)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "dlrun_import: copy must be DLRUN_COPY_IF_NEEDED (0), DLRUN_COPY_NEVER (1) "
+                      "or DLRUN_COPY_ALWAYS (2), got %d",
+                      (int)o.copy);
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   layout l;
   dlrun_status st = check_tensor(rt, legacy ? &legacy->dl_tensor : &versioned->dl_tensor, &l);
@@ -273,28 +309,33 @@ dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
     ready = (dlrun_event){0};
   }
   char text[256];
-  if (o.copy == 0 && !same_place)
+  bool never = o.copy == DLRUN_COPY_NEVER;
+  if (never && !same_place)
     st = dlrun_copy_false_error(dest, dest_kind, l.source, DLRUN_MEM_DEVICE);
-  else if (o.copy == 0 && !l.compact)
+  else if (never && !l.compact)
     st = dlrun_fail(DLRUN_ERR_VALUE,
                     "from_dlpack: the tensor's strides %s are not compact, so importing it needs "
                     "a copy, but copy=False",
                     strides_text(&l, text, sizeof text));
-  else if (o.copy == 0 && !aligned)
+  else if (never && !aligned)
     st = dlrun_fail(DLRUN_ERR_VALUE,
                     "from_dlpack: the tensor's data is not aligned to its %zu-byte elements, so "
                     "importing it needs a copy, but copy=False",
                     l.esize);
-  else if (o.copy == 1 || !same_place || !l.compact || !aligned) {
+  else if (o.copy == DLRUN_COPY_ALWAYS || !same_place || !l.compact || !aligned) {
     dlrun_event_wait(ready);
-    if (!(st = copy_in(&l, target, out))) call_deleter(p);
-  } else {
-    st = wrap(&l, target, p, ready, out);
+    if (!(st = copy_in(&l, target, out))) {
+      call_deleter(p);
+      *outcome = DLRUN_IMPORT_COPIED;
+    }
+  } else if (!(st = wrap(&l, target, p, ready, out))) {
+    *outcome = DLRUN_IMPORT_WRAPPED;
   }
   if (!st)
     dlrun_trace_event(NULL, "dlpack", "import", start,
                       "\"device\": \"%s\", \"bytes\": %llu, \"copied\": %s", dest->name,
-                      (unsigned long long)l.nbytes, (*out)->bufs[0]->external ? "false" : "true");
+                      (unsigned long long)l.nbytes,
+                      *outcome == DLRUN_IMPORT_COPIED ? "true" : "false");
   if (owned_target) dlrun_sharding_release(target);
   return st;
 }

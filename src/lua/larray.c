@@ -416,7 +416,11 @@ static int array_index(lua_State *L) {
     lua_pushboolean(L, dlrun_sharding_is_fully_addressable(dlrun_array_sharding(a)));
   else if (strcmp(key, "is_fully_replicated") == 0)
     lua_pushboolean(L, dlrun_sharding_is_fully_replicated(dlrun_array_sharding(a)));
-  else if (strcmp(key, "addressable_shards") == 0 || strcmp(key, "global_shards") == 0) {
+  else if (strcmp(key, "imported") == 0) { /* what from_dlpack did: nil for other arrays */
+    dlrun_import_outcome how = dlrun_array_import_outcome(a);
+    if (how != DLRUN_IMPORT_WRAPPED && how != DLRUN_IMPORT_COPIED) return 0;
+    lua_pushstring(L, how == DLRUN_IMPORT_WRAPPED ? "wrapped" : "copied");
+  } else if (strcmp(key, "addressable_shards") == 0 || strcmp(key, "global_shards") == 0) {
     dlrun_lua_check(L, dlrun_array_check_live(a));
     push_shards(L, a, key[0] == 'g');
   } else return 0;

@@ -14,6 +14,8 @@ typedef struct capsule_ud {
   DLManagedTensor *legacy;
   DLManagedTensorVersioned *versioned;
   bool used;
+  bool copied;                  /* the export made a copy (legacy tensors cannot say) */
+  dlrun_import_outcome import;  /* what from_dlpack did with it */
 } capsule_ud;
 
 static capsule_ud *test_capsule(lua_State *L, int idx) {
@@ -76,6 +78,11 @@ static int capsule_index(lua_State *L) {
     lua_pushstring(L, capsule_name(c));
     return 1;
   }
+  if (strcmp(key, "imported") == 0) { /* "wrapped", "copied"; nil until imported */
+    if (c->import != DLRUN_IMPORT_WRAPPED && c->import != DLRUN_IMPORT_COPIED) return 0;
+    lua_pushstring(L, c->import == DLRUN_IMPORT_WRAPPED ? "wrapped" : "copied");
+    return 1;
+  }
   if (c->used) /* the tensor now belongs to its consumer: only the name remains */
     return dlrun_lua_raise(L, "BufferError", "the capsule has been consumed (%s): %s is gone",
                            capsule_name(c), key);
@@ -89,7 +96,7 @@ static int capsule_index(lua_State *L) {
   } else if (strcmp(key, "read_only") == 0) {
     lua_pushboolean(L, (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0);
   } else if (strcmp(key, "is_copied") == 0) {
-    lua_pushboolean(L, (flags & DLPACK_FLAG_BITMASK_IS_COPIED) != 0);
+    lua_pushboolean(L, (flags & DLPACK_FLAG_BITMASK_IS_COPIED) != 0 || c->copied);
   } else if (strcmp(key, "device") == 0) {
     push_int_pair(L, t->device.device_type, t->device.device_id);
   } else if (strcmp(key, "shape") == 0 || strcmp(key, "strides") == 0) {
@@ -141,12 +148,26 @@ static int opt_int_pair(lua_State *L, int idx, const char *field, const char *fn
   return 1;
 }
 
+/* The `copy` option: nil (if needed), false (never), true (always). */
+static dlrun_copy_mode check_copy(lua_State *L, int idx, const char *fn) {
+  int t = lua_getfield(L, idx, "copy");
+  dlrun_copy_mode mode = DLRUN_COPY_IF_NEEDED;
+  if (t == LUA_TBOOLEAN) mode = lua_toboolean(L, -1) ? DLRUN_COPY_ALWAYS : DLRUN_COPY_NEVER;
+  else if (t != LUA_TNIL)
+    dlrun_lua_raise(L, "TypeError", "%s: copy must be a boolean or nil, got %s", fn,
+                    dlrun_lua_typename(L, -1));
+  lua_pop(L, 1);
+  return mode;
+}
+
 static dlrun_export_options check_export_options(lua_State *L, int idx, const char *fn) {
-  dlrun_export_options o = {.copy = -1};
+  dlrun_export_options o = {0};
   if (lua_isnoneornil(L, idx)) return o;
   if (!lua_istable(L, idx))
-    dlrun_lua_type_error(L, fn, idx, "options", "a table {stream=, max_version=, dl_device=, copy=}");
-  static const char *const keys[] = {"stream", "max_version", "dl_device", "copy", NULL};
+    dlrun_lua_type_error(L, fn, idx, "options",
+                         "a table {stream=, max_version=, dl_device=, copy=, legacy_sharing=}");
+  static const char *const keys[] = {"stream",   "max_version",    "dl_device",
+                                     "copy",     "legacy_sharing", NULL};
   dlrun_lua_check_option_keys(L, idx, fn, keys, "TypeError");
   int64_t a, b;
   if (opt_int_pair(L, idx, "max_version", fn, &a, &b)) {
@@ -173,11 +194,14 @@ static dlrun_export_options check_export_options(lua_State *L, int idx, const ch
     o.device_type = (int32_t)a;
     o.device_id = (int32_t)b;
   }
-  int t = lua_getfield(L, idx, "copy");
-  if (t == LUA_TBOOLEAN) o.copy = lua_toboolean(L, -1);
-  else if (t != LUA_TNIL)
-    dlrun_lua_raise(L, "TypeError", "%s: copy must be a boolean or nil, got %s", fn,
-                    dlrun_lua_typename(L, -1));
+  o.copy = check_copy(L, idx, fn);
+  int t = lua_getfield(L, idx, "legacy_sharing");
+  if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "share") == 0)
+    o.legacy_sharing = DLRUN_LEGACY_SHARE;
+  else if (t != LUA_TNIL && !(t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "protect") == 0))
+    dlrun_lua_raise(L, "ValueError", "%s: legacy_sharing must be \"protect\" or \"share\", got %s",
+                    fn, luaL_tolstring(L, -1, NULL));
+  lua_pop(L, 1);
   t = lua_getfield(L, idx, "stream");
   if (t == LUA_TNUMBER && lua_isinteger(L, -1)) {
     o.has_stream = true;
@@ -186,7 +210,7 @@ static dlrun_export_options check_export_options(lua_State *L, int idx, const ch
     dlrun_lua_raise(L, "BufferError", "%s: stream must be nil or an integer, got %s", fn,
                     dlrun_lua_typename(L, -1));
   }
-  lua_pop(L, 2);
+  lua_pop(L, 1);
   return o;
 }
 
@@ -210,6 +234,7 @@ static int export_to_capsule(lua_State *L, const char *fn, int counted) {
   dlrun_lua_check(L, dlrun_export(a, &o, &e));
   c->legacy = e.legacy;
   c->versioned = e.versioned;
+  c->copied = e.copied;
   if (!counted) return 1;
   lua_pushinteger(L, copied_bytes(&stats));
   return 2;
@@ -252,18 +277,13 @@ static int l_dlpack_device(lua_State *L) {
 /* ---- import ---- */
 
 static dlrun_import_options check_import_options(lua_State *L, int idx) {
-  dlrun_import_options o = {.copy = -1};
+  dlrun_import_options o = {0};
   if (lua_isnoneornil(L, idx)) return o;
   if (!lua_istable(L, idx))
     dlrun_lua_type_error(L, "from_dlpack", idx, "options", "a table {device=, copy=}");
   static const char *const keys[] = {"device", "copy", NULL};
   dlrun_lua_check_option_keys(L, idx, "from_dlpack", keys, "TypeError");
-  int t = lua_getfield(L, idx, "copy");
-  if (t == LUA_TBOOLEAN) o.copy = lua_toboolean(L, -1);
-  else if (t != LUA_TNIL)
-    dlrun_lua_raise(L, "TypeError", "from_dlpack: copy must be a boolean or nil, got %s",
-                    dlrun_lua_typename(L, -1));
-  lua_pop(L, 1);
+  o.copy = check_copy(L, idx, "from_dlpack");
   if (lua_getfield(L, idx, "device") != LUA_TNIL) {
     /* anchored in the options table */
     o.target = dlrun_lua_test_sharding(L, -1);
@@ -290,10 +310,11 @@ static int import_capsule(lua_State *L, int idx, const dlrun_import_options *o) 
   dlrun_runtime *rt = dlrun_lua_runtime(L);
   lua_pushnil(L); /* room for the result */
   dlrun_array *out;
-  dlrun_status st = dlrun_import(rt, c->legacy, c->versioned, o, &out);
-  /* An unknown major version was released by the import: the capsule is spent. */
-  if (st == DLRUN_OK || (c->versioned && c->versioned->version.major != DLRUN_DLPACK_MAJOR))
-    c->used = true;
+  dlrun_import_outcome how;
+  dlrun_status st = dlrun_import(rt, c->legacy, c->versioned, o, &out, &how);
+  /* Refused tensors stay the capsule's; any other outcome spends it. */
+  if (how != DLRUN_IMPORT_REFUSED) c->used = true;
+  c->import = how;
   dlrun_lua_check(L, st);
   dlrun_lua_push_array(L, out, 0);
   return 1;
