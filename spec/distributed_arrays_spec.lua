@@ -205,7 +205,7 @@ print(p, e.name, e.message)]], SIM2)
     lines_of(out, {
       "0\tallgather\t64\t0\tSimDevice(id=1)\t" .. ALL, "1\tallgather\t64\t1\tSimDevice(id=3)\t" .. ALL,
       "0\thost\t64\t0\tCpuDevice(id=0)\t" .. ALL, "1\thost\t64\t1\tCpuDevice(id=1)\t" .. ALL,
-      "0\tshards\t0\t0\t1:0,1,2,3 5:4,5,6,7", "1\tshards\t0\t1\t9:8,9,10,11 13:12,13,14,15",
+      "0\tshards\t32\t0\t1:0,1,2,3 5:4,5,6,7", "1\tshards\t32\t1\t9:8,9,10,11 13:12,13,14,15",
       "0\tValueError\texport: strategy \"allgather\" needs a device of this process (process 0), "
         .. "but SimDevice(id=2) is process 1's",
       "1\tValueError\texport: strategy \"allgather\" needs a device of this process (process 1), "
@@ -213,11 +213,11 @@ print(p, e.name, e.message)]], SIM2)
     })
   end)
 
-  it("replica and auto: a replica on every process exports without a copy; short memory "
+  it("replica and auto: a replica on every process exports with no gather; short memory "
      .. "anywhere sends every process to host memory", function()
     local out, err, status = mpirun(2, EXPORT .. [[
 local rep = dl.device_put(x, dl.NamedSharding(mesh, dl.P()))
-show(dl.export(rep, {strategy = "replica"}))
+show(dl.export(rep, {strategy = "replica", max_version = {1, 0}}))
 show(dl.export(rep))
 local ok, e = pcall(dl.export, x, {strategy = "replica"})
 print(p, e.name)
@@ -231,13 +231,14 @@ print(p, r.strategy, r.bytes_moved, tostring(r.device), r.reason)]],
     assert.are.equal("", err)
     assert.are.equal(0, status)
     local why = "fully replicated, with a replica on every process: exported this process's "
-                .. "replica without a copy"
+                .. "replica, gathering nothing"
     local short = "spans processes, and process 1's device cannot hold 256.00KiB: gathered into "
                   .. "every process's host memory"
     lines_of(out, {
       "0\treplica\t0\t0\tSimDevice(id=0)\t" .. ALL, "1\treplica\t0\t1\tSimDevice(id=2)\t" .. ALL,
-      "0\treplica\t0\t0\tSimDevice(id=0)\t" .. ALL .. "\t" .. why,
-      "1\treplica\t0\t1\tSimDevice(id=2)\t" .. ALL .. "\t" .. why,
+      -- A legacy capsule (the default) is a copy; a versioned one shares, read-only.
+      "0\treplica\t64\t0\tSimDevice(id=0)\t" .. ALL .. "\t" .. why,
+      "1\treplica\t64\t1\tSimDevice(id=2)\t" .. ALL .. "\t" .. why,
       "0\tValueError", "1\tValueError",
       "0\thost\t262144\tCpuDevice(id=0)\t" .. short, "1\thost\t262144\tCpuDevice(id=1)\t" .. short,
     })

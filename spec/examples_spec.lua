@@ -66,8 +66,8 @@ describe("examples/buffer_error.lua", function()
     has_line(out, '  strategy "shards": 8 tensors, 0 bytes copied')
     has_line(out, "  the consumer checked all 64 values, shard by shard: correct")
     has_line(out, "  auto chose: gathered onto SimDevice(id=0), which has room")
-    has_line(out, "  on the replicated copy, auto chose: fully replicated: exported one replica "
-              .. "without a copy")
+    has_line(out, "  on the replicated copy, auto chose: fully replicated: exported one replica"
+              .. ", gathering nothing")
     has_line(out, "  __dlpack__ raised BufferError, so it fell back")
     has_line(out, '  strategy "direct": 0 bytes copied (0 between devices, 0 within one device)')
     -- gather, replica, host, auto twice, try_export twice

@@ -259,13 +259,13 @@ return function(dl)
     local target = opts.device or here
     if #shards == 1 and target == here then
       return run.gather(x, opts,
-                        ("already on one device (%s): exported without a copy"):format(tostring(here)))
+                        ("already on one device (%s): exported as it is, gathering nothing"):format(tostring(here)))
     end
     if x.is_fully_replicated then
       local on_target = opts.device == nil
       for _, shard in ipairs(shards) do on_target = on_target or shard.device == target end
       if on_target then
-        return run.replica(x, opts, "fully replicated: exported one replica without a copy")
+        return run.replica(x, opts, "fully replicated: exported one replica, gathering nothing")
       end
     end
     local need = (x.nbytes + 255) // 256 * 256

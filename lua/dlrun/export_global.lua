@@ -158,7 +158,7 @@ return function(dl, h)
     local all_room = short == nil
     if all_replica then
       return run.replica(x, opts, "fully replicated, with a replica on every process: "
-                         .. "exported this process's replica without a copy")
+                         .. "exported this process's replica, gathering nothing")
     end
     if all_room then
       return run.allgather(x, opts, "spans processes: gathered whole onto a device of every "
