@@ -330,6 +330,7 @@ describe("examples/multiprocess.lua (many processes)", function()
                        .. "non-addressable (non process loca..."):format(p))
         has_line(out, ('[%d] export "auto" -> "allgather": a tensor on SimDevice(id=%d), %d bytes '
                        .. "copied here"):format(p, 2 * p, 64 * n * n))
+        has_line(out, ('[%d] export "shards": 2 tensors in place, 0 bytes copied'):format(p))
         has_line(out, ("[%d] all checks passed"):format(p))
       end
       for p = 1, n - 1 do
