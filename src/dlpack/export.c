@@ -109,6 +109,7 @@ static void release_export(export_ctx *ctx) {
   atomic_fetch_sub(&dev->live_exports, 1);
   dlrun_trace_event(NULL, "dlpack", "deleter", start, "\"device\": \"%s\", \"bytes\": %llu",
                     dev->name, (unsigned long long)bytes);
+  dlrun_buffer_tag_export(ctx->buf, -1);
   dlrun_buffer_release(ctx->buf); /* may free the runtime: read nothing after */
   dlrun_free(ctx->block);
 }
@@ -277,6 +278,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
   memcpy(strides, layout, (size_t)a->ndim * sizeof *strides);
   ctx->buf = b;
   ctx->rt = b->dev->rt;
+  dlrun_buffer_tag_export(b, 1);
   ctx->block = block;
   const dlrun_dtype_info *info = dlrun_dtype_get(a->dtype);
   DLTensor t = {
