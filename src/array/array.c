@@ -25,17 +25,22 @@ static void destroy_array(dlrun_ref *ref);
 
 /* Tell the device layer (memory snapshots) that these buffers are held by
  * an array of this shape and sharding, or no longer. */
-static void tag_buffers(dlrun_buffer **bufs, size_t n, dlrun_dtype dtype, int ndim,
-                        const int64_t *dims, const dlrun_sharding *sharding) {
-  char desc[256];
-  dlrun_sharding_describe(sharding, desc, sizeof desc);
-  for (size_t i = 0; i < n; i++)
-    if (bufs[i]) dlrun_buffer_tag_array(bufs[i], dlrun_dtype_get(dtype)->name, ndim, dims, desc);
-}
-
 static void untag_buffers(dlrun_buffer **bufs, size_t n) {
   for (size_t i = 0; bufs && i < n; i++)
     if (bufs[i]) dlrun_buffer_untag_array(bufs[i]);
+}
+
+static dlrun_status tag_buffers(dlrun_buffer **bufs, size_t n, dlrun_dtype dtype, int ndim,
+                                const int64_t *dims, const dlrun_sharding *sharding) {
+  char desc[256];
+  dlrun_sharding_describe(sharding, desc, sizeof desc);
+  for (size_t i = 0; i < n; i++) {
+    dlrun_status st = bufs[i] ? dlrun_buffer_tag_array(bufs[i], dlrun_dtype_get(dtype)->name,
+                                                       ndim, dims, desc)
+                              : DLRUN_OK;
+    if (st) return untag_buffers(bufs, i), st;
+  }
+  return DLRUN_OK;
 }
 
 dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
@@ -43,9 +48,12 @@ dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
   *out = NULL;
   size_t n = dlrun_sharding_device_count(sharding);
   dlrun_array *a = dlrun_calloc(1, sizeof *a);
-  if (!a) {
+  dlrun_status st = a ? tag_buffers(bufs, n, dtype, ndim, dims, sharding)
+                      : dlrun_fail_oom_host(sizeof *a);
+  if (st) {
+    dlrun_free(a);
     dlrun_buffers_release(bufs, n);
-    return dlrun_fail_oom_host(sizeof *a);
+    return st;
   }
   dlrun_ref_init(&a->ref, destroy_array);
   a->dtype = dtype;
@@ -57,7 +65,6 @@ dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
   dlrun_sharding_retain(sharding);
   a->nshards = n;
   a->bufs = bufs;
-  tag_buffers(bufs, n, dtype, ndim, dims, sharding);
   pthread_mutex_init(&a->mu, NULL);
   *out = a;
   return DLRUN_OK;

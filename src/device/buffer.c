@@ -95,19 +95,20 @@ static void destroy_buffer(dlrun_ref *ref) {
   dlrun_runtime_release(rt);
 }
 
-void dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim, const int64_t *dims,
-                            const char *sharding) {
-  atomic_fetch_add(&b->arrays, 1);
-  if (!b->block || atomic_load(&b->owner)) return;
+dlrun_status dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim,
+                                    const int64_t *dims, const char *sharding) {
+  if (!b->block || atomic_load(&b->owner)) return atomic_fetch_add(&b->arrays, 1), DLRUN_OK;
   size_t n = strlen(sharding) + 1;
   dlrun_buffer_owner *o = dlrun_malloc(sizeof *o + n);
-  if (!o) return;
+  if (!o) return dlrun_fail_oom_host(sizeof *o + n);
+  atomic_fetch_add(&b->arrays, 1);
   o->dtype = dtype;
   o->ndim = ndim;
   if (ndim) memcpy(o->dims, dims, (size_t)ndim * sizeof *dims);
   memcpy(o->sharding, sharding, n);
   dlrun_buffer_owner *none = NULL;
   if (!atomic_compare_exchange_strong(&b->owner, &none, o)) dlrun_free(o);
+  return DLRUN_OK;
 }
 
 void dlrun_buffer_untag_array(dlrun_buffer *b) { atomic_fetch_sub(&b->arrays, 1); }

@@ -48,9 +48,9 @@ typedef struct dlrun_buffer {
 } dlrun_buffer;
 
 /* Tag b as held by one more array (dtype name static, sharding copied; the
- * first array's description is kept), or one fewer. Never fails: without
- * host memory for the description only the count changes. */
-void dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim, const int64_t *dims,
+ * first array's description is kept), or one fewer. Without host memory
+ * for the description nothing changes and the status says so. */
+dlrun_status dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim, const int64_t *dims,
                             const char *sharding);
 void dlrun_buffer_untag_array(dlrun_buffer *b);
 /* One more (+1) or one fewer (-1) DLPack export holds b. */

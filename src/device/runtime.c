@@ -180,6 +180,10 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
                                pl->decommit ? region_decommit : NULL};
     dlrun_status st = dlrun_pool_create_with(label, caps[k], &src, &d->pools[k]);
     if (!st && pl->is_accelerator) st = dlrun_pool_set_hint(d->pools[k], HINT[k]);
+    char counter[80];
+    snprintf(counter, sizeof counter, "%s %s memory", d->name,
+             dlrun_memory_kind_name((dlrun_memory_kind)k));
+    if (!st) st = dlrun_pool_set_counter(d->pools[k], counter);
     if (!st && pl->is_accelerator && rt->settings.preallocate[k])
       st = preallocate(d->pools[k], k, caps[k]);
     if (st) {

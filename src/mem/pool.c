@@ -188,6 +188,9 @@ static dlrun_status fail_oom(const dlrun_pool *pool, uint64_t size) {
     uint64_t rounded = size > UINT64_MAX - DLRUN_POOL_ALIGN ? UINT64_MAX : round_up(size);
     uint64_t base = pool->capacity - tail_free(pool);
     uint64_t need = rounded > UINT64_MAX - base ? UINT64_MAX : base + rounded;
+    /* A capacity a person would type: whole MiB, or whole 4 KiB below that. */
+    uint64_t unit = need > (1u << 20) ? (1u << 20) : 4096;
+    if (need <= UINT64_MAX - unit) need = (need + unit - 1) / unit * unit;
     bool fragmented = pool->capacity - pool->bytes_in_use >= rounded;
     snprintf(advice, sizeof advice, "; %sraise %s to at least %llu bytes (%s)",
              fragmented ? "the free memory is fragmented: free arrays no longer needed, or " : "",
@@ -390,6 +393,7 @@ void dlrun_pool_destroy(dlrun_pool *pool) {
   pthread_mutex_destroy(&pool->mu);
   dlrun_free(pool->label);
   dlrun_free(pool->hint);
+  dlrun_free(pool->counter);
   dlrun_free(pool);
 }
 
@@ -409,6 +413,7 @@ dlrun_status dlrun_pool_alloc_tagged(dlrun_pool *pool, uint64_t size, void *tag,
                       pool->label, (unsigned long long)size);
   pthread_mutex_lock(&pool->mu);
   dlrun_status st = alloc_locked(pool, size, tag, out_block);
+  if (!st) dlrun_pool_trace(pool);
   pthread_mutex_unlock(&pool->mu);
   return st;
 }
@@ -417,7 +422,10 @@ void dlrun_pool_free(dlrun_pool *pool, dlrun_block *block) {
   if (!pool || !block) return;
   pthread_mutex_lock(&pool->mu);
   /* A second free of a chunk that still exists would corrupt the index. */
-  if (block->pool == pool && block->in_use) free_locked(pool, block);
+  if (block->pool == pool && block->in_use) {
+    free_locked(pool, block);
+    dlrun_pool_trace(pool);
+  }
   pthread_mutex_unlock(&pool->mu);
 }
 

@@ -107,6 +107,11 @@ bool dlrun_pool_fits(dlrun_pool *pool, uint64_t size);
  * host out-of-memory status. */
 dlrun_status dlrun_pool_set_hint(dlrun_pool *pool, const char *hint);
 
+/* The trace counter that samples this pool's bytes in use at every
+ * allocation and free while tracing ("SimDevice(id=0) device memory");
+ * copied; NULL: none. */
+dlrun_status dlrun_pool_set_counter(dlrun_pool *pool, const char *name);
+
 /* Map the whole range now and commit all of it through the source's commit
  * (preallocation); bytes_reserved becomes the capacity. An error names the
  * pool; DLRUN_ERR_RUNTIME when the source cannot commit. */

@@ -23,6 +23,7 @@ struct dlrun_pool {
   pthread_mutex_t mu;
   char *label;
   char *hint; /* the setting that sizes this pool, for OOM advice; NULL: none */
+  char *counter; /* the trace counter of bytes in use; NULL: none */
   uint64_t capacity;
   unsigned char *base;    /* NULL until the first allocation maps the range */
   dlrun_region_source source; /* where the range comes from */
@@ -39,6 +40,8 @@ struct dlrun_pool {
   uint64_t requested_bytes_in_use;
 };
 
+/* With the mutex held: a trace sample of bytes_in_use, when tracing. */
+void dlrun_pool_trace(const dlrun_pool *pool);
 /* With the mutex held: map the range on first use (one free chunk). */
 dlrun_status dlrun_pool_ensure_mapped(dlrun_pool *pool);
 /* With the mutex held: the largest free chunk (the capacity when unmapped). */

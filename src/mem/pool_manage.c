@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 #include "mem/pool.h"
 #include "mem/pool_impl.h"
 
@@ -56,6 +57,21 @@ dlrun_status dlrun_pool_set_hint(dlrun_pool *pool, const char *hint) {
   pool->hint = copy;
   pthread_mutex_unlock(&pool->mu);
   return DLRUN_OK;
+}
+
+dlrun_status dlrun_pool_set_counter(dlrun_pool *pool, const char *name) {
+  char *copy = NULL;
+  if (name && !(copy = dlrun_strdup(name))) return dlrun_fail_oom_host(strlen(name) + 1);
+  pthread_mutex_lock(&pool->mu);
+  dlrun_free(pool->counter);
+  pool->counter = copy;
+  pthread_mutex_unlock(&pool->mu);
+  return DLRUN_OK;
+}
+
+void dlrun_pool_trace(const dlrun_pool *pool) {
+  if (pool->counter && dlrun_trace_enabled())
+    dlrun_trace_counter(pool->counter, "bytes_in_use", pool->bytes_in_use);
 }
 
 dlrun_status dlrun_pool_preallocate(dlrun_pool *pool) {
