@@ -149,14 +149,14 @@ static int l_configure(lua_State *L) {
   double share = 0;
   opt_capacity(L, "device_memory", &c.device_memory, &share);
   opt_fraction(L, "device_memory_fraction", &c.device_memory_fraction);
-  if (share && c.device_memory_fraction)
+  if ((share || c.device_memory) && c.device_memory_fraction)
     return dlrun_lua_raise(L, "ValueError", "configure: device_memory and "
                            "device_memory_fraction are both set (expected one of them)");
   if (share) c.device_memory_fraction = share;
   share = 0;
   opt_capacity(L, "pinned_host_memory", &c.pinned_host_memory, &share);
   opt_fraction(L, "pinned_host_memory_fraction", &c.pinned_host_memory_fraction);
-  if (share && c.pinned_host_memory_fraction)
+  if ((share || c.pinned_host_memory) && c.pinned_host_memory_fraction)
     return dlrun_lua_raise(L, "ValueError", "configure: pinned_host_memory and "
                            "pinned_host_memory_fraction are both set (expected one of them)");
   if (share) c.pinned_host_memory_fraction = share;

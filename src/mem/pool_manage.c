@@ -98,8 +98,8 @@ uint64_t dlrun_pool_release_unused(dlrun_pool *pool) {
       }
       /* Whole pages only: a page shared with a live block keeps its bytes. */
       uint64_t lo = (c->offset + page - 1) / page * page;
-      uint64_t hi = c->offset + c->size;
-      if (hi > pool->bytes_reserved) hi = pool->bytes_reserved; /* beyond: never touched */
+      uint64_t hi = c->offset + c->size, touched = (pool->bytes_reserved + page - 1) / page * page;
+      if (hi > touched) hi = touched; /* beyond: never touched */
       hi = hi / page * page;
       if (hi <= lo) continue;
       released += pool->source.decommit(pool->source.ctx, pool->base + lo, hi - lo);
