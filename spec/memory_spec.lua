@@ -163,6 +163,10 @@ describe("memory snapshots", function()
 
   it("check their arguments", function()
     local d = dl.devices()[1]
+    expect_error("TypeError", {contains = "empty_cache"}, dl.empty_cache, 1)
+    expect_error("TypeError", {contains = "release_unused"}, d.release_unused, d, "device")
+    expect_error("ValueError", "reset_peak_memory_stats: unknown memory kind 'x' (expected "
+                 .. "\"device\" or \"pinned_host\")", d.reset_peak_memory_stats, d, "x")
     expect_error("ValueError", "memory_snapshot: unknown memory kind 'host' (expected \"device\" "
                  .. "or \"pinned_host\")", d.memory_snapshot, d, "host")
     expect_error("TypeError", {contains = "memory_snapshot: argument 1 (self) must be a Device"},

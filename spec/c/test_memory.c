@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "dlrun/dlrun.h"
+#include "core/status_impl.h"
 #include "mem/pool.h"
 
 #define MIB (1024ull * 1024)
@@ -61,6 +62,46 @@ static void test_pool_release(void) {
     CHECK(s.bytes_reserved == 0, "reserved %llu", (unsigned long long)s.bytes_reserved);
     CHECK(dlrun_pool_alloc(pool, 64 * MIB, &b) == DLRUN_OK, "the whole pool after a release");
     CHECK(((unsigned char *)dlrun_block_ptr(b))[12345] == 0, "released pages read as zero");
+    dlrun_pool_destroy(pool);
+  }
+}
+
+static dlrun_status map_it(void *ctx, uint64_t size, void **base) {
+  (void)ctx;
+  return dlrun_map_range(size, true, base);
+}
+static void unmap_it(void *ctx, void *base, uint64_t size) {
+  (void)ctx;
+  dlrun_unmap_range(base, size);
+}
+static dlrun_status no_ram(void *ctx, void *data, uint64_t size) {
+  (void)ctx;
+  (void)data;
+  return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot commit %llu bytes: no RAM",
+                    (unsigned long long)size);
+}
+
+static void test_pool_preallocate(void) {
+  TEST("preallocation commits the whole range, or says which pool could not") {
+    dlrun_pool *pool = NULL;
+    CHECK(dlrun_pool_create("P", 4 * MIB, &pool) == DLRUN_OK, "create");
+    uint64_t before = rss();
+    CHECK(pool && dlrun_pool_preallocate(pool) == DLRUN_OK, "preallocate: %s", dlrun_last_error());
+    CHECK(rss() >= before + 4 * MIB - 65536, "RSS %llu -> %llu", (unsigned long long)before,
+          (unsigned long long)rss());
+    dlrun_pool_stats s;
+    dlrun_pool_get_stats(pool, &s);
+    CHECK(s.bytes_reserved == 4 * MIB && s.bytes_in_use == 0, "reserved %llu",
+          (unsigned long long)s.bytes_reserved);
+    CHECK(dlrun_pool_release_unused(pool) == 4 * MIB, "all of it given back");
+    dlrun_pool_destroy(pool);
+    dlrun_region_source src = {map_it, unmap_it, NULL, no_ram, NULL};
+    CHECK(dlrun_pool_create_with("Q", MIB, &src, &pool) == DLRUN_OK, "create Q");
+    CHECK(pool && dlrun_pool_preallocate(pool) == DLRUN_ERR_RESOURCE_EXHAUSTED, "status");
+    CHECK(strcmp(dlrun_last_error(), "cannot preallocate Q: cannot commit 1048576 bytes: no RAM") ==
+              0,
+          "message: %s", dlrun_last_error());
+    CHECK(dlrun_pool_release_unused(pool) == 0, "no decommit: nothing given back");
     dlrun_pool_destroy(pool);
   }
 }
@@ -258,6 +299,7 @@ int main(void) {
   unsetenv("DLRUN_DEVICE_MEMORY");
   unsetenv("DLRUN_PINNED_HOST_MEMORY");
   test_pool_release();
+  test_pool_preallocate();
   test_sim_release();
   test_snapshot();
   test_oom_text();

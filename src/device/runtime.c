@@ -22,6 +22,7 @@ static int worker_count(void) {
 
 /* Per memory kind: the setting's name, its variables and its option. */
 static const char *const SETTING[] = {"device_memory", "pinned_host_memory"};
+static const char *const PREALLOC[] = {"device_preallocate", "pinned_host_preallocate"};
 static const char *const MEMORY_ENV[] = {"DLRUN_DEVICE_MEMORY", "DLRUN_PINNED_HOST_MEMORY"};
 static const char *const PREALLOC_ENV[] = {"DLRUN_DEVICE_PREALLOCATE",
                                            "DLRUN_PINNED_HOST_PREALLOCATE"};
@@ -55,8 +56,8 @@ static dlrun_status check_kind(int k, uint64_t bytes, double fraction, dlrun_pre
     return dlrun_fail(DLRUN_ERR_VALUE, "%s_fraction must be above 0 and at most 1, got %g",
                       SETTING[k], fraction);
   if ((int)pre < 0 || pre > DLRUN_PREALLOCATE_ON)
-    return dlrun_fail(DLRUN_ERR_VALUE, "%.*s_preallocate must be DLRUN_PREALLOCATE_DEFAULT, "
-                      "_OFF or _ON, got %d", k ? 11 : 6, SETTING[k], (int)pre);
+    return dlrun_fail(DLRUN_ERR_VALUE, "%s must be DLRUN_PREALLOCATE_DEFAULT, _OFF or _ON, got %d",
+                      PREALLOC[k], (int)pre);
   return bytes ? check_memory_size((dlrun_memory_kind)k, bytes) : DLRUN_OK;
 }
 
@@ -144,9 +145,10 @@ static void region_release(void *ctx, void *base, uint64_t size) {
 static dlrun_status preallocate(dlrun_pool *pool, int k, uint64_t cap) {
   dlrun_status st = dlrun_pool_preallocate(pool);
   if (!st) return st;
-  char human[32];
-  return dlrun_fail(st, "%s; lower %s (now %s) or set %.*s_preallocate=false", dlrun_last_error(),
-                    HINT[k], dlrun_format_bytes(cap, human, sizeof human), k ? 11 : 6, SETTING[k]);
+  char human[32], why[512]; /* copied: the new message is written where the old one is */
+  snprintf(why, sizeof why, "%s", dlrun_last_error());
+  return dlrun_fail(st, "%s; lower %s (now %s) or set %s=false", why, HINT[k],
+                    dlrun_format_bytes(cap, human, sizeof human), PREALLOC[k]);
 }
 
 static dlrun_status region_commit(void *ctx, void *data, uint64_t size) {
@@ -457,11 +459,8 @@ static dlrun_status check_unchanged(const dlrun_runtime *rt, const dlrun_config 
       snprintf(name, sizeof name, "%s_fraction", SETTING[k]);
       return refuse_change(rt, name, now);
     }
-    if (pre && (pre == DLRUN_PREALLOCATE_ON) != rt->settings.preallocate[k]) {
-      char name[40];
-      snprintf(name, sizeof name, "%.*s_preallocate", k ? 11 : 6, SETTING[k]);
-      return refuse_change(rt, name, rt->settings.preallocate[k] ? "true" : "false");
-    }
+    if (pre && (pre == DLRUN_PREALLOCATE_ON) != rt->settings.preallocate[k])
+      return refuse_change(rt, PREALLOC[k], rt->settings.preallocate[k] ? "true" : "false");
   }
   return DLRUN_OK;
 }
