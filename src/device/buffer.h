@@ -50,8 +50,8 @@ typedef struct dlrun_buffer {
 /* Tag b as held by one more array (dtype name static, sharding copied; the
  * first array's description is kept), or one fewer. Without host memory
  * for the description nothing changes and the status says so. */
-dlrun_status dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim, const int64_t *dims,
-                            const char *sharding);
+dlrun_status dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim,
+                                    const int64_t *dims, const char *sharding);
 void dlrun_buffer_untag_array(dlrun_buffer *b);
 /* One more (+1) or one fewer (-1) DLPack export holds b. */
 void dlrun_buffer_tag_export(dlrun_buffer *b, int delta);

@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "config.h"
 #include "device_impl.h"
 #include "dist/dist.h"
 #include "dlrun/stats.h"
@@ -18,71 +19,6 @@ static int worker_count(void) {
   if (n < 2) n = 2;
   if (n > MAX_WORKERS) n = MAX_WORKERS;
   return (int)n;
-}
-
-/* Per memory kind: the setting's name, its variables and its option. */
-static const char *const SETTING[] = {"device_memory", "pinned_host_memory"};
-static const char *const PREALLOC[] = {"device_preallocate", "pinned_host_preallocate"};
-static const char *const MEMORY_ENV[] = {"DLRUN_DEVICE_MEMORY", "DLRUN_PINNED_HOST_MEMORY"};
-static const char *const PREALLOC_ENV[] = {"DLRUN_DEVICE_PREALLOCATE",
-                                           "DLRUN_PINNED_HOST_PREALLOCATE"};
-static const char *const HINT[] = {
-    "device_memory (dl.configure, --device-memory, DLRUN_DEVICE_MEMORY)",
-    "pinned_host_memory (dl.configure, --pinned-host-memory, DLRUN_PINNED_HOST_MEMORY)"};
-
-static dlrun_status check_memory_size(dlrun_memory_kind kind, uint64_t bytes) {
-  if (bytes < DLRUN_DEVICE_MEMORY_MIN)
-    return dlrun_fail(DLRUN_ERR_VALUE, "%s memory of %llu bytes is too small (at least %u bytes)",
-                      dlrun_memory_kind_name(kind), (unsigned long long)bytes,
-                      DLRUN_DEVICE_MEMORY_MIN);
-  return DLRUN_OK;
-}
-
-/* One kind's settings as a config gives them. */
-static void config_kind(const dlrun_config *c, int k, uint64_t *bytes, double *fraction,
-                        dlrun_preallocate *pre) {
-  *bytes = !c ? 0 : k == DLRUN_MEM_DEVICE ? c->device_memory : c->pinned_host_memory;
-  *fraction = !c ? 0 : k == DLRUN_MEM_DEVICE ? c->device_memory_fraction
-                                             : c->pinned_host_memory_fraction;
-  *pre = !c ? DLRUN_PREALLOCATE_DEFAULT
-            : k == DLRUN_MEM_DEVICE ? c->device_preallocate : c->pinned_host_preallocate;
-}
-
-static dlrun_status check_kind(int k, uint64_t bytes, double fraction, dlrun_preallocate pre) {
-  if (bytes && fraction)
-    return dlrun_fail(DLRUN_ERR_VALUE, "%s and %s_fraction are both set (expected one of them)",
-                      SETTING[k], SETTING[k]);
-  if (fraction && !(fraction > 0 && fraction <= 1))
-    return dlrun_fail(DLRUN_ERR_VALUE, "%s_fraction must be above 0 and at most 1, got %g",
-                      SETTING[k], fraction);
-  if ((int)pre < 0 || pre > DLRUN_PREALLOCATE_ON)
-    return dlrun_fail(DLRUN_ERR_VALUE, "%s must be DLRUN_PREALLOCATE_DEFAULT, _OFF or _ON, got %d",
-                      PREALLOC[k], (int)pre);
-  return bytes ? check_memory_size((dlrun_memory_kind)k, bytes) : DLRUN_OK;
-}
-
-/* One kind's memory settings: the config's, else its variables' (empty
- * counts as unset); a bad variable is named in the message. */
-static dlrun_status resolve_kind(const dlrun_config *config, int k, dlrun_memory_settings *m) {
-  uint64_t bytes;
-  double fraction;
-  dlrun_preallocate pre;
-  config_kind(config, k, &bytes, &fraction, &pre);
-  dlrun_status st = check_kind(k, bytes, fraction, pre);
-  if (st) return st;
-  const char *env = getenv(MEMORY_ENV[k]);
-  if (!bytes && !fraction && env && *env &&
-      ((st = dlrun_parse_capacity(env, &bytes, &fraction)) ||
-       (bytes && (st = check_memory_size((dlrun_memory_kind)k, bytes)))))
-    return dlrun_fail_prefix(st, "%s: ", MEMORY_ENV[k]);
-  env = getenv(PREALLOC_ENV[k]);
-  if (pre == DLRUN_PREALLOCATE_DEFAULT && env && *env &&
-      (st = dlrun_parse_preallocate(env, &pre)))
-    return dlrun_fail_prefix(st, "%s: ", PREALLOC_ENV[k]);
-  m->bytes[k] = bytes;
-  m->fraction[k] = fraction;
-  m->preallocate[k] = pre == DLRUN_PREALLOCATE_ON;
-  return DLRUN_OK;
 }
 
 /* The device spec and memory settings a runtime gets from `config`, else
@@ -97,10 +33,7 @@ static dlrun_status resolve_config(const dlrun_config *config, dlrun_device_spec
     if ((st = dlrun_parse_device_spec(env && *env ? env : "auto", spec)))
       return dlrun_fail_prefix(st, "DLRUN_DEVICES: ");
   }
-  *m = (dlrun_memory_settings){0};
-  for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++)
-    if ((st = resolve_kind(config, k, m))) return st;
-  return DLRUN_OK;
+  return dlrun_resolve_memory_settings(config, m);
 }
 
 /* DLRUN_SIM_MEMORY: "private" (the default: sim device memory the host
@@ -147,8 +80,8 @@ static dlrun_status preallocate(dlrun_pool *pool, int k, uint64_t cap) {
   if (!st) return st;
   char human[32], why[512]; /* copied: the new message is written where the old one is */
   snprintf(why, sizeof why, "%s", dlrun_last_error());
-  return dlrun_fail(st, "%s; lower %s (now %s) or set %s=false", why, HINT[k],
-                    dlrun_format_bytes(cap, human, sizeof human), PREALLOC[k]);
+  return dlrun_fail(st, "%s; lower %s (now %s) or set %s=false", why, dlrun_memory_hints[k],
+                    dlrun_format_bytes(cap, human, sizeof human), dlrun_preallocate_names[k]);
 }
 
 static dlrun_status region_commit(void *ctx, void *data, uint64_t size) {
@@ -181,7 +114,7 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
                                pl->commit ? region_commit : NULL,
                                pl->decommit ? region_decommit : NULL};
     dlrun_status st = dlrun_pool_create_with(label, caps[k], &src, &d->pools[k]);
-    if (!st && pl->is_accelerator) st = dlrun_pool_set_hint(d->pools[k], HINT[k]);
+    if (!st && pl->is_accelerator) st = dlrun_pool_set_hint(d->pools[k], dlrun_memory_hints[k]);
     char counter[80];
     snprintf(counter, sizeof counter, "%s %s memory", d->name,
              dlrun_memory_kind_name((dlrun_memory_kind)k));
@@ -447,20 +380,20 @@ static dlrun_status check_unchanged(const dlrun_runtime *rt, const dlrun_config 
     uint64_t bytes;
     double fraction;
     dlrun_preallocate pre;
-    config_kind(c, k, &bytes, &fraction, &pre);
+    dlrun_config_kind(c, k, &bytes, &fraction, &pre);
     char now[64], human[32];
     snprintf(now, sizeof now, "%s per %s device",
              dlrun_format_bytes(rt->accelerator_caps[k], human, sizeof human),
              rt->default_group->platform->name);
     if (bytes && (bytes & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) != rt->accelerator_caps[k])
-      return refuse_change(rt, SETTING[k], now);
+      return refuse_change(rt, dlrun_setting_names[k], now);
     if (fraction && fraction != rt->settings.fraction[k]) {
       char name[40];
-      snprintf(name, sizeof name, "%s_fraction", SETTING[k]);
+      snprintf(name, sizeof name, "%s_fraction", dlrun_setting_names[k]);
       return refuse_change(rt, name, now);
     }
     if (pre && (pre == DLRUN_PREALLOCATE_ON) != rt->settings.preallocate[k])
-      return refuse_change(rt, PREALLOC[k], rt->settings.preallocate[k] ? "true" : "false");
+      return refuse_change(rt, dlrun_preallocate_names[k], rt->settings.preallocate[k] ? "true" : "false");
   }
   return DLRUN_OK;
 }
@@ -479,7 +412,7 @@ static dlrun_status store_config(const dlrun_config *c) {
                             : &default_cfg.device_memory_fraction;
     dlrun_preallocate pre, *p = k ? &default_cfg.pinned_host_preallocate
                                   : &default_cfg.device_preallocate;
-    config_kind(c, k, &bytes, &fraction, &pre);
+    dlrun_config_kind(c, k, &bytes, &fraction, &pre);
     if (bytes || fraction) *b = bytes, *f = fraction; /* the later setting replaces both */
     if (pre) *p = pre;
   }
@@ -494,8 +427,8 @@ dlrun_status dlrun_default_set_config(const dlrun_config *config) {
     uint64_t bytes;
     double fraction;
     dlrun_preallocate pre;
-    config_kind(config, k, &bytes, &fraction, &pre);
-    if ((st = check_kind(k, bytes, fraction, pre))) return st;
+    dlrun_config_kind(config, k, &bytes, &fraction, &pre);
+    if ((st = dlrun_check_kind(k, bytes, fraction, pre))) return st;
   }
   pthread_mutex_lock(&default_mu);
   st = default_rt ? check_unchanged(default_rt, config) : store_config(config);

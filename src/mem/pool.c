@@ -374,7 +374,9 @@ dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
     return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot create the mutex of pool %s", label);
   }
   pool->capacity = rounded;
-  pool->source = source ? *source : (dlrun_region_source){anon_reserve, anon_release, NULL, anon_commit, anon_decommit};
+  pool->source = source ? *source
+                        : (dlrun_region_source){anon_reserve, anon_release, NULL, anon_commit,
+                                                anon_decommit};
   *out = pool;
   return DLRUN_OK;
 }
