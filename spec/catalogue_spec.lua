@@ -174,7 +174,9 @@ end
 
 -- configure: type errors come before the check that the runtime is running.
 local CONFIGURE_OPTIONS = "configure: argument 1 (options) must be a table {devices=, "
-                          .. "device_memory=}, got "
+                          .. "device_memory=, ...}, got "
+local CONFIGURE_KEYS = "devices, device_memory, device_memory_fraction, device_preallocate, "
+  .. "pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate"
 add {name = "configure()", fn = function() return dl.configure() end, class = "TypeError",
      message = CONFIGURE_OPTIONS .. "no value"}
 for _, w in ipairs(wrong_values()) do
@@ -187,10 +189,10 @@ add {name = "configure(a Device)", fn = function() return dl.configure(F.d0) end
      class = "TypeError", message = CONFIGURE_OPTIONS .. "Device"}
 add {name = "configure{bogus=1}", fn = function() return dl.configure {bogus = 1} end,
      class = "ValueError",
-     message = "configure: unknown option 'bogus' (expected devices, device_memory)"}
+     message = "configure: unknown option 'bogus' (expected " .. CONFIGURE_KEYS .. ")"}
 add {name = "configure{[1]=5}", fn = function() return dl.configure {5} end,
      class = "ValueError",
-     message = "configure: unknown option '1' (expected devices, device_memory)"}
+     message = "configure: unknown option '1' (expected " .. CONFIGURE_KEYS .. ")"}
 add {name = "configure{devices=5}", fn = function() return dl.configure {devices = 5} end,
      class = "TypeError",
      message = 'configure: option devices must be a device spec string such as "sim:8", got number'}
@@ -204,8 +206,8 @@ add {name = "configure{devices='sim:0'}", fn = function() return dl.configure {d
 add {name = "configure{devices='gpu:2'}", fn = function() return dl.configure {devices = "gpu:2"} end,
      class = "ValueError",
      message = 'unknown platform "gpu" in device spec "gpu:2" (expected sim, cpu, or auto)'}
-local DEVICE_MEMORY_TYPE = "configure: option device_memory must be a number of bytes or a size "
-                           .. 'string such as "2GiB", got '
+local DEVICE_MEMORY_TYPE = "configure: option device_memory must be a number of bytes, a size "
+                           .. 'string such as "2GiB" or a share of host RAM such as "25%", got '
 add {name = "configure{device_memory=true}",
      fn = function() return dl.configure {device_memory = true} end, class = "TypeError",
      message = DEVICE_MEMORY_TYPE .. "boolean"}

@@ -531,6 +531,9 @@ local RUNNING_DEFAULT =
   "configure must be called before the runtime is first used (it is already running with "
   .. "devices sim:8,cpu:1)"
 
+local CONFIGURE_KEYS = "devices, device_memory, device_memory_fraction, device_preallocate, "
+  .. "pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate"
+
 describe("dl.configure", function()
   describe("after first use", function()
     it("a different device spec is a RuntimeError naming the running spec", function()
@@ -549,7 +552,8 @@ describe("dl.configure", function()
       assert.are.equal(2, r.n)
       assert_caught(r.err, "RuntimeError",
         "configure must be called before the runtime is first used (it is already running "
-          .. "with devices sim:2,cpu:1)")
+          .. "with devices sim:2,cpu:1): device_memory cannot change once it runs (it is "
+          .. "1.00MiB per sim device)")
       assert.are.equal(MiB, r.limit)
     end)
 
@@ -642,20 +646,20 @@ describe("dl.configure", function()
 
   describe("argument checking", function()
     it("an unknown option key is a ValueError", function()
-      expect_error("ValueError", "configure: unknown option 'foo' (expected devices, device_memory)",
+      expect_error("ValueError", "configure: unknown option 'foo' (expected " .. CONFIGURE_KEYS .. ")",
                    dl.configure, {foo = 1})
-      expect_error("ValueError", "configure: unknown option 'device' (expected devices, device_memory)",
+      expect_error("ValueError", "configure: unknown option 'device' (expected " .. CONFIGURE_KEYS .. ")",
                    dl.configure, {device = "sim:2"})
-      expect_error("ValueError", "configure: unknown option '1' (expected devices, device_memory)",
+      expect_error("ValueError", "configure: unknown option '1' (expected " .. CONFIGURE_KEYS .. ")",
                    dl.configure, {"sim:2"})
     end)
 
     it("options that are not a table are a TypeError", function()
       expect_error("TypeError",
-        "configure: argument 1 (options) must be a table {devices=, device_memory=}, got string",
+        "configure: argument 1 (options) must be a table {devices=, device_memory=, ...}, got string",
         dl.configure, "sim:2")
       expect_error("TypeError",
-        "configure: argument 1 (options) must be a table {devices=, device_memory=}, got no value",
+        "configure: argument 1 (options) must be a table {devices=, device_memory=, ...}, got no value",
         dl.configure)
     end)
 
@@ -670,8 +674,8 @@ describe("dl.configure", function()
 
     it("device_memory that is neither a number nor a string is a TypeError", function()
       expect_error("TypeError",
-        'configure: option device_memory must be a number of bytes or a size string such as '
-          .. '"2GiB", got boolean',
+        'configure: option device_memory must be a number of bytes, a size string such as '
+          .. '"2GiB" or a share of host RAM such as "25%", got boolean',
         dl.configure, {device_memory = true})
     end)
 
@@ -1248,6 +1252,8 @@ end)
 -- Out of memory
 -- ---------------------------------------------------------------------------
 
+local HINT = " (dl.configure, --device-memory, DLRUN_DEVICE_MEMORY)"
+
 describe("out of device memory", function()
   it("a request larger than the device is a ResourceExhaustedError with the pool's state", function()
     local r = child([[
@@ -1258,7 +1264,8 @@ describe("out of device memory", function()
     assert_caught(r.err, "ResourceExhaustedError",
       "Out of memory on SimDevice(id=0) while allocating 1048577 bytes (1.00MiB): 0 bytes in use "
         .. "of a 1048576 byte limit (0B of 1.00MiB); the largest free block is 1048576 bytes "
-        .. "(1.00MiB).")
+        .. "(1.00MiB) and 0 bytes (0B) are reserved but unallocated; raise device_memory"
+        .. "" .. HINT .. " to at least 2097152 bytes (2.00MiB).")
     assert.are.equal(0, r.after.bytes_in_use)
     assert.are.equal(0, r.after.num_allocs)
   end)
@@ -1274,7 +1281,8 @@ describe("out of device memory", function()
     assert_caught(r.err, "ResourceExhaustedError",
       "Out of memory on SimDevice(id=0) while allocating 600000 bytes (585.94KiB): 600064 bytes "
         .. "in use of a 1048576 byte limit (586.00KiB of 1.00MiB); the largest free block is "
-        .. "448512 bytes (438.00KiB).")
+        .. "448512 bytes (438.00KiB) and 0 bytes (0B) are reserved but unallocated; raise "
+        .. "device_memory" .. HINT .. " to at least 2097152 bytes (2.00MiB).")
     -- the failed allocation changed nothing
     assert.are.same(r.before, r.after)
     assert.are.equal(600064, r.after.bytes_in_use)
@@ -1289,7 +1297,8 @@ describe("out of device memory", function()
     assert_caught(r, "ResourceExhaustedError",
       "Out of memory on SimDevice(id=2) while allocating 2097152 bytes (2.00MiB): 0 bytes in use "
         .. "of a 1048576 byte limit (0B of 1.00MiB); the largest free block is 1048576 bytes "
-        .. "(1.00MiB).")
+        .. "(1.00MiB) and 0 bytes (0B) are reserved but unallocated; raise device_memory"
+        .. "" .. HINT .. " to at least 2097152 bytes (2.00MiB).")
   end)
 
   it("freed neighbours coalesce, so a large allocation fits again", function()
@@ -1321,7 +1330,9 @@ describe("out of device memory", function()
     assert_caught(r.refused, "ResourceExhaustedError",
       "Out of memory on SimDevice(id=0) while allocating 524288 bytes (512.00KiB): 524288 bytes "
         .. "in use of a 1048576 byte limit (512.00KiB of 1.00MiB); the largest free block is "
-        .. "262144 bytes (256.00KiB).")
+        .. "262144 bytes (256.00KiB) and 524288 bytes (512.00KiB) are reserved but unallocated; "
+        .. "the free memory is fragmented: free arrays no longer needed, or raise device_memory"
+        .. "" .. HINT .. " to at least 2097152 bytes (2.00MiB).")
     assert.are.equal(MiB // 4, r.merged.bytes_in_use)
     assert.are.equal(3 * MiB // 4, r.merged.largest_free_block_bytes)
     assert.are.equal(0, r.merged.fragmentation)
@@ -1341,7 +1352,8 @@ describe("out of device memory", function()
     assert.are.equal(
       "dlrun: ResourceExhaustedError: Out of memory on SimDevice(id=0) while allocating 2097152 "
         .. "bytes (2.00MiB): 0 bytes in use of a 1048576 byte limit (0B of 1.00MiB); the largest "
-        .. "free block is 1048576 bytes (1.00MiB).",
+        .. "free block is 1048576 bytes (1.00MiB) and 0 bytes (0B) are reserved but unallocated; "
+        .. "raise device_memory" .. HINT .. " to at least 2097152 bytes (2.00MiB).",
       first_line(err))
   end)
 

@@ -130,7 +130,9 @@ describe("examples/memory_pressure.lua", function()
     has_line(out, "  SimDevice(id=0): 262144 of 1048576 bytes in use")
     has_line(out, "  ResourceExhaustedError: Out of memory on SimDevice(id=0) while allocating 2097152 "
               .. "bytes (2.00MiB): 262144 bytes in use of a 1048576 byte limit (256.00KiB of "
-              .. "1.00MiB); the largest free block is 786432 bytes (768.00KiB).")
+              .. "1.00MiB); the largest free block is 786432 bytes (768.00KiB) and 0 bytes (0B) are "
+              .. "reserved but unallocated; raise device_memory (dl.configure, --device-memory, "
+              .. "DLRUN_DEVICE_MEMORY) to at least 3145728 bytes (3.00MiB).")
     has_line(out, "  strategy: host")
     has_line(out, "  reason: SimDevice(id=0) cannot hold 2.00MiB (largest free block 768.00KiB): "
               .. "gathered into host memory")
@@ -339,4 +341,49 @@ describe("examples/multiprocess.lua (many processes)", function()
       end
     end)
   end
+end)
+
+describe("examples/memory_timeline.lua", function()
+  local MiB = 1024 * 1024
+  local out, trace_text
+  setup(function()
+    local trace = os.tmpname()
+    out = run_ok("memory_timeline.lua", {"--trace", trace})
+    local f = assert(io.open(trace))
+    trace_text = f:read("a")
+    f:close()
+    os.remove(trace)
+  end)
+
+  it("draws the device's memory curve as counter events, ending at its final value", function()
+    local values = {}
+    for line in trace_text:gmatch("[^\n]+") do
+      if line:find('"ph": "C"', 1, true) and line:find('"name": "SimDevice(id=0) device memory"',
+                                                       1, true) then
+        values[#values + 1] = tonumber(line:match('"bytes_in_use": (%d+)'))
+      end
+    end
+    -- up 1, 2, 3 MiB; the 2 MiB one goes; the others go; one more comes and goes
+    assert.are.same({1 * MiB, 3 * MiB, 6 * MiB, 4 * MiB, 3 * MiB, 0, 1 * MiB, 0}, values)
+    assert.truthy(trace_text:find('"ph": "X", "cat": "memory", "name": "alloc"', 1, true))
+    assert.truthy(trace_text:find("\n]}\n$"), "the trace is complete")
+  end)
+
+  it("prints a snapshot of the blocks and the arrays holding them", function()
+    has_line(out, "snapshot of SimDevice(id=0) device memory: 4194304 of 8388608 bytes in use, "
+                  .. "6291456 reserved")
+    has_line(out, "  offset        0  size  1048576  requested  1048576  allocated array "
+                  .. "float32[262144] SingleDeviceSharding(device=SimDevice(id=0), "
+                  .. "memory_kind=device)")
+    has_line(out, "  offset  1048576  size  2097152  requested        0  free     ")
+    has_line(out, "  offset  3145728  size  3145728  requested  3145728  allocated array "
+                  .. "float32[786432] SingleDeviceSharding(device=SimDevice(id=0), "
+                  .. "memory_kind=device)")
+  end)
+
+  it("gives unused memory back and says how much", function()
+    has_line(out, "step 5: release_unused gave 2097152 bytes back to the system")
+    has_line(out, "step 7: one 1 MiB array, 1 MiB in use; peak 6 MiB")
+    has_line(out, "step 8: all gone; dl.empty_cache() gave 4194304 bytes back")
+  end)
 end)

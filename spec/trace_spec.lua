@@ -177,10 +177,17 @@ describe("dlrun --stats", function()
     local lines = {}
     for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
     assert.are.equal("dlrun stats (sim:8,cpu:1)", lines[1])
-    assert.truthy(lines[2]:find("device%s+in use%s+peak%s+moved in%s+moved out%s+exports alive"))
-    -- device 0 received 7 shards of 512 bytes; the others sent one each
-    assert.truthy(lines[3]:match("^SimDevice%(id=0%)%s+0B%s+4%.50KiB%s+3%.50KiB%s+0B%s+0$"), lines[3])
-    assert.truthy(lines[4]:match("^SimDevice%(id=1%)%s+0B%s+512B%s+0B%s+512B%s+0$"), lines[4])
+    assert.truthy(lines[2]:find("device%s+in use%s+peak%s+moved in%s+moved out%s+largest free%s+"
+                                .. "frag%s+exports alive"))
+    -- device 0 received 7 shards of 512 bytes; the others sent one each. All
+    -- memory is free again at exit, in one block: the whole capacity, no fragmentation
+    local free0, frag0 = lines[3]:match(
+      "^SimDevice%(id=0%)%s+0B%s+4%.50KiB%s+3%.50KiB%s+0B%s+(%S+)%s+(%S+)%s+0$")
+    assert.truthy(free0, lines[3])
+    assert.truthy(free0:match("^%d+%.%d%d[KMG]iB$"), free0)
+    assert.are.equal("0.0%", frag0)
+    assert.truthy(lines[4]:match("^SimDevice%(id=1%)%s+0B%s+512B%s+0B%s+512B%s+%S+%s+0%.0%%%s+0$"),
+                  lines[4])
     assert.are.equal(11, #lines) -- title, header, 8 sim devices, 1 cpu device
   end)
 

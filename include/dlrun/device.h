@@ -10,6 +10,7 @@
 
 #include "export.h"
 #include "runtime.h"
+#include "shape.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -75,6 +76,69 @@ DLRUN_API dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory
                                                  dlrun_memory_stats *out);
 /* Wait until all work queued on the device so far has finished. */
 DLRUN_API void dlrun_device_synchronize(dlrun_device *dev);
+
+/* peak_bytes_in_use := bytes_in_use and largest_alloc_size := the largest
+ * live allocation, for dev's `kind` memory (as PyTorch's
+ * reset_peak_memory_stats). DLRUN_ERR_VALUE for a bad kind, RUNTIME for
+ * another process's device. */
+DLRUN_API dlrun_status dlrun_device_reset_peak_memory_stats(dlrun_device *dev,
+                                                            dlrun_memory_kind kind);
+/* Give the memory that dev's pools hold but have not allocated back to the
+ * system (the pools keep their capacity; free pages read as zero when next
+ * used). *released (may be NULL) gets the bytes given back. */
+DLRUN_API dlrun_status dlrun_device_release_unused(dlrun_device *dev, uint64_t *released);
+/* The same for every device of this process, all memories: the bytes given
+ * back (as PyTorch's empty_cache). */
+DLRUN_API uint64_t dlrun_runtime_release_unused(dlrun_runtime *rt);
+
+/* ---- memory snapshots ---- */
+
+typedef enum dlrun_owner_kind {
+  DLRUN_OWNER_NONE = 0,   /* a free block */
+  DLRUN_OWNER_ARRAY = 1,  /* a live array holds it (shape, dtype, sharding set) */
+  DLRUN_OWNER_EXPORT = 2, /* only DLPack exports hold it (the array is gone) */
+  DLRUN_OWNER_WORK = 3,   /* only queued work or dlrun itself holds it */
+} dlrun_owner_kind;
+
+/* "array", "export", "work", or "none". Static. */
+DLRUN_API const char *dlrun_owner_kind_name(dlrun_owner_kind kind);
+
+/* One chunk of a pool, in address order. */
+typedef struct dlrun_memory_block {
+  uint64_t offset;          /* from the start of the segment */
+  uint64_t size;            /* bytes the block takes (a multiple of 256) */
+  uint64_t requested_size;  /* bytes asked for; 0 when free */
+  bool allocated;
+  dlrun_owner_kind owner;
+  /* The array that made the block (its first owner), when one did; also for
+   * EXPORT. dtype static, sharding owned by the snapshot; NULL when none. */
+  const char *dtype;
+  int ndim;
+  int64_t shape[DLRUN_MAX_NDIM];
+  const char *sharding;
+} dlrun_memory_block;
+
+/* One address range of a pool (dlrun's pools have one each). */
+typedef struct dlrun_memory_segment {
+  uint64_t size;
+  uint64_t bytes_reserved; /* its part holding memory of the system */
+  size_t nblocks;
+  dlrun_memory_block *blocks;
+} dlrun_memory_segment;
+
+typedef struct dlrun_memory_snapshot {
+  dlrun_memory_kind kind;
+  dlrun_memory_stats stats; /* taken with the blocks */
+  size_t nsegments;
+  dlrun_memory_segment *segments;
+} dlrun_memory_snapshot;
+
+/* Every segment and block of dev's `kind` memory now. *out is the
+ * caller's: dlrun_memory_snapshot_free. */
+DLRUN_API dlrun_status dlrun_device_memory_snapshot(dlrun_device *dev, dlrun_memory_kind kind,
+                                                    dlrun_memory_snapshot **out);
+/* NULL is a no-op. */
+DLRUN_API void dlrun_memory_snapshot_free(dlrun_memory_snapshot *snap);
 
 /* The driver's copies, as a consumer of a device export uses them (as a
  * CUDA consumer uses cudaMemcpy): copy `nbytes` between host memory and the

@@ -22,6 +22,14 @@ typedef struct dlrun_device dlrun_device;
 /* The smallest device memory a configuration may ask for. */
 #define DLRUN_DEVICE_MEMORY_MIN 4096u
 
+/* Whether a memory is reserved and committed in full when the runtime
+ * starts (as JAX's preallocation) or grows on demand. 0 is the default. */
+typedef enum dlrun_preallocate {
+  DLRUN_PREALLOCATE_DEFAULT = 0, /* the environment variable, else off */
+  DLRUN_PREALLOCATE_OFF = 1,
+  DLRUN_PREALLOCATE_ON = 2,
+} dlrun_preallocate;
+
 /* All zero (or a NULL pointer) asks for the defaults. Read during the call. */
 typedef struct dlrun_config {
   /* Device spec: "sim:8", "cpu:4", "sim:8,cpu:2", "auto". NULL: the
@@ -33,7 +41,30 @@ typedef struct dlrun_config {
    * the capacities of all memories of all devices together fit in host RAM
    * (see README, "Devices and memory"). */
   uint64_t device_memory;
+  /* Or the share of host RAM, in (0, 1], that the sim devices' device
+   * memories take together, split evenly (the default is 0.5, at most 16 GiB
+   * each). 0: not set. Setting it and device_memory is DLRUN_ERR_VALUE.
+   * DLRUN_DEVICE_MEMORY="25%" is the same from the environment. */
+  double device_memory_fraction;
+  /* Capacity of each sim device's pinned_host memory, and its share, as the
+   * two above; 0: DLRUN_PINNED_HOST_MEMORY, else the default. */
+  uint64_t pinned_host_memory;
+  double pinned_host_memory_fraction;
+  /* Preallocate the sim devices' device / pinned_host memories: reserve and
+   * commit the whole capacity when the runtime starts, so that a shortage of
+   * host RAM fails then, not later. DEFAULT: DLRUN_DEVICE_PREALLOCATE /
+   * DLRUN_PINNED_HOST_PREALLOCATE ("true" or "false"), else off. */
+  dlrun_preallocate device_preallocate;
+  dlrun_preallocate pinned_host_preallocate;
 } dlrun_config;
+
+/* A capacity: a size as dlrun_parse_size (*bytes, *fraction 0) or a
+ * percentage of host RAM, "25%" (*fraction 0.25, *bytes 0), above 0 and at
+ * most 100. DLRUN_ERR_VALUE naming the text. */
+DLRUN_API dlrun_status dlrun_parse_capacity(const char *text, uint64_t *bytes, double *fraction);
+/* "true", "1", "on", "yes" or "false", "0", "off", "no" (any case).
+ * DLRUN_ERR_VALUE naming the text. */
+DLRUN_API dlrun_status dlrun_parse_preallocate(const char *text, dlrun_preallocate *out);
 
 /* Parse a size: "1024", "64KiB", "2GiB", "1.5MiB", "1GB" (decimal units:
  * kB/KB, MB, GB, TB; binary: KiB, MiB, GiB, TiB; suffix "B" optional, case
@@ -68,6 +99,12 @@ DLRUN_API void dlrun_runtime_release(dlrun_runtime *rt);
  * configuration is the same. Either field may be NULL/0 for "unchanged". */
 DLRUN_API dlrun_status dlrun_default_configure(const char *devices,
                                                uint64_t device_memory);
+
+/* The same for every setting of `config` that is set (nonzero; devices
+ * non-NULL); config is copied. Once the default runtime runs, a setting
+ * that would change it is DLRUN_ERR_RUNTIME naming that setting and its
+ * current value; one that matches is accepted. */
+DLRUN_API dlrun_status dlrun_default_set_config(const dlrun_config *config);
 
 /* The process-wide default runtime, created on first call. On success the
  * caller receives a new reference and must release it. */

@@ -251,7 +251,8 @@ static void test_oom_message(void) {
   CHECK(strcmp(msg,
                "Out of memory on SimDevice(id=3) while allocating 600000 bytes (585.94KiB): "
                "262144 bytes in use of a 1048576 byte limit (256.00KiB of 1.00MiB); the "
-               "largest free block is 524288 bytes (512.00KiB).") == 0,
+               "largest free block is 524288 bytes (512.00KiB) and 524288 bytes (512.00KiB) are "
+               "reserved but unallocated.") == 0,
         "message: %s", msg);
   CHECK(strchr(msg, '\n') == NULL, "message is not one line");
   dlrun_pool_stats after = stats_of(pool);
@@ -271,14 +272,16 @@ static void test_too_large(void) {
   CHECK(dlrun_pool_alloc(pool, MIB + 1, &b) == DLRUN_ERR_RESOURCE_EXHAUSTED, "status");
   CHECK_STR_CONTAINS(dlrun_last_error(),
                      "while allocating 1048577 bytes (1.00MiB): 0 bytes in use");
-  CHECK_STR_CONTAINS(dlrun_last_error(), "the largest free block is 1048576 bytes (1.00MiB).");
+  CHECK_STR_CONTAINS(dlrun_last_error(), "the largest free block is 1048576 bytes (1.00MiB) and "
+                                         "0 bytes (0B) are reserved but unallocated.");
   CHECK(stats_of(pool).bytes_reserved == 0, "reserved");
   b = must_alloc(pool, MIB); /* exactly the capacity fits */
   CHECK(dlrun_pool_free_chunk_count(pool) == 0, "free chunks of a full pool");
   dlrun_block *c = NULL;
   CHECK(dlrun_pool_alloc(pool, 1, &c) == DLRUN_ERR_RESOURCE_EXHAUSTED, "status when full");
   CHECK_STR_CONTAINS(dlrun_last_error(), "1048576 bytes in use of a 1048576 byte limit");
-  CHECK_STR_CONTAINS(dlrun_last_error(), "the largest free block is 0 bytes (0B).");
+  CHECK_STR_CONTAINS(dlrun_last_error(), "the largest free block is 0 bytes (0B) and 0 bytes "
+                                         "(0B) are reserved but unallocated.");
   expect_consistent(pool);
   dlrun_pool_free(pool, b);
   CHECK(dlrun_pool_free_chunk_count(pool) == 1, "free chunks");

@@ -94,7 +94,10 @@ class DLManagedTensorVersioned(C.Structure):
 
 
 class dlrun_config(C.Structure):
-    _fields_ = [("devices", C.c_char_p), ("device_memory", C.c_uint64)]
+    _fields_ = [("devices", C.c_char_p), ("device_memory", C.c_uint64),
+                ("device_memory_fraction", C.c_double), ("pinned_host_memory", C.c_uint64),
+                ("pinned_host_memory_fraction", C.c_double),
+                ("device_preallocate", C.c_int), ("pinned_host_preallocate", C.c_int)]
 
 
 # dlrun_copy_mode, dlrun_legacy_sharing, dlrun_import_outcome (dlpack.h).

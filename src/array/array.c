@@ -23,14 +23,37 @@ void dlrun_buffers_release(dlrun_buffer **bufs, size_t n) {
 
 static void destroy_array(dlrun_ref *ref);
 
+/* Tell the device layer (memory snapshots) that these buffers are held by
+ * an array of this shape and sharding, or no longer. */
+static void untag_buffers(dlrun_buffer **bufs, size_t n) {
+  for (size_t i = 0; bufs && i < n; i++)
+    if (bufs[i]) dlrun_buffer_untag_array(bufs[i]);
+}
+
+static dlrun_status tag_buffers(dlrun_buffer **bufs, size_t n, dlrun_dtype dtype, int ndim,
+                                const int64_t *dims, const dlrun_sharding *sharding) {
+  char desc[256];
+  dlrun_sharding_describe(sharding, desc, sizeof desc);
+  for (size_t i = 0; i < n; i++) {
+    dlrun_status st = bufs[i] ? dlrun_buffer_tag_array(bufs[i], dlrun_dtype_get(dtype)->name,
+                                                       ndim, dims, desc)
+                              : DLRUN_OK;
+    if (st) return untag_buffers(bufs, i), st;
+  }
+  return DLRUN_OK;
+}
+
 dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
                               dlrun_sharding *sharding, dlrun_buffer **bufs, dlrun_array **out) {
   *out = NULL;
   size_t n = dlrun_sharding_device_count(sharding);
   dlrun_array *a = dlrun_calloc(1, sizeof *a);
-  if (!a) {
+  dlrun_status st = a ? tag_buffers(bufs, n, dtype, ndim, dims, sharding)
+                      : dlrun_fail_oom_host(sizeof *a);
+  if (st) {
+    dlrun_free(a);
     dlrun_buffers_release(bufs, n);
-    return dlrun_fail_oom_host(sizeof *a);
+    return st;
   }
   dlrun_ref_init(&a->ref, destroy_array);
   a->dtype = dtype;
@@ -91,6 +114,7 @@ void dlrun_array_release(dlrun_array *a) {
 
 static void destroy_array(dlrun_ref *ref) {
   dlrun_array *a = (dlrun_array *)ref;
+  untag_buffers(a->bufs, a->nshards);
   dlrun_buffers_release(a->bufs, a->nshards);
   dlrun_sharding_release(a->sharding);
   pthread_mutex_destroy(&a->mu);
@@ -202,6 +226,7 @@ void dlrun_array_delete(dlrun_array *a) {
    * returns to the pools now rather than whenever that work runs. */
   for (size_t i = a->nshards; i-- > 0;) /* as events_wait */
     if (bufs[i]) dlrun_event_wait(bufs[i]->ready);
+  untag_buffers(bufs, a->nshards);
   dlrun_buffers_release(bufs, a->nshards);
 }
 

@@ -52,7 +52,7 @@ typedef struct cli_options {
   int has_code;           /* any -e or -l */
   int has_e;              /* any -e */
   const char *devices;    /* --devices; NULL when not given */
-  uint64_t device_memory; /* --device-memory; 0 when not given */
+  dlrun_config memory;    /* --device-memory and the other memory options; 0: not given */
   const char *trace;      /* --trace FILE; NULL when not given */
   int stats;              /* --stats */
   const char *distributed; /* --distributed MODE; NULL when not given */
@@ -83,9 +83,16 @@ static void print_usage(FILE *out) {
         "                        number with a unit KiB, MiB, GiB, TiB (or K, M, G, T;\n"
         "                        powers of 1024), kB, MB, GB, TB (powers of 1000) or B;\n"
         "                        at least 4KiB, rounded down to a multiple of 256 bytes.\n"
+        "                        Or N%: the simulated devices share N% of host RAM.\n"
         "                        Default: the memories of all devices together fit in\n"
         "                        host RAM (half of it for the simulated devices); a size\n"
         "                        that makes them add up to more is noted on stderr\n"
+        "  --pinned-host-memory SIZE  pinned_host memory of each simulated device, as\n"
+        "                        --device-memory\n"
+        "  --device-preallocate BOOL  true: reserve and commit each simulated device's\n"
+        "                        memory when the runtime starts; false (default): grow\n"
+        "                        on demand\n"
+        "  --pinned-host-preallocate BOOL  the same for pinned_host memory\n"
         "  --trace FILE          write a Chrome trace (Perfetto, chrome://tracing) of\n"
         "                        allocations, copies, exports, imports and deleters;\n"
         "                        FILE is created before the script runs and events are\n"
@@ -105,6 +112,8 @@ static void print_usage(FILE *out) {
         "  DLRUN_LUA_DIR         directory holding dlrun/init.lua\n"
         "  DLRUN_DEVICES         default for --devices (else \"auto\"); checked at start\n"
         "  DLRUN_DEVICE_MEMORY   default for --device-memory; checked at start\n"
+        "  DLRUN_PINNED_HOST_MEMORY, DLRUN_DEVICE_PREALLOCATE,\n"
+        "  DLRUN_PINNED_HOST_PREALLOCATE  defaults for the options of those names\n"
         "  DLRUN_DISTRIBUTED     default for --distributed; checked at start\n"
         "  DLRUN_DISTRIBUTED_TIMEOUT  seconds any wait for other processes may last\n"
         "                        (default 300)\n"
@@ -213,15 +222,28 @@ static int parse_long(cli_options *o, int *i) {
                          o->distributed);
     return PARSE_CONTINUE;
   }
-  if (match_long(arg, "--device-memory", &value)) {
-    const char *text = option_value(o, i, value);
-    if (text == NULL)
-      return usage_error("option '%s' needs a value", "--device-memory");
-    uint64_t bytes = 0;
-    dlrun_status st = dlrun_parse_size(text, &bytes);
-    if (st != DLRUN_OK) return status_error(st); /* also refuses 0 */
-    o->device_memory = bytes;
-    return PARSE_CONTINUE;
+  static const char *const capacity_opts[] = {"--device-memory", "--pinned-host-memory"};
+  static const char *const prealloc_opts[] = {"--device-preallocate",
+                                              "--pinned-host-preallocate"};
+  for (int k = 0; k < 2; k++) {
+    if (match_long(arg, capacity_opts[k], &value)) {
+      const char *text = option_value(o, i, value);
+      if (text == NULL) return usage_error("option '%s' needs a value", capacity_opts[k]);
+      dlrun_status st = k ? dlrun_parse_capacity(text, &o->memory.pinned_host_memory,
+                                                 &o->memory.pinned_host_memory_fraction)
+                          : dlrun_parse_capacity(text, &o->memory.device_memory,
+                                                 &o->memory.device_memory_fraction);
+      if (st != DLRUN_OK) return status_error(st); /* also refuses 0 */
+      return PARSE_CONTINUE;
+    }
+    if (match_long(arg, prealloc_opts[k], &value)) {
+      const char *text = option_value(o, i, value);
+      if (text == NULL) return usage_error("option '%s' needs a value", prealloc_opts[k]);
+      dlrun_status st = dlrun_parse_preallocate(text, k ? &o->memory.pinned_host_preallocate
+                                                        : &o->memory.device_preallocate);
+      if (st != DLRUN_OK) return status_error(st);
+      return PARSE_CONTINUE;
+    }
   }
   return usage_error("unknown option '%s'", arg);
 }
@@ -604,9 +626,10 @@ static int join_job(const cli_options *o) {
 static int prepare(const cli_options *o) {
   int rc = join_job(o);
   if (rc != PARSE_CONTINUE) return rc;
-  dlrun_config cfg = {.devices = o->devices, .device_memory = o->device_memory};
+  dlrun_config cfg = o->memory;
+  cfg.devices = o->devices;
   dlrun_status st = dlrun_check_config(&cfg);
-  if (st == DLRUN_OK) st = dlrun_default_configure(o->devices, o->device_memory);
+  if (st == DLRUN_OK) st = dlrun_default_set_config(&cfg);
   if (st == DLRUN_OK && o->trace) {
     st = dlrun_trace_start(o->trace);
     tracing = st == DLRUN_OK;

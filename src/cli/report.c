@@ -33,8 +33,8 @@ void cli_print_stats(FILE *out) {
     return;
   }
   fprintf(out, "dlrun stats (%s)\n", dlrun_runtime_spec(rt));
-  fprintf(out, "%-18s %12s %12s %12s %12s %14s\n", "device", "in use", "peak", "moved in",
-          "moved out", "exports alive");
+  fprintf(out, "%-18s %12s %12s %12s %12s %13s %6s %14s\n", "device", "in use", "peak",
+          "moved in", "moved out", "largest free", "frag", "exports alive");
   size_t idle = 0;
   /* Every platform of the runtime, in its order ("sim,cpu"). */
   for (const char *p = dlrun_runtime_platforms(rt); *p;) {
@@ -54,10 +54,11 @@ void cli_print_stats(FILE *out) {
         idle++;
         continue;
       }
-      char a[32], b[32], c[32], e[32];
-      fprintf(out, "%-18s %12s %12s %12s %12s %14lld\n", dlrun_device_name(d),
+      char a[32], b[32], c[32], e[32], f[32];
+      fprintf(out, "%-18s %12s %12s %12s %12s %13s %5.1f%% %14lld\n", dlrun_device_name(d),
               human(m.bytes_in_use, a, sizeof a), human(m.peak_bytes_in_use, b, sizeof b),
               human(s.bytes_in, c, sizeof c), human(s.bytes_out, e, sizeof e),
+              human(m.largest_free_block_bytes, f, sizeof f), 100 * m.fragmentation,
               (long long)s.live_exports);
     }
   }

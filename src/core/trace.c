@@ -133,6 +133,19 @@ void dlrun_trace_event(const char *track, const char *category, const char *name
   pthread_mutex_unlock(&mu);
 }
 
+void dlrun_trace_counter(const char *name, const char *series, uint64_t value) {
+  if (!dlrun_trace_enabled()) return;
+  pthread_mutex_lock(&mu);
+  if (out) {
+    fprintf(out,
+            ",\n  {\"ph\": \"C\", \"cat\": \"memory\", \"name\": \"%s\", \"pid\": 1, "
+            "\"ts\": %llu, \"args\": {\"%s\": %llu}}",
+            name, (unsigned long long)dlrun_trace_now(), series, (unsigned long long)value);
+    note_write_error();
+  }
+  pthread_mutex_unlock(&mu);
+}
+
 dlrun_status dlrun_trace_stop(void) {
   atomic_store(&dlrun_tracing, false);
   pthread_mutex_lock(&mu);

@@ -25,4 +25,10 @@ void dlrun_trace_event(const char *track, const char *category, const char *name
                        uint64_t start, const char *args_fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* A counter sample, now: the value of counter `name` ("SimDevice(id=3)
+ * device memory") under the devices process, as `series` ("bytes_in_use").
+ * Callers write samples of one counter in the order of its changes (the
+ * pool does, under its mutex), so the last sample is the final value. */
+void dlrun_trace_counter(const char *name, const char *series, uint64_t value);
+
 #endif

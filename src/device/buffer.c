@@ -1,4 +1,6 @@
 /* Device buffers: memory from a device's pool, or outside memory wrapped. */
+#include <string.h>
+
 #include "buffer.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
@@ -14,12 +16,12 @@ dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint
   if (!b) return dlrun_fail_oom_host(sizeof *b);
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   if (nbytes > 0) {
-    dlrun_status st = dlrun_pool_alloc(dev->pools[kind], nbytes, &b->block);
+    dlrun_status st = dlrun_pool_alloc_tagged(dev->pools[kind], nbytes, b, &b->block);
     if (st == DLRUN_ERR_RESOURCE_EXHAUSTED && !dlrun_pool_fits(dev->pools[kind], nbytes)) {
       /* The pool is full, but queued work may still hold buffers that are
        * otherwise unreferenced: let it finish and try once more. */
       dlrun_runtime_synchronize(dev->rt);
-      st = dlrun_pool_alloc(dev->pools[kind], nbytes, &b->block);
+      st = dlrun_pool_alloc_tagged(dev->pools[kind], nbytes, b, &b->block);
     }
     if (st) {
       dlrun_free(b);
@@ -84,6 +86,7 @@ static void destroy_buffer(dlrun_ref *ref) {
   if (b->release) b->release(b->release_ctx);
   if (!b->external) dlrun_pool_free(b->dev->pools[b->kind], b->block);
   dlrun_free(b->strides);
+  dlrun_free(atomic_load(&b->owner)); /* after the pool's free: no snapshot reads it now */
   if (b->nbytes)
     dlrun_trace_event(NULL, "memory", b->external ? "release" : "free", start,
                       "\"device\": \"%s\", \"bytes\": %llu", b->dev->name,
@@ -91,3 +94,23 @@ static void destroy_buffer(dlrun_ref *ref) {
   dlrun_free(b);
   dlrun_runtime_release(rt);
 }
+
+dlrun_status dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim,
+                                    const int64_t *dims, const char *sharding) {
+  if (!b->block || atomic_load(&b->owner)) return atomic_fetch_add(&b->arrays, 1), DLRUN_OK;
+  size_t n = strlen(sharding) + 1;
+  dlrun_buffer_owner *o = dlrun_malloc(sizeof *o + n);
+  if (!o) return dlrun_fail_oom_host(sizeof *o + n);
+  atomic_fetch_add(&b->arrays, 1);
+  o->dtype = dtype;
+  o->ndim = ndim;
+  if (ndim) memcpy(o->dims, dims, (size_t)ndim * sizeof *dims);
+  memcpy(o->sharding, sharding, n);
+  dlrun_buffer_owner *none = NULL;
+  if (!atomic_compare_exchange_strong(&b->owner, &none, o)) dlrun_free(o);
+  return DLRUN_OK;
+}
+
+void dlrun_buffer_untag_array(dlrun_buffer *b) { atomic_fetch_sub(&b->arrays, 1); }
+
+void dlrun_buffer_tag_export(dlrun_buffer *b, int delta) { atomic_fetch_add(&b->exports, delta); }

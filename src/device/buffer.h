@@ -16,6 +16,14 @@
 #include "dlrun/dtype.h"
 #include "dlrun/shape.h"
 
+/* Who holds a buffer, for memory snapshots: set by the layers above. */
+typedef struct dlrun_buffer_owner {
+  const char *dtype; /* static */
+  int ndim;
+  int64_t dims[DLRUN_MAX_NDIM];
+  char sharding[]; /* a description */
+} dlrun_buffer_owner;
+
 /* Device memory holding one shard, reference counted: arrays, queued work
  * and exports each hold a reference. The memory returns to the pool when the
  * last one is released. */
@@ -33,7 +41,20 @@ typedef struct dlrun_buffer {
   bool external;
   void (*release)(void *ctx);
   void *release_ctx;
+  /* Snapshot tags: the first array wrapping it, and how many arrays and
+   * exports hold it now. */
+  _Atomic(dlrun_buffer_owner *) owner;
+  atomic_int arrays, exports;
 } dlrun_buffer;
+
+/* Tag b as held by one more array (dtype name static, sharding copied; the
+ * first array's description is kept), or one fewer. Without host memory
+ * for the description nothing changes and the status says so. */
+dlrun_status dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim,
+                                    const int64_t *dims, const char *sharding);
+void dlrun_buffer_untag_array(dlrun_buffer *b);
+/* One more (+1) or one fewer (-1) DLPack export holds b. */
+void dlrun_buffer_tag_export(dlrun_buffer *b, int delta);
 
 /* Allocate nbytes on dev's `kind` memory. *out holds one reference. The
  * ready event starts done. */

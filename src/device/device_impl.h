@@ -33,6 +33,13 @@ typedef struct dlrun_platform {
    * release them when the pool goes. Nothing is committed until written. */
   dlrun_status (*reserve)(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size, void **base);
   void (*release)(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size);
+  /* (optional) Commit [data, data + size) of that memory now
+   * (preallocation); and give the pages of the page-aligned [data, data +
+   * size) back to the system, keeping the addresses (every mapping of them:
+   * a platform with a second view releases both), returning the bytes that
+   * were resident. NULL: it cannot. */
+  dlrun_status (*commit)(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t size);
+  uint64_t (*decommit)(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t size);
   /* Whether [data, data + n) lies in dev's `kind` memory (an imported
    * tensor that names this device must). */
   bool (*owns)(const dlrun_device *dev, dlrun_memory_kind kind, const void *data, uint64_t n);
@@ -144,6 +151,14 @@ typedef struct dlrun_device_group {
 } dlrun_device_group;
 
 
+/* The memory settings of accelerators' memories a runtime resolved from its
+ * configuration and environment, per kind. */
+typedef struct dlrun_memory_settings {
+  uint64_t bytes[DLRUN_MEM_KIND_COUNT];  /* explicit capacity; 0: none */
+  double fraction[DLRUN_MEM_KIND_COUNT]; /* share of host RAM; 0: none */
+  bool preallocate[DLRUN_MEM_KIND_COUNT];
+} dlrun_memory_settings;
+
 struct dlrun_runtime {
   dlrun_ref ref; /* first: the object base */
   char spec[128];      /* canonical, each process's: "sim:8,cpu:1" */
@@ -157,6 +172,8 @@ struct dlrun_runtime {
   const dlrun_device_group *default_group;
   dlrun_device *host;
   uint64_t accelerator_memory; /* capacity of each accelerator's memory; 0 if none */
+  uint64_t accelerator_caps[DLRUN_MEM_KIND_COUNT]; /* each kind's; 0 if none */
+  dlrun_memory_settings settings;
   bool sim_memory_shared;      /* DLRUN_SIM_MEMORY=shared: sim memory host-readable */
   uint64_t memory_total;       /* capacities of all memories of all devices */
   char memory_note[320];       /* dlrun_runtime_memory_note; empty when none */

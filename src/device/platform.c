@@ -35,6 +35,20 @@ static void host_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, 
   dlrun_unmap_range(base, size);
 }
 
+static dlrun_status host_commit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                               uint64_t size) {
+  (void)dev;
+  (void)kind;
+  return dlrun_commit_range(data, size);
+}
+
+static uint64_t host_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                              uint64_t size) {
+  (void)dev;
+  (void)kind;
+  return dlrun_decommit_range(data, size);
+}
+
 static bool host_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
                       uint64_t n) {
   (void)dev;
@@ -108,6 +122,8 @@ static const dlrun_platform cpu_platform = {
     .default_capacity = cpu_capacity,
     .reserve = host_reserve,
     .release = host_release,
+    .commit = host_commit,
+    .decommit = host_decommit,
     .owns = host_owns,
     .host_readable = host_readable,
     .copy_box = host_copy_box,

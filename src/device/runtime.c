@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "config.h"
 #include "device_impl.h"
 #include "dist/dist.h"
 #include "dlrun/stats.h"
@@ -20,19 +21,10 @@ static int worker_count(void) {
   return (int)n;
 }
 
-static dlrun_status check_device_memory(uint64_t bytes) {
-  if (bytes < DLRUN_DEVICE_MEMORY_MIN)
-    return dlrun_fail(DLRUN_ERR_VALUE,
-                      "device memory of %llu bytes is too small (at least %u bytes)",
-                      (unsigned long long)bytes, DLRUN_DEVICE_MEMORY_MIN);
-  return DLRUN_OK;
-}
-
-/* The device spec and explicit device memory (0: the default) a runtime gets
- * from `config`, else from DLRUN_DEVICES / DLRUN_DEVICE_MEMORY (empty counts
- * as unset), checked; a bad variable is named in the message. */
+/* The device spec and memory settings a runtime gets from `config`, else
+ * from the environment (DLRUN_DEVICES, the memory variables), checked. */
 static dlrun_status resolve_config(const dlrun_config *config, dlrun_device_spec *spec,
-                                   uint64_t *memory) {
+                                   dlrun_memory_settings *m) {
   dlrun_status st;
   if (config && config->devices) {
     if ((st = dlrun_parse_device_spec(config->devices, spec))) return st;
@@ -41,13 +33,7 @@ static dlrun_status resolve_config(const dlrun_config *config, dlrun_device_spec
     if ((st = dlrun_parse_device_spec(env && *env ? env : "auto", spec)))
       return dlrun_fail_prefix(st, "DLRUN_DEVICES: ");
   }
-  *memory = config ? config->device_memory : 0;
-  if (*memory) return check_device_memory(*memory);
-  const char *env = getenv("DLRUN_DEVICE_MEMORY");
-  if (!env || !*env) return DLRUN_OK;
-  if ((st = dlrun_parse_size(env, memory)) || (st = check_device_memory(*memory)))
-    return dlrun_fail_prefix(st, "DLRUN_DEVICE_MEMORY: ");
-  return DLRUN_OK;
+  return dlrun_resolve_memory_settings(config, m);
 }
 
 /* DLRUN_SIM_MEMORY: "private" (the default: sim device memory the host
@@ -62,7 +48,7 @@ static dlrun_status sim_memory_mode(bool *shared) {
 
 dlrun_status dlrun_check_config(const dlrun_config *config) {
   dlrun_device_spec spec;
-  uint64_t memory;
+  dlrun_memory_settings memory;
   bool shared;
   dlrun_status st = resolve_config(config, &spec, &memory);
   return st ? st : sim_memory_mode(&shared);
@@ -88,6 +74,26 @@ static void region_release(void *ctx, void *base, uint64_t size) {
   r->dev->platform->release(r->dev, r->kind, base, size);
 }
 
+/* Preallocation failing says which settings would let the runtime start. */
+static dlrun_status preallocate(dlrun_pool *pool, int k, uint64_t cap) {
+  dlrun_status st = dlrun_pool_preallocate(pool);
+  if (!st) return st;
+  char human[32], why[512]; /* copied: the new message is written where the old one is */
+  snprintf(why, sizeof why, "%s", dlrun_last_error());
+  return dlrun_fail(st, "%s; lower %s (now %s) or set %s=false", why, dlrun_memory_hints[k],
+                    dlrun_format_bytes(cap, human, sizeof human), dlrun_preallocate_names[k]);
+}
+
+static dlrun_status region_commit(void *ctx, void *data, uint64_t size) {
+  dlrun_region *r = ctx;
+  return r->dev->platform->commit(r->dev, r->kind, data, size);
+}
+
+static uint64_t region_decommit(void *ctx, void *data, uint64_t size) {
+  dlrun_region *r = ctx;
+  return r->dev->platform->decommit(r->dev, r->kind, data, size);
+}
+
 /* Device k of process p in group grp; only this process's get memory and a
  * stream. */
 static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_device_group *grp,
@@ -104,9 +110,19 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
              d->name);
     d->regions[k].dev = d;
     d->regions[k].kind = (dlrun_memory_kind)k;
-    dlrun_region_source src = {region_reserve, region_release, &d->regions[k]};
+    dlrun_region_source src = {region_reserve, region_release, &d->regions[k],
+                               pl->commit ? region_commit : NULL,
+                               pl->decommit ? region_decommit : NULL};
     dlrun_status st = dlrun_pool_create_with(label, caps[k], &src, &d->pools[k]);
+    if (!st && pl->is_accelerator) st = dlrun_pool_set_hint(d->pools[k], dlrun_memory_hints[k]);
+    char counter[80];
+    snprintf(counter, sizeof counter, "%s %s memory", d->name,
+             dlrun_memory_kind_name((dlrun_memory_kind)k));
+    if (!st) st = dlrun_pool_set_counter(d->pools[k], counter);
+    if (!st && pl->is_accelerator && rt->settings.preallocate[k])
+      st = preallocate(d->pools[k], k, caps[k]);
     if (st) {
+      dlrun_pool_destroy(d->pools[k]);
       for (int j = 0; j < k; j++) dlrun_pool_destroy(d->pools[j]);
       return st;
     }
@@ -147,34 +163,43 @@ static shares default_shares(const dlrun_device_spec *full, uint64_t host_ram) {
 }
 
 static uint64_t capacity_of(const dlrun_platform *pl, dlrun_memory_kind kind, size_t group_size,
-                            uint64_t host_ram, const shares *s, uint64_t device_memory) {
+                            uint64_t host_ram, const shares *s, const dlrun_memory_settings *m,
+                            uint64_t accelerators) {
   bool accel_device = pl->is_accelerator && kind == DLRUN_MEM_DEVICE;
-  if (accel_device && device_memory) return device_memory;
+  if (pl->is_accelerator && m->bytes[kind]) return m->bytes[kind];
+  if (pl->is_accelerator && m->fraction[kind]) {
+    uint64_t cap = round_share((uint64_t)((double)host_ram * m->fraction[kind]) / accelerators);
+    return cap < DLRUN_DEVICE_MEMORY_MIN ? DLRUN_DEVICE_MEMORY_MIN : cap;
+  }
   uint64_t share = accel_device ? s->accelerator : s->other;
   uint64_t cap = pl->default_capacity(kind, group_size, host_ram);
   if (cap > share) cap = share;
   return cap < DLRUN_DEVICE_MEMORY_MIN ? DLRUN_DEVICE_MEMORY_MIN : cap;
 }
 
-/* When an explicit device memory makes the capacities add up to more than
- * host RAM, say so in rt->memory_note. */
-static void note_overcommit(dlrun_runtime *rt, uint64_t device_memory, uint64_t host_ram) {
-  if (!device_memory || !rt->accelerator_memory || rt->memory_total <= host_ram) return;
+/* When an explicit capacity makes the capacities add up to more than host
+ * RAM, say so in rt->memory_note (naming the first kind set). */
+static void note_overcommit(dlrun_runtime *rt, uint64_t host_ram) {
+  const dlrun_memory_settings *m = &rt->settings;
+  int k = m->bytes[0] || m->fraction[0] ? 0 : 1;
+  if ((!m->bytes[k] && !m->fraction[k]) || !rt->accelerator_memory ||
+      rt->memory_total <= host_ram)
+    return;
   const dlrun_device_group *g = rt->default_group;
   char each[32], total[32], ram[32];
   snprintf(rt->memory_note, sizeof rt->memory_note,
-           "device memory of %s on each of %zu %s devices over-commits host RAM: the memories "
+           "%s memory of %s on each of %zu %s devices over-commits host RAM: the memories "
            "of all devices add up to %s, more than the %s of RAM, so filling them may get the "
            "process killed instead of raising ResourceExhaustedError",
-           dlrun_format_bytes(device_memory & ~(uint64_t)(DLRUN_POOL_ALIGN - 1), each, sizeof each),
+           dlrun_memory_kind_name((dlrun_memory_kind)k),
+           dlrun_format_bytes(rt->accelerator_caps[k], each, sizeof each),
            g->local_count, g->platform->name,
            dlrun_format_bytes(rt->memory_total, total, sizeof total),
            dlrun_format_bytes(host_ram, ram, sizeof ram));
 }
 
 /* Lay out devices per spec group, adding the host cpu device when absent. */
-static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *spec,
-                                  uint64_t device_memory) {
+static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *spec) {
   dlrun_device_spec full = *spec;
   dlrun_complete_device_spec(&full);
   dlrun_format_device_spec(&full, rt->spec, sizeof rt->spec);
@@ -188,6 +213,9 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
 
   uint64_t host_ram = dlrun_host_ram_bytes();
   shares sh = default_shares(&full, host_ram);
+  uint64_t accelerators = 0;
+  for (size_t g = 0; g < full.ngroups; g++)
+    if (full.groups[g].platform->is_accelerator) accelerators += full.groups[g].count;
   size_t at = 0;
   for (size_t g = 0; g < full.ngroups; g++) {
     dlrun_device_group *grp = &rt->groups[g];
@@ -197,7 +225,7 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
     uint64_t caps[DLRUN_MEM_KIND_COUNT];
     for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
       caps[k] = capacity_of(grp->platform, (dlrun_memory_kind)k, k_count, host_ram, &sh,
-                            device_memory);
+                            &rt->settings, accelerators);
       rt->memory_total += (caps[k] & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) * k_count;
     }
     for (size_t p = 0; p < nproc; p++)
@@ -222,15 +250,18 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
     if (strcmp(rt->groups[g].platform->name, "cpu") == 0 && !rt->host) rt->host = mine;
     if (rt->groups[g].platform->is_accelerator && !rt->default_group) {
       rt->default_group = &rt->groups[g];
-      dlrun_pool_stats stats;
-      dlrun_pool_get_stats(mine->pools[DLRUN_MEM_DEVICE], &stats);
-      rt->accelerator_memory = stats.bytes_limit;
+      for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+        dlrun_pool_stats stats;
+        dlrun_pool_get_stats(mine->pools[k], &stats);
+        rt->accelerator_caps[k] = stats.bytes_limit;
+      }
+      rt->accelerator_memory = rt->accelerator_caps[DLRUN_MEM_DEVICE];
     }
   }
   if (!rt->default_group)
     for (size_t g = 0; g < rt->ngroups; g++)
       if (rt->groups[g].platform == rt->host->platform) rt->default_group = &rt->groups[g];
-  note_overcommit(rt, device_memory, host_ram);
+  note_overcommit(rt, host_ram);
   return DLRUN_OK;
 }
 
@@ -240,9 +271,9 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   DLRUN_NONNULL(out, "dlrun_runtime_create", "out");
   *out = NULL;
   dlrun_device_spec spec;
-  uint64_t device_memory;
+  dlrun_memory_settings settings;
   bool sim_shared;
-  dlrun_status st = resolve_config(config, &spec, &device_memory);
+  dlrun_status st = resolve_config(config, &spec, &settings);
   if (!st) st = sim_memory_mode(&sim_shared);
   if (st) return st;
 
@@ -257,6 +288,7 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   dlrun_runtime *rt = dlrun_calloc(1, sizeof *rt);
   if (!rt) return dlrun_fail_oom_host(sizeof *rt);
   rt->sim_memory_shared = sim_shared;
+  rt->settings = settings;
   rt->process_index = dlrun_process_index();
   rt->process_count = dlrun_process_count();
   dlrun_ref_init(&rt->ref, release_last);
@@ -264,7 +296,7 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
     dlrun_free(rt);
     return st;
   }
-  if ((st = build_devices(rt, &spec, device_memory))) {
+  if ((st = build_devices(rt, &spec))) {
     dlrun_workers_destroy(rt->workers);
     dlrun_free(rt);
     return st;
@@ -319,45 +351,94 @@ void dlrun_runtime_release(dlrun_runtime *rt) {
 static pthread_mutex_t default_mu = PTHREAD_MUTEX_INITIALIZER;
 static dlrun_runtime *default_rt;
 static char *default_devices;
-static uint64_t default_memory;
+static dlrun_config default_cfg; /* devices: default_devices */
 
-/* Whether a configure call asks for what the running runtime already is. */
-static bool same_configuration(const dlrun_runtime *rt, const char *devices, uint64_t memory) {
-  if (devices) {
+/* Fail naming `setting`, which would change the running runtime. */
+static dlrun_status refuse_change(const dlrun_runtime *rt, const char *setting,
+                                  const char *now) {
+  return dlrun_fail(DLRUN_ERR_RUNTIME,
+                    "configure must be called before the runtime is first used (it is already "
+                    "running with devices %s): %s cannot change once it runs (it is %s)",
+                    rt->spec, setting, now);
+}
+
+/* DLRUN_OK when every setting of c is what the running runtime has, else
+ * the error naming the first that differs. */
+static dlrun_status check_unchanged(const dlrun_runtime *rt, const dlrun_config *c) {
+  if (c->devices) {
     dlrun_device_spec spec;
     char canonical[sizeof rt->spec];
-    if (dlrun_parse_device_spec(devices, &spec)) return false;
+    if (dlrun_parse_device_spec(c->devices, &spec)) return DLRUN_ERR_VALUE;
     dlrun_complete_device_spec(&spec);
     if (strcmp(dlrun_format_device_spec(&spec, canonical, sizeof canonical), rt->spec) != 0)
-      return false;
+      return dlrun_fail(DLRUN_ERR_RUNTIME,
+                        "configure must be called before the runtime is first used "
+                        "(it is already running with devices %s)",
+                        rt->spec);
   }
-  return !memory || (memory & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) == rt->accelerator_memory;
+  for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+    uint64_t bytes;
+    double fraction;
+    dlrun_preallocate pre;
+    dlrun_config_kind(c, k, &bytes, &fraction, &pre);
+    char now[64], human[32];
+    snprintf(now, sizeof now, "%s per %s device",
+             dlrun_format_bytes(rt->accelerator_caps[k], human, sizeof human),
+             rt->default_group->platform->name);
+    if (bytes && (bytes & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) != rt->accelerator_caps[k])
+      return refuse_change(rt, dlrun_setting_names[k], now);
+    if (fraction && fraction != rt->settings.fraction[k]) {
+      char name[40];
+      snprintf(name, sizeof name, "%s_fraction", dlrun_setting_names[k]);
+      return refuse_change(rt, name, now);
+    }
+    if (pre && (pre == DLRUN_PREALLOCATE_ON) != rt->settings.preallocate[k])
+      return refuse_change(rt, dlrun_preallocate_names[k], rt->settings.preallocate[k] ? "true" : "false");
+  }
+  return DLRUN_OK;
+}
+
+/* Fold the settings of c that are set into the stored configuration. */
+static dlrun_status store_config(const dlrun_config *c) {
+  if (c->devices) {
+    char *copy = dlrun_strdup(c->devices);
+    if (!copy) return dlrun_fail_oom_host(strlen(c->devices) + 1);
+    dlrun_free(default_devices);
+    default_devices = copy;
+  }
+  for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+    uint64_t bytes, *b = k ? &default_cfg.pinned_host_memory : &default_cfg.device_memory;
+    double fraction, *f = k ? &default_cfg.pinned_host_memory_fraction
+                            : &default_cfg.device_memory_fraction;
+    dlrun_preallocate pre, *p = k ? &default_cfg.pinned_host_preallocate
+                                  : &default_cfg.device_preallocate;
+    dlrun_config_kind(c, k, &bytes, &fraction, &pre);
+    if (bytes || fraction) *b = bytes, *f = fraction; /* the later setting replaces both */
+    if (pre) *p = pre;
+  }
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_default_set_config(const dlrun_config *config) {
+  DLRUN_NONNULL(config, "dlrun_default_set_config", "config");
+  dlrun_status st = DLRUN_OK;
+  if (config->devices && (st = dlrun_check_device_spec(config->devices))) return st;
+  for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+    uint64_t bytes;
+    double fraction;
+    dlrun_preallocate pre;
+    dlrun_config_kind(config, k, &bytes, &fraction, &pre);
+    if ((st = dlrun_check_kind(k, bytes, fraction, pre))) return st;
+  }
+  pthread_mutex_lock(&default_mu);
+  st = default_rt ? check_unchanged(default_rt, config) : store_config(config);
+  pthread_mutex_unlock(&default_mu);
+  return st;
 }
 
 dlrun_status dlrun_default_configure(const char *devices, uint64_t device_memory) {
-  dlrun_status st = DLRUN_OK;
-  if (devices && (st = dlrun_check_device_spec(devices))) return st;
-  if (device_memory && (st = check_device_memory(device_memory))) return st;
-  pthread_mutex_lock(&default_mu);
-  if (default_rt) {
-    if (!same_configuration(default_rt, devices, device_memory))
-      st = dlrun_fail(DLRUN_ERR_RUNTIME,
-                      "configure must be called before the runtime is first used "
-                      "(it is already running with devices %s)",
-                      default_rt->spec);
-  } else {
-    if (devices) {
-      char *copy = dlrun_strdup(devices);
-      if (!copy) st = dlrun_fail_oom_host(strlen(devices) + 1);
-      else {
-        dlrun_free(default_devices);
-        default_devices = copy;
-      }
-    }
-    if (!st && device_memory) default_memory = device_memory;
-  }
-  pthread_mutex_unlock(&default_mu);
-  return st;
+  dlrun_config c = {.devices = devices, .device_memory = device_memory};
+  return dlrun_default_set_config(&c);
 }
 
 static void release_default(void) {
@@ -366,6 +447,7 @@ static void release_default(void) {
   default_rt = NULL;
   dlrun_free(default_devices);
   default_devices = NULL;
+  default_cfg = (dlrun_config){0};
   pthread_mutex_unlock(&default_mu);
   dlrun_runtime_release(rt);
 }
@@ -384,7 +466,8 @@ dlrun_status dlrun_default_runtime(dlrun_runtime **out) {
   dlrun_status st = DLRUN_OK;
   pthread_mutex_lock(&default_mu);
   if (!default_rt) {
-    dlrun_config cfg = {.devices = default_devices, .device_memory = default_memory};
+    dlrun_config cfg = default_cfg;
+    cfg.devices = default_devices;
     st = dlrun_runtime_create(&cfg, &default_rt);
     if (!st && !registered) registered = atexit(release_default) == 0;
   }

@@ -90,6 +90,22 @@ static void *sim_transport_view(const dlrun_device *dev, dlrun_memory_kind kind,
   return view_of(dev, kind, data);
 }
 
+/* Committing writes the bytes' own mapping; giving memory back clears both
+ * mappings (the inaccessible one holds no pages, but a platform reusing
+ * these slots with one object mapped twice would need both). */
+static dlrun_status sim_commit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                               uint64_t size) {
+  return dlrun_commit_range(view_of(dev, kind, data), size);
+}
+
+static uint64_t sim_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                             uint64_t size) {
+  void *view = view_of(dev, kind, data);
+  uint64_t held = dlrun_decommit_range(view, size);
+  if (view != data) held += dlrun_decommit_range(data, size);
+  return held;
+}
+
 static void sim_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
                          const dlrun_box_end *dst, const dlrun_box_end *src) {
   dlrun_host_copy_box(esize, ndim, lo, hi, view_of(dst->dev, dst->kind, dst->data), dst->origin,
@@ -123,6 +139,8 @@ const dlrun_platform dlrun_sim_platform = {
     .default_capacity = sim_capacity,
     .reserve = sim_reserve,
     .release = sim_release,
+    .commit = sim_commit,
+    .decommit = sim_decommit,
     .owns = sim_owns,
     .host_readable = sim_host_readable,
     .copy_box = sim_copy_box,

@@ -125,6 +125,7 @@ static void release_export(export_ctx *ctx) {
   dlrun_trace_event(NULL, "dlpack", "deleter", start, "\"device\": \"%s\", \"bytes\": %llu",
                     dev->name, (unsigned long long)bytes);
   void *block = ctx->block;
+  dlrun_buffer_tag_export(ctx->buf, -1);
   dlrun_buffer_release(ctx->buf); /* may free the runtime: read nothing after */
   hold_back(block);
 }
@@ -301,6 +302,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
   memcpy(strides, layout, (size_t)a->ndim * sizeof *strides);
   ctx->buf = b;
   ctx->rt = b->dev->rt;
+  dlrun_buffer_tag_export(b, 1);
   ctx->block = block;
   const dlrun_dtype_info *info = dlrun_dtype_get(a->dtype);
   DLTensor t = {

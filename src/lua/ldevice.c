@@ -84,6 +84,86 @@ static int l_memory_stats(lua_State *L) {
   return 1;
 }
 
+static int l_reset_peak(lua_State *L) {
+  dlrun_device *dev = check_self(L, "reset_peak_memory_stats", 2);
+  dlrun_memory_kind kind = dlrun_lua_check_memory_kind(L, 2, "reset_peak_memory_stats");
+  dlrun_lua_check(L, dlrun_device_reset_peak_memory_stats(dev, kind));
+  return 0;
+}
+
+static int l_release_unused(lua_State *L) {
+  uint64_t n;
+  dlrun_lua_check(L, dlrun_device_release_unused(check_self(L, "release_unused", 1), &n));
+  lua_pushinteger(L, (lua_Integer)n);
+  return 1;
+}
+
+/* One block of a snapshot as a table; owner fields only when known. */
+static void push_block(lua_State *L, const dlrun_memory_block *b) {
+  lua_createtable(L, 0, 8);
+  set_integer(L, "offset", b->offset);
+  set_integer(L, "size", b->size);
+  set_integer(L, "requested_size", b->requested_size);
+  lua_pushstring(L, b->allocated ? "allocated" : "free");
+  lua_setfield(L, -2, "state");
+  if (!b->allocated) return;
+  lua_pushstring(L, dlrun_owner_kind_name(b->owner));
+  lua_setfield(L, -2, "owner");
+  if (!b->dtype) return;
+  lua_pushstring(L, b->dtype);
+  lua_setfield(L, -2, "dtype");
+  lua_createtable(L, b->ndim, 0);
+  for (int i = 0; i < b->ndim; i++) {
+    lua_pushinteger(L, (lua_Integer)b->shape[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "shape");
+  lua_pushstring(L, b->sharding);
+  lua_setfield(L, -2, "sharding");
+}
+
+/* Build the table with the snapshot at idx (a light userdata) in hand. */
+static int push_snapshot(lua_State *L) {
+  const dlrun_memory_snapshot *snap = lua_touserdata(L, 1);
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, dlrun_memory_kind_name(snap->kind));
+  lua_setfield(L, -2, "kind");
+  set_integer(L, "bytes_in_use", snap->stats.bytes_in_use);
+  set_integer(L, "bytes_reserved", snap->stats.bytes_reserved);
+  set_integer(L, "bytes_limit", snap->stats.bytes_limit);
+  set_integer(L, "largest_free_block_bytes", snap->stats.largest_free_block_bytes);
+  lua_createtable(L, (int)snap->nsegments, 0);
+  for (size_t s = 0; s < snap->nsegments; s++) {
+    const dlrun_memory_segment *seg = &snap->segments[s];
+    lua_createtable(L, 0, 3);
+    set_integer(L, "size", seg->size);
+    set_integer(L, "bytes_reserved", seg->bytes_reserved);
+    lua_createtable(L, (int)seg->nblocks, 0);
+    for (size_t i = 0; i < seg->nblocks; i++) {
+      push_block(L, &seg->blocks[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "blocks");
+    lua_rawseti(L, -2, (lua_Integer)s + 1);
+  }
+  lua_setfield(L, -2, "segments");
+  return 1;
+}
+
+static int l_memory_snapshot(lua_State *L) {
+  dlrun_device *dev = check_self(L, "memory_snapshot", 2);
+  dlrun_memory_kind kind = dlrun_lua_check_memory_kind(L, 2, "memory_snapshot");
+  dlrun_memory_snapshot *snap;
+  dlrun_lua_check(L, dlrun_device_memory_snapshot(dev, kind, &snap));
+  /* Built in protected mode: a Lua memory error must not leak the snapshot. */
+  lua_pushcfunction(L, push_snapshot);
+  lua_pushlightuserdata(L, snap);
+  int rc = lua_pcall(L, 1, 1, 0);
+  dlrun_memory_snapshot_free(snap);
+  if (rc != LUA_OK) return lua_error(L);
+  return 1;
+}
+
 static int l_synchronize(lua_State *L) {
   dlrun_device_synchronize(check_self(L, "synchronize", 1));
   return 0;
@@ -98,6 +178,9 @@ static int device_index(lua_State *L) {
   else if (strcmp(key, "process_index") == 0) lua_pushinteger(L, dlrun_device_process_index(dev));
   else if (strcmp(key, "memory_stats") == 0) lua_pushcfunction(L, l_memory_stats);
   else if (strcmp(key, "synchronize") == 0) lua_pushcfunction(L, l_synchronize);
+  else if (strcmp(key, "memory_snapshot") == 0) lua_pushcfunction(L, l_memory_snapshot);
+  else if (strcmp(key, "reset_peak_memory_stats") == 0) lua_pushcfunction(L, l_reset_peak);
+  else if (strcmp(key, "release_unused") == 0) lua_pushcfunction(L, l_release_unused);
   else return 0;
   return 1;
 }

@@ -83,52 +83,101 @@ int dlrun_lua_open(lua_State *L, dlrun_runtime *rt) {
   return 1;
 }
 
+/* A capacity option: bytes (a whole number or a size string) or a share of
+ * host RAM ("25%"). */
+static void opt_capacity(lua_State *L, const char *key, uint64_t *bytes, double *fraction) {
+  int t = lua_getfield(L, 1, key);
+  if (t == LUA_TSTRING) {
+    dlrun_lua_check(L, dlrun_parse_capacity(lua_tostring(L, -1), bytes, fraction));
+  } else if (t == LUA_TNUMBER) {
+    int whole;
+    lua_Integer n = lua_tointegerx(L, -1, &whole);
+    if (!whole)
+      dlrun_lua_raise(L, "ValueError", "configure: %s must be a whole number of bytes, got %s",
+                      key, luaL_tolstring(L, -1, NULL));
+    if (n <= 0)
+      dlrun_lua_raise(L, "ValueError", "configure: %s must be positive, got %lld", key,
+                      (long long)n);
+    *bytes = (uint64_t)n;
+  } else if (t != LUA_TNIL) {
+    dlrun_lua_raise(L, "TypeError",
+                    "configure: option %s must be a number of bytes, a size string such as "
+                    "\"2GiB\" or a share of host RAM such as \"25%%\", got %s",
+                    key, dlrun_lua_typename(L, -1));
+  }
+  lua_pop(L, 1);
+}
+
+static void opt_fraction(lua_State *L, const char *key, double *fraction) {
+  int t = lua_getfield(L, 1, key);
+  if (t == LUA_TNUMBER) *fraction = lua_tonumber(L, -1);
+  else if (t != LUA_TNIL)
+    dlrun_lua_raise(L, "TypeError", "configure: option %s must be a number above 0 and at most "
+                    "1, got %s", key, dlrun_lua_typename(L, -1));
+  if (t == LUA_TNUMBER && !(*fraction > 0 && *fraction <= 1))
+    dlrun_lua_raise(L, "ValueError", "configure: %s must be above 0 and at most 1, got %s", key,
+                    luaL_tolstring(L, -1, NULL));
+  lua_pop(L, 1);
+}
+
+static void opt_preallocate(lua_State *L, const char *key, dlrun_preallocate *out) {
+  int t = lua_getfield(L, 1, key);
+  if (t == LUA_TBOOLEAN) *out = lua_toboolean(L, -1) ? DLRUN_PREALLOCATE_ON : DLRUN_PREALLOCATE_OFF;
+  else if (t != LUA_TNIL)
+    dlrun_lua_raise(L, "TypeError", "configure: option %s must be true or false, got %s", key,
+                    dlrun_lua_typename(L, -1));
+  lua_pop(L, 1);
+}
+
 static int l_configure(lua_State *L) {
   if (!lua_istable(L, 1))
     return dlrun_lua_type_error(L, "configure", 1, "options",
-                                "a table {devices=, device_memory=}");
+                                "a table {devices=, device_memory=, ...}");
   dlrun_lua_check_nargs(L, "configure", 1);
-  static const char *const keys[] = {"devices", "device_memory", NULL};
+  static const char *const keys[] = {
+      "devices", "device_memory", "device_memory_fraction", "device_preallocate",
+      "pinned_host_memory", "pinned_host_memory_fraction", "pinned_host_preallocate", NULL};
   dlrun_lua_check_option_keys(L, 1, "configure", keys, "ValueError");
-  const char *devices = NULL;
-  uint64_t memory = 0;
+  dlrun_config c = {0};
   int t = lua_getfield(L, 1, "devices");
-  if (t == LUA_TSTRING) devices = lua_tostring(L, -1);
+  if (t == LUA_TSTRING) c.devices = lua_tostring(L, -1); /* the table keeps it alive */
   else if (t != LUA_TNIL)
     return dlrun_lua_raise(L, "TypeError",
                            "configure: option devices must be a device spec string such as "
                            "\"sim:8\", got %s",
                            dlrun_lua_typename(L, -1));
-  t = lua_getfield(L, 1, "device_memory");
-  if (t == LUA_TSTRING) {
-    dlrun_status st = dlrun_parse_size(lua_tostring(L, -1), &memory);
-    dlrun_lua_check(L, st);
-  } else if (t == LUA_TNUMBER) {
-    int whole;
-    lua_Integer n = lua_tointegerx(L, -1, &whole);
-    if (!whole)
-      return dlrun_lua_raise(L, "ValueError",
-                             "configure: device_memory must be a whole number of bytes, got %s",
-                             luaL_tolstring(L, -1, NULL));
-    if (n <= 0)
-      return dlrun_lua_raise(L, "ValueError",
-                             "configure: device_memory must be positive, got %lld",
-                             (long long)n);
-    memory = (uint64_t)n;
-  } else if (t != LUA_TNIL) {
-    return dlrun_lua_raise(L, "TypeError",
-                           "configure: option device_memory must be a number of bytes or a "
-                           "size string such as \"2GiB\", got %s",
-                           dlrun_lua_typename(L, -1));
-  }
+  double share = 0;
+  opt_capacity(L, "device_memory", &c.device_memory, &share);
+  opt_fraction(L, "device_memory_fraction", &c.device_memory_fraction);
+  if ((share || c.device_memory) && c.device_memory_fraction)
+    return dlrun_lua_raise(L, "ValueError", "configure: device_memory and "
+                           "device_memory_fraction are both set (expected one of them)");
+  if (share) c.device_memory_fraction = share;
+  share = 0;
+  opt_capacity(L, "pinned_host_memory", &c.pinned_host_memory, &share);
+  opt_fraction(L, "pinned_host_memory_fraction", &c.pinned_host_memory_fraction);
+  if ((share || c.pinned_host_memory) && c.pinned_host_memory_fraction)
+    return dlrun_lua_raise(L, "ValueError", "configure: pinned_host_memory and "
+                           "pinned_host_memory_fraction are both set (expected one of them)");
+  if (share) c.pinned_host_memory_fraction = share;
+  opt_preallocate(L, "device_preallocate", &c.device_preallocate);
+  opt_preallocate(L, "pinned_host_preallocate", &c.pinned_host_preallocate);
   lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY);
   if (lua_toboolean(L, -1))
     return dlrun_lua_raise(L, "RuntimeError",
                            "configure: this Lua state uses its host application's runtime (%s); "
                            "the host configures it",
                            dlrun_runtime_spec(dlrun_lua_runtime(L)));
-  dlrun_lua_check(L, dlrun_default_configure(devices, memory));
+  dlrun_lua_check(L, dlrun_default_set_config(&c));
   return 0;
+}
+
+/* empty_cache(): every pool of this process gives its unused memory back
+ * to the system; returns the bytes. */
+static int l_empty_cache(lua_State *L) {
+  dlrun_lua_check_nargs(L, "empty_cache", 0);
+  lua_pushinteger(L, (lua_Integer)dlrun_runtime_release_unused(dlrun_lua_runtime(L)));
+  return 1;
 }
 
 /* An optional platform name at idx; raises JAX's RuntimeError when absent. */
@@ -208,6 +257,7 @@ void dlrun_lua_runtime_open(lua_State *L) {
       {"device_count", l_device_count}, {"default_backend", l_default_backend},
       {"local_devices", l_local_devices}, {"local_device_count", l_local_device_count},
       {"host_device", l_host_device},   {"device_spec", l_device_spec},
+      {"empty_cache", l_empty_cache},
       {"_stdout_is_terminal", l_stdout_is_terminal},
       {NULL, NULL},
   };

@@ -9,46 +9,19 @@
  * chunks. Chunks are never left adjacent and both free, so each free chunk is
  * a maximal gap between allocated ones. */
 #include "mem/pool.h"
+#include "mem/pool_impl.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "dlrun/debug.h"
-
-struct dlrun_block {
-  uint64_t offset;           /* from the start of the range; 256-aligned */
-  uint64_t size;             /* multiple of 256, > 0 */
-  uint64_t requested_size;   /* what the caller asked for; 0 when free */
-  dlrun_block *prev, *next;  /* neighbours in address order */
-  dlrun_block *left, *right; /* free index links; meaningful only when free */
-  dlrun_pool *pool;
-  int height;                /* AVL height of this node's subtree */
-  bool in_use;
-};
-
-struct dlrun_pool {
-  pthread_mutex_t mu;
-  char *label;
-  uint64_t capacity;
-  unsigned char *base;    /* NULL until the first allocation maps the range */
-  dlrun_region_source source; /* where the range comes from */
-  dlrun_block *first;     /* chunk at offset 0, once mapped */
-  dlrun_block *free_root; /* AVL tree of free chunks by (size, offset) */
-  size_t num_free;
-  /* Statistics kept incrementally; see dlrun_pool_stats. */
-  uint64_t bytes_in_use;
-  uint64_t peak_bytes_in_use;
-  uint64_t bytes_reserved;
-  uint64_t num_allocs;
-  uint64_t num_live_allocs;
-  uint64_t largest_alloc_size;
-  uint64_t requested_bytes_in_use;
-};
 
 #define HUMAN_CAP 32
 
@@ -177,7 +150,7 @@ static uint64_t round_up(uint64_t size) {
 
 /* Before the range is mapped the whole capacity counts as one free chunk, so
  * statistics do not jump at the first allocation. */
-static uint64_t largest_free(const dlrun_pool *pool) {
+uint64_t dlrun_pool_largest_free(const dlrun_pool *pool) {
   if (!pool->base) return pool->capacity;
   const dlrun_block *n = pool->free_root;
   if (!n) return 0;
@@ -191,28 +164,54 @@ static dlrun_block *chunk_new(dlrun_pool *pool) {
   return c;
 }
 
+/* The free chunk that ends the range, if any: growing the capacity extends it. */
+static uint64_t tail_free(const dlrun_pool *pool) {
+  if (!pool->base) return pool->capacity;
+  const dlrun_block *c = pool->first;
+  while (c->next) c = c->next;
+  return c->in_use ? 0 : c->size;
+}
+
 /* The one-line out-of-memory message pool.h refers to:
  *   Out of memory on <label> while allocating <size> bytes (<human size>):
  *   <in use> bytes in use of a <limit> byte limit (<human in use> of <human
- *   limit>); the largest free block is <n> bytes (<human n>).
- * <size> is the request as made, before rounding. */
+ *   limit>); the largest free block is <n> bytes (<human n>) and <r> bytes
+ *   (<human r>) are reserved but unallocated[; <advice>].
+ * <size> is the request as made, before rounding. The advice names the
+ * setting (the pool's hint) and the capacity that would fit the request. */
 static dlrun_status fail_oom(const dlrun_pool *pool, uint64_t size) {
   char h_size[HUMAN_CAP], h_used[HUMAN_CAP], h_limit[HUMAN_CAP], h_free[HUMAN_CAP];
-  uint64_t free_max = largest_free(pool);
+  char h_cached[HUMAN_CAP], h_need[HUMAN_CAP], advice[320] = "";
+  uint64_t free_max = dlrun_pool_largest_free(pool);
+  uint64_t cached = pool->bytes_reserved - pool->bytes_in_use;
+  if (pool->hint) {
+    uint64_t rounded = size > UINT64_MAX - DLRUN_POOL_ALIGN ? UINT64_MAX : round_up(size);
+    uint64_t base = pool->capacity - tail_free(pool);
+    uint64_t need = rounded > UINT64_MAX - base ? UINT64_MAX : base + rounded;
+    /* A capacity a person would type: whole MiB, or whole 4 KiB below that. */
+    uint64_t unit = need > (1u << 20) ? (1u << 20) : 4096;
+    if (need <= UINT64_MAX - unit) need = (need + unit - 1) / unit * unit;
+    bool fragmented = pool->capacity - pool->bytes_in_use >= rounded;
+    snprintf(advice, sizeof advice, "; %sraise %s to at least %llu bytes (%s)",
+             fragmented ? "the free memory is fragmented: free arrays no longer needed, or " : "",
+             pool->hint, (unsigned long long)need, dlrun_format_bytes(need, h_need, sizeof h_need));
+  }
   return dlrun_fail(
       DLRUN_ERR_RESOURCE_EXHAUSTED,
       "Out of memory on %s while allocating %llu bytes (%s): %llu bytes in use "
-      "of a %llu byte limit (%s of %s); the largest free block is %llu bytes (%s).",
+      "of a %llu byte limit (%s of %s); the largest free block is %llu bytes (%s) and %llu "
+      "bytes (%s) are reserved but unallocated%s.",
       pool->label, (unsigned long long)size, dlrun_format_bytes(size, h_size, sizeof h_size),
       (unsigned long long)pool->bytes_in_use, (unsigned long long)pool->capacity,
       dlrun_format_bytes(pool->bytes_in_use, h_used, sizeof h_used),
       dlrun_format_bytes(pool->capacity, h_limit, sizeof h_limit), (unsigned long long)free_max,
-      dlrun_format_bytes(free_max, h_free, sizeof h_free));
+      dlrun_format_bytes(free_max, h_free, sizeof h_free), (unsigned long long)cached,
+      dlrun_format_bytes(cached, h_cached, sizeof h_cached), advice);
 }
 
 /* Map the range and make it one free chunk, on first use only. The chunk
  * struct is allocated first so that a host failure leaves nothing mapped. */
-static dlrun_status ensure_mapped(dlrun_pool *pool) {
+dlrun_status dlrun_pool_ensure_mapped(dlrun_pool *pool) {
   if (pool->base) return DLRUN_OK;
   char human[HUMAN_CAP];
   if (pool->capacity > SIZE_MAX)
@@ -248,8 +247,9 @@ static void split(dlrun_pool *pool, dlrun_block *c, uint64_t size, dlrun_block *
   index_insert(pool, rest);
 }
 
-static void mark_allocated(dlrun_pool *pool, dlrun_block *c, uint64_t requested) {
+static void mark_allocated(dlrun_pool *pool, dlrun_block *c, uint64_t requested, void *tag) {
   c->in_use = true;
+  c->tag = tag;
   c->requested_size = requested;
   pool->bytes_in_use += c->size;
   pool->requested_bytes_in_use += requested;
@@ -260,12 +260,12 @@ static void mark_allocated(dlrun_pool *pool, dlrun_block *c, uint64_t requested)
   if (c->offset + c->size > pool->bytes_reserved) pool->bytes_reserved = c->offset + c->size;
 }
 
-static dlrun_status alloc_locked(dlrun_pool *pool, uint64_t size, dlrun_block **out) {
+static dlrun_status alloc_locked(dlrun_pool *pool, uint64_t size, void *tag, dlrun_block **out) {
   if (size == 0) return dlrun_fail(DLRUN_ERR_VALUE, "cannot allocate 0 bytes on %s", pool->label);
   /* capacity is a multiple of 256, so rounding a size <= capacity cannot wrap. */
   if (size > pool->capacity) return fail_oom(pool, size);
   uint64_t rounded = round_up(size);
-  dlrun_status st = ensure_mapped(pool);
+  dlrun_status st = dlrun_pool_ensure_mapped(pool);
   if (st != DLRUN_OK) return st;
   dlrun_block *c = avl_best_fit(pool->free_root, rounded);
   if (!c) return fail_oom(pool, size);
@@ -277,7 +277,7 @@ static dlrun_status alloc_locked(dlrun_pool *pool, uint64_t size, dlrun_block **
   }
   index_remove(pool, c);
   if (rest) split(pool, c, rounded, rest);
-  mark_allocated(pool, c, size);
+  mark_allocated(pool, c, size, tag);
   *out = c;
   return DLRUN_OK;
 }
@@ -296,6 +296,7 @@ static void free_locked(dlrun_pool *pool, dlrun_block *c) {
   pool->num_live_allocs--;
   c->in_use = false;
   c->requested_size = 0;
+  c->tag = NULL;
   if (c->next && !c->next->in_use) {
     index_remove(pool, c->next);
     absorb(c, c->next);
@@ -337,6 +338,16 @@ static void anon_release(void *ctx, void *base, uint64_t size) {
   dlrun_unmap_range(base, size);
 }
 
+static dlrun_status anon_commit(void *ctx, void *data, uint64_t size) {
+  (void)ctx;
+  return dlrun_commit_range(data, size);
+}
+
+static uint64_t anon_decommit(void *ctx, void *data, uint64_t size) {
+  (void)ctx;
+  return dlrun_decommit_range(data, size);
+}
+
 dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool **out) {
   return dlrun_pool_create_with(label, capacity, NULL, out);
 }
@@ -363,7 +374,9 @@ dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
     return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot create the mutex of pool %s", label);
   }
   pool->capacity = rounded;
-  pool->source = source ? *source : (dlrun_region_source){anon_reserve, anon_release, NULL};
+  pool->source = source ? *source
+                        : (dlrun_region_source){anon_reserve, anon_release, NULL, anon_commit,
+                                                anon_decommit};
   *out = pool;
   return DLRUN_OK;
 }
@@ -381,10 +394,17 @@ void dlrun_pool_destroy(dlrun_pool *pool) {
   pthread_mutex_unlock(&pool->mu);
   pthread_mutex_destroy(&pool->mu);
   dlrun_free(pool->label);
+  dlrun_free(pool->hint);
+  dlrun_free(pool->counter);
   dlrun_free(pool);
 }
 
 dlrun_status dlrun_pool_alloc(dlrun_pool *pool, uint64_t size, dlrun_block **out_block) {
+  return dlrun_pool_alloc_tagged(pool, size, NULL, out_block);
+}
+
+dlrun_status dlrun_pool_alloc_tagged(dlrun_pool *pool, uint64_t size, void *tag,
+                                     dlrun_block **out_block) {
   if (!out_block)
     return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_alloc: out_block must not be NULL");
   *out_block = NULL;
@@ -394,7 +414,8 @@ dlrun_status dlrun_pool_alloc(dlrun_pool *pool, uint64_t size, dlrun_block **out
                       "Out of memory on %s while allocating %llu bytes (injected failure)",
                       pool->label, (unsigned long long)size);
   pthread_mutex_lock(&pool->mu);
-  dlrun_status st = alloc_locked(pool, size, out_block);
+  dlrun_status st = alloc_locked(pool, size, tag, out_block);
+  if (!st) dlrun_pool_trace(pool);
   pthread_mutex_unlock(&pool->mu);
   return st;
 }
@@ -403,7 +424,10 @@ void dlrun_pool_free(dlrun_pool *pool, dlrun_block *block) {
   if (!pool || !block) return;
   pthread_mutex_lock(&pool->mu);
   /* A second free of a chunk that still exists would corrupt the index. */
-  if (block->pool == pool && block->in_use) free_locked(pool, block);
+  if (block->pool == pool && block->in_use) {
+    free_locked(pool, block);
+    dlrun_pool_trace(pool);
+  }
   pthread_mutex_unlock(&pool->mu);
 }
 
@@ -422,7 +446,7 @@ void dlrun_pool_get_stats(dlrun_pool *pool, dlrun_pool_stats *out) {
   out->num_allocs = pool->num_allocs;
   out->num_live_allocs = pool->num_live_allocs;
   out->largest_alloc_size = pool->largest_alloc_size;
-  out->largest_free_block_bytes = largest_free(pool);
+  out->largest_free_block_bytes = dlrun_pool_largest_free(pool);
   out->free_bytes = pool->capacity - pool->bytes_in_use;
   out->requested_bytes_in_use = pool->requested_bytes_in_use;
   out->fragmentation =

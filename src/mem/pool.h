@@ -28,7 +28,8 @@ typedef struct dlrun_pool_stats {
   uint64_t bytes_in_use;        /* sum of sizes of allocated chunks (rounded) */
   uint64_t peak_bytes_in_use;
   uint64_t bytes_limit;         /* capacity */
-  uint64_t bytes_reserved;      /* high-water mark of the range ever handed out */
+  uint64_t bytes_reserved;      /* the range holding memory: up to the end of the highest
+                                 * block since the last release (all when preallocated) */
   uint64_t num_allocs;          /* allocations made so far (cumulative) */
   uint64_t num_live_allocs;     /* allocated chunks now */
   uint64_t largest_alloc_size;  /* largest single allocation so far (rounded) */
@@ -45,6 +46,12 @@ typedef struct dlrun_region_source {
   dlrun_status (*reserve)(void *ctx, uint64_t size, void **base);
   void (*release)(void *ctx, void *base, uint64_t size);
   void *ctx;
+  /* (optional) Commit [data, data + size) now (preallocation), and give the
+   * memory of a page-aligned range back to the system, keeping the range
+   * (its contents become zero), returning the bytes it held. NULL: that
+   * cannot be done for this range. */
+  dlrun_status (*commit)(void *ctx, void *data, uint64_t size);
+  uint64_t (*decommit)(void *ctx, void *data, uint64_t size);
 } dlrun_region_source;
 
 /* Anonymous address space of `size` bytes, committed on first touch:
@@ -52,6 +59,12 @@ typedef struct dlrun_region_source {
  * faulting. The default region source; platforms build theirs on it. */
 dlrun_status dlrun_map_range(uint64_t size, bool accessible, void **base);
 void dlrun_unmap_range(void *base, uint64_t size);
+/* Commit host memory at an accessible range (every page written);
+ * DLRUN_ERR_RESOURCE_EXHAUSTED when the system cannot back it. Decommit:
+ * the pages of a page-aligned range go back to the system (read as zero);
+ * returns how many bytes of them were resident. */
+dlrun_status dlrun_commit_range(void *base, uint64_t size);
+uint64_t dlrun_decommit_range(void *base, uint64_t size);
 
 /* Create a pool of `capacity` bytes (rounded down to 256; must be >= 256).
  * `label` names the pool's owner in messages ("SimDevice(id=3)"); copied.
@@ -75,6 +88,11 @@ dlrun_status dlrun_pool_alloc(dlrun_pool *pool, uint64_t size, dlrun_block **out
 /* Return a block to the pool, merging with free neighbours. NULL is a no-op. */
 void dlrun_pool_free(dlrun_pool *pool, dlrun_block *block);
 
+/* The same, recording `tag` (the caller's owner of the block, borrowed)
+ * for dlrun_pool_visit. */
+dlrun_status dlrun_pool_alloc_tagged(dlrun_pool *pool, uint64_t size, void *tag,
+                                     dlrun_block **out_block);
+
 /* Address and rounded size of a live block. */
 void *dlrun_block_ptr(const dlrun_block *block);
 uint64_t dlrun_block_size(const dlrun_block *block);
@@ -83,6 +101,39 @@ void dlrun_pool_get_stats(dlrun_pool *pool, dlrun_pool_stats *out);
 
 /* Whether a free block could hold `size` bytes now. */
 bool dlrun_pool_fits(dlrun_pool *pool, uint64_t size);
+
+/* The setting that sizes this pool ("device_memory (dl.configure, ...)"),
+ * named in out-of-memory advice; copied; NULL: no advice. DLRUN_OK or a
+ * host out-of-memory status. */
+dlrun_status dlrun_pool_set_hint(dlrun_pool *pool, const char *hint);
+
+/* The trace counter that samples this pool's bytes in use at every
+ * allocation and free while tracing ("SimDevice(id=0) device memory");
+ * copied; NULL: none. */
+dlrun_status dlrun_pool_set_counter(dlrun_pool *pool, const char *name);
+
+/* Map the whole range now and commit all of it through the source's commit
+ * (preallocation); bytes_reserved becomes the capacity. An error names the
+ * pool; DLRUN_ERR_RUNTIME when the source cannot commit. */
+dlrun_status dlrun_pool_preallocate(dlrun_pool *pool);
+
+/* Give the memory of every free page back to the system through the
+ * source's decommit (the pool keeps its range and stays usable);
+ * bytes_reserved drops to the end of the last allocated block. Returns the
+ * bytes given back (the resident part of whole pages inside free chunks). */
+uint64_t dlrun_pool_release_unused(dlrun_pool *pool);
+
+/* peak_bytes_in_use := bytes_in_use, largest_alloc_size := the largest live
+ * block. */
+void dlrun_pool_reset_peak(dlrun_pool *pool);
+
+/* Call fn for every chunk in address order, with the mutex held (fn must
+ * not call into the pool): offset, rounded size, requested size (0 when
+ * free), whether allocated, and its tag. Stops at fn's first nonzero
+ * return and passes it on. An unmapped pool is one free chunk. */
+typedef int (*dlrun_pool_visit_fn)(void *ctx, uint64_t offset, uint64_t size,
+                                   uint64_t requested, bool allocated, void *tag);
+int dlrun_pool_visit(dlrun_pool *pool, dlrun_pool_visit_fn fn, void *ctx);
 
 /* Number of free chunks (for tests: 1 after everything is freed). */
 size_t dlrun_pool_free_chunk_count(dlrun_pool *pool);
