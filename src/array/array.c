@@ -34,12 +34,12 @@ static dlrun_status tag_buffers(dlrun_buffer **bufs, size_t n, dlrun_dtype dtype
                                 const int64_t *dims, const dlrun_sharding *sharding) {
   char desc[256];
   dlrun_sharding_describe(sharding, desc, sizeof desc);
-  for (size_t i = 0; i < n; i++) {
-    dlrun_status st = bufs[i] ? dlrun_buffer_tag_array(bufs[i], dlrun_dtype_get(dtype)->name,
-                                                       ndim, dims, desc)
-                              : DLRUN_OK;
-    if (st) return untag_buffers(bufs, i), st;
-  }
+  dlrun_buffer_owner *o;
+  dlrun_status st = dlrun_buffer_owner_create(dlrun_dtype_get(dtype)->name, ndim, dims, desc, &o);
+  if (st) return st;
+  for (size_t i = 0; i < n; i++)
+    if (bufs[i]) dlrun_buffer_tag_array(bufs[i], o);
+  dlrun_buffer_owner_release(o);
   return DLRUN_OK;
 }
 

@@ -86,7 +86,8 @@ static void destroy_buffer(dlrun_ref *ref) {
   if (b->release) b->release(b->release_ctx);
   if (!b->external) dlrun_pool_free(b->dev->pools[b->kind], b->block);
   dlrun_free(b->strides);
-  dlrun_free(atomic_load(&b->owner)); /* after the pool's free: no snapshot reads it now */
+  /* After the pool's free: no snapshot reads it now. */
+  dlrun_buffer_owner_release(atomic_load(&b->owner));
   if (b->nbytes)
     dlrun_trace_event(NULL, "memory", b->external ? "release" : "free", start,
                       "\"device\": \"%s\", \"bytes\": %llu", b->dev->name,
@@ -95,20 +96,29 @@ static void destroy_buffer(dlrun_ref *ref) {
   dlrun_runtime_release(rt);
 }
 
-dlrun_status dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim,
-                                    const int64_t *dims, const char *sharding) {
-  if (!b->block || atomic_load(&b->owner)) return atomic_fetch_add(&b->arrays, 1), DLRUN_OK;
+dlrun_status dlrun_buffer_owner_create(const char *dtype, int ndim, const int64_t *dims,
+                                       const char *sharding, dlrun_buffer_owner **out) {
   size_t n = strlen(sharding) + 1;
-  dlrun_buffer_owner *o = dlrun_malloc(sizeof *o + n);
+  dlrun_buffer_owner *o = *out = dlrun_malloc(sizeof *o + n);
   if (!o) return dlrun_fail_oom_host(sizeof *o + n);
-  atomic_fetch_add(&b->arrays, 1);
+  atomic_init(&o->refs, 1);
   o->dtype = dtype;
   o->ndim = ndim;
   if (ndim) memcpy(o->dims, dims, (size_t)ndim * sizeof *dims);
   memcpy(o->sharding, sharding, n);
-  dlrun_buffer_owner *none = NULL;
-  if (!atomic_compare_exchange_strong(&b->owner, &none, o)) dlrun_free(o);
   return DLRUN_OK;
+}
+
+void dlrun_buffer_owner_release(dlrun_buffer_owner *o) {
+  if (o && atomic_fetch_sub(&o->refs, 1) == 1) dlrun_free(o);
+}
+
+void dlrun_buffer_tag_array(dlrun_buffer *b, dlrun_buffer_owner *o) {
+  atomic_fetch_add(&b->arrays, 1);
+  if (!b->block || !o || atomic_load(&b->owner)) return;
+  atomic_fetch_add(&o->refs, 1);
+  dlrun_buffer_owner *none = NULL;
+  if (!atomic_compare_exchange_strong(&b->owner, &none, o)) dlrun_buffer_owner_release(o);
 }
 
 void dlrun_buffer_untag_array(dlrun_buffer *b) { atomic_fetch_sub(&b->arrays, 1); }

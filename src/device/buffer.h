@@ -16,8 +16,11 @@
 #include "dlrun/dtype.h"
 #include "dlrun/shape.h"
 
-/* Who holds a buffer, for memory snapshots: set by the layers above. */
+/* Who holds a buffer, for memory snapshots: set by the layers above. One
+ * record serves every shard of an array (reference counted), so that
+ * tagging thousands of shards costs no allocation each. */
 typedef struct dlrun_buffer_owner {
+  atomic_size_t refs;
   const char *dtype; /* static */
   int ndim;
   int64_t dims[DLRUN_MAX_NDIM];
@@ -47,11 +50,14 @@ typedef struct dlrun_buffer {
   atomic_int arrays, exports;
 } dlrun_buffer;
 
-/* Tag b as held by one more array (dtype name static, sharding copied; the
- * first array's description is kept), or one fewer. Without host memory
- * for the description nothing changes and the status says so. */
-dlrun_status dlrun_buffer_tag_array(dlrun_buffer *b, const char *dtype, int ndim,
-                                    const int64_t *dims, const char *sharding);
+/* An owner record (dtype name static, sharding copied) with one reference
+ * for the caller. */
+dlrun_status dlrun_buffer_owner_create(const char *dtype, int ndim, const int64_t *dims,
+                                       const char *sharding, dlrun_buffer_owner **out);
+void dlrun_buffer_owner_release(dlrun_buffer_owner *o); /* NULL: nothing */
+/* Tag b as held by one more array (the first array's record is kept, with
+ * a reference of b's own), or one fewer. */
+void dlrun_buffer_tag_array(dlrun_buffer *b, dlrun_buffer_owner *o);
 void dlrun_buffer_untag_array(dlrun_buffer *b);
 /* One more (+1) or one fewer (-1) DLPack export holds b. */
 void dlrun_buffer_tag_export(dlrun_buffer *b, int delta);
