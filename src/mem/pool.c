@@ -158,10 +158,24 @@ uint64_t dlrun_pool_largest_free(const dlrun_pool *pool) {
   return n->size;
 }
 
+/* A chunk struct, the pool's spare one first: a split and its merge, the
+ * steady pattern of an allocation that comes and goes, then allocate
+ * nothing on the host. */
 static dlrun_block *chunk_new(dlrun_pool *pool) {
-  dlrun_block *c = dlrun_calloc(1, sizeof *c);
+  dlrun_block *c = pool->spare;
+  if (c) {
+    pool->spare = NULL;
+    memset(c, 0, sizeof *c);
+  } else {
+    c = dlrun_calloc(1, sizeof *c);
+  }
   if (c) c->pool = pool;
   return c;
+}
+
+static void chunk_free(dlrun_pool *pool, dlrun_block *c) {
+  if (pool->spare) dlrun_free(c);
+  else pool->spare = c;
 }
 
 /* The free chunk that ends the range, if any: growing the capacity extends it. */
@@ -287,7 +301,7 @@ static void absorb(dlrun_block *dst, dlrun_block *src) {
   dst->size += src->size;
   dst->next = src->next;
   if (src->next) src->next->prev = dst;
-  dlrun_free(src);
+  chunk_free(dst->pool, src);
 }
 
 static void free_locked(dlrun_pool *pool, dlrun_block *c) {
@@ -390,6 +404,7 @@ void dlrun_pool_destroy(dlrun_pool *pool) {
     dlrun_free(c);
     c = next;
   }
+  dlrun_free(pool->spare);
   if (pool->base) pool->source.release(pool->source.ctx, pool->base, pool->capacity);
   pthread_mutex_unlock(&pool->mu);
   pthread_mutex_destroy(&pool->mu);

@@ -29,6 +29,7 @@ struct dlrun_pool {
   dlrun_region_source source; /* where the range comes from */
   dlrun_block *first;     /* chunk at offset 0, once mapped */
   dlrun_block *free_root; /* AVL tree of free chunks by (size, offset) */
+  dlrun_block *spare;     /* one chunk struct kept for the next split */
   size_t num_free;
   /* Statistics kept incrementally; see dlrun_pool_stats. */
   uint64_t bytes_in_use;
