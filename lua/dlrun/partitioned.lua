@@ -38,7 +38,9 @@ end
 
 -- A list (keys 1..n only, n <= limit) read without metamethods.
 local function list(v, what, limit, expected)
-  if type(v) ~= "table" then fail("TypeError", "%s must be %s, got %s", what, expected, typename(v)) end
+  if type(v) ~= "table" then
+    fail("TypeError", "%s must be %s, got %s", what, expected, typename(v))
+  end
   local n = rawlen(v)
   if n > limit then fail("ValueError", "%s has %d entries (at most %d)", what, n, limit) end
   local keys = 0

@@ -83,7 +83,8 @@ static dlrun_status layout(dlrun_partitioned *p, const dlrun_sharding *s, size_t
   for (size_t k = 0; k < p->npartitions; k++) {
     dlrun_partition *q = &p->partitions[k];
     q->locations = dlrun_calloc(q->nlocations ? q->nlocations : 1, sizeof *q->locations);
-    if (!q->locations) return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "__partitioned__: out of memory");
+    if (!q->locations)
+      return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "__partitioned__: out of memory");
     q->nlocations = 0;
   }
   /* Device order gives ascending replica ids within each partition. */
