@@ -32,6 +32,9 @@ local function desc(edit)
 end
 
 describe("x:__partitioned__", function()
+  -- Capsules and arrays left for the collector would be freed in later specs.
+  after_each(function() collectgarbage(); collectgarbage() end)
+
   it("describes a 2-d sharded, replicated array: grid, 0-based starts, every replica", function()
     local x = array(dl.P("x"))
     dl.reset_transfer_stats()
@@ -101,6 +104,9 @@ describe("x:__partitioned__", function()
 end)
 
 describe("dl.from_partitioned", function()
+  -- Capsules and arrays left for the collector would be freed in later specs.
+  after_each(function() collectgarbage(); collectgarbage() end)
+
   it("round trips a sharded array moving no bytes", function()
     for _, spec in ipairs {dl.P("x"), dl.P("x", "y"), dl.P(nil, "y")} do
       local x = array(spec)
