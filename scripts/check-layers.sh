@@ -42,7 +42,7 @@ public_layer() {
   sharding) echo shard ;;
   multihost) echo array ;;
   array) echo array ;;
-  dlpack) echo dlpack ;;
+  dlpack | partitioned) echo dlpack ;;
   lua | dlrun) echo lua ;;
   *) echo unknown ;;
   esac

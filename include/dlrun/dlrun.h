@@ -13,6 +13,7 @@
 #include "distributed.h"
 #include "dtype.h"
 #include "multihost.h"
+#include "partitioned.h"
 #include "runtime.h"
 #include "shape.h"
 #include "stats.h"

@@ -20,6 +20,7 @@ dl.visualize_sharding = visualize.visualize_sharding
 dl.P = spec.P -- the C module prints them and tells them apart by their metatable
 dl.PartitionSpec = spec.P
 require("dlrun.export")(dl) -- ensure_single_device, is_dlpack_exportable, export, try_export
+require("dlrun.partitioned")(dl) -- from_partitioned
 dl._is_array = nil
 dl._stdout_is_terminal = nil
 

@@ -53,6 +53,14 @@ void dlrun_lua_errors_open(lua_State *L);
 void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
                              const luaL_Reg *meta);
 
+/* ---- DLPack (ldlpack.c, lpartitioned.c) ---- */
+/* __dlpack__'s options table at idx (nil: the defaults), with its errors. */
+dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const char *fn);
+/* Push a Capsule owning e's tensor; the caller must not delete it again.
+ * Raises only on memory exhaustion, before taking it over. */
+void dlrun_lua_push_exported(lua_State *L, const dlrun_exported *e);
+void dlrun_lua_partitioned_open(lua_State *L);
+
 /* ---- runtime and devices (lruntime.c, ldevice.c) ---- */
 /* The runtime of this Lua state (the process default), created on first use. */
 dlrun_runtime *dlrun_lua_runtime(lua_State *L);

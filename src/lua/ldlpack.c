@@ -36,6 +36,12 @@ void dlrun_lua_pushcapsule(lua_State *L, DLManagedTensor *legacy,
   c->versioned = versioned;
 }
 
+/* Push a Capsule taking over an export's tensor (and its `copied`). */
+void dlrun_lua_push_exported(lua_State *L, const dlrun_exported *e) {
+  dlrun_lua_pushcapsule(L, e->legacy, e->versioned);
+  ((capsule_ud *)lua_touserdata(L, -1))->copied = e->copied;
+}
+
 /* Take the tensor out of an unconsumed Capsule, marking it used. */
 int dlrun_lua_takecapsule(lua_State *L, int idx, DLManagedTensor **legacy,
                           DLManagedTensorVersioned **versioned) {
@@ -160,7 +166,7 @@ static dlrun_copy_mode check_copy(lua_State *L, int idx, const char *fn) {
   return mode;
 }
 
-static dlrun_export_options check_export_options(lua_State *L, int idx, const char *fn) {
+dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const char *fn) {
   dlrun_export_options o = {0};
   if (lua_isnoneornil(L, idx)) return o;
   if (!lua_istable(L, idx))
@@ -224,7 +230,7 @@ static lua_Integer copied_bytes(const dlrun_transfer_stats *s) {
 static int export_to_capsule(lua_State *L, const char *fn, int counted) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, fn);
   dlrun_lua_check_nargs(L, fn, 2);
-  dlrun_export_options o = check_export_options(L, 2, fn);
+  dlrun_export_options o = dlrun_lua_check_export_options(L, 2, fn);
   dlrun_transfer_stats stats;
   o.stats = &stats;
   /* The capsule exists (empty) before the export, so nothing can leak. */

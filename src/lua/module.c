@@ -19,6 +19,7 @@ int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_array_open(L);
   dlrun_lua_transfer_open(L);
   dlrun_lua_dlpack_open(L);
+  dlrun_lua_partitioned_open(L);
   dlrun_lua_debug_open(L);
   dlrun_lua_distributed_open(L);
   lua_pushliteral(L, DLRUN_VERSION_STRING);

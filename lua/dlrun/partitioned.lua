@@ -1,0 +1,278 @@
+-- dl.from_partitioned(desc [, sharding]): a dlrun Array from a `__partitioned__`
+-- description (x:__partitioned__() makes one; docs/partitioned.md). Loaded by
+-- require "dlrun".
+--
+-- desc = {shape=, partition_tiling=, partitions = {{position=, start=, shape=,
+-- location = {{process=, device=, replica_id=}, ...}, data=}, ...}}; positions
+-- and starts are 0-based. The grid must be complete and regular (equal blocks,
+-- as a NamedSharding lays out), the partitions disjoint, and the data of one
+-- dtype. Each partition lives on its first location's device (or where its
+-- data imports, without locations); the inferred sharding is a mesh of those
+-- devices shaped as the grid, one axis per dimension ("p0", "p1", ...), so
+-- replicas beyond the first are not rebuilt unless `sharding` asks for them.
+-- Data import zero-copy where dlrun_import can wrap them; with `sharding` the
+-- array is then put there (copying only what moves).
+local errors = require "dlrun.errors"
+
+local MAX_NDIM, MAX_PARTITIONS = 32, 65536
+
+local function fail(class, fmt, ...)
+  error(errors.new(class, "from_partitioned: " .. fmt:format(...)), 0)
+end
+
+local typename = errors.typename
+
+local function class_of(v)
+  if type(v) ~= "userdata" then return nil end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and mt.__name or nil
+end
+
+-- "(4, 2)", and "(4,)" and "()" as Python prints tuples.
+local function tuple(v)
+  if #v == 1 then return ("(%d,)"):format(v[1]) end
+  local s = {}
+  for i, n in ipairs(v) do s[i] = ("%d"):format(n) end
+  return "(" .. table.concat(s, ", ") .. ")"
+end
+
+-- A list (keys 1..n only, n <= limit) read without metamethods.
+local function list(v, what, limit, expected)
+  if type(v) ~= "table" then
+    fail("TypeError", "%s must be %s, got %s", what, expected, typename(v))
+  end
+  local n = rawlen(v)
+  if n > limit then fail("ValueError", "%s has %d entries (at most %d)", what, n, limit) end
+  local keys = 0
+  for _ in next, v do
+    keys = keys + 1
+    if keys > n then fail("TypeError", "%s must be %s (keys 1 to n only)", what, expected) end
+  end
+  return n
+end
+
+-- A list of integers >= min.
+local function ints(v, what, min)
+  local n = list(v, what, MAX_NDIM, "a list of integers")
+  local out = {}
+  for i = 1, n do
+    local x = rawget(v, i)
+    if math.type(x) == "float" and x == math.floor(x) and x >= math.mininteger and x < 2^63 then
+      x = math.tointeger(x)
+    end
+    if math.type(x) ~= "integer" or x < min then
+      fail("ValueError", "%s[%d] must be an integer >= %d, got %s", what, i, min, tostring(x))
+    end
+    out[i] = x
+  end
+  return out
+end
+
+local function same_length(v, what, shape)
+  if #v ~= #shape then
+    fail("ValueError", "%s %s has %d entries, but shape %s has %d dimensions", what, tuple(v),
+         #v, tuple(shape), #shape)
+  end
+end
+
+-- Read and check one entry; ndim and tiling bound it.
+local function entry(e, i, shape, tiling)
+  local name = ("partitions[%d]"):format(i)
+  if type(e) ~= "table" then
+    fail("TypeError", "%s must be a table {position=, start=, shape=, location=, data=}, got %s",
+         name, typename(e))
+  end
+  local p = {i = i, position = ints(e.position, name .. ".position", 0),
+             start = ints(e.start, name .. ".start", 0), shape = ints(e.shape, name .. ".shape", 0),
+             data = e.data}
+  same_length(p.position, name .. ".position", shape)
+  same_length(p.start, name .. ".start", shape)
+  same_length(p.shape, name .. ".shape", shape)
+  for d = 1, #shape do
+    if p.position[d] >= tiling[d] then
+      fail("ValueError", "%s has position %s, outside the grid partition_tiling %s", name,
+           tuple(p.position), tuple(tiling))
+    end
+    if p.start[d] + p.shape[d] > shape[d] then
+      fail("ValueError", "the partition at position %s (start %s, shape %s) extends past the "
+           .. "global shape %s", tuple(p.position), tuple(p.start), tuple(p.shape), tuple(shape))
+    end
+  end
+  if e.location ~= nil then
+    local n = list(e.location, name .. ".location", MAX_PARTITIONS,
+                   "a list of {process=, device=, replica_id=}")
+    local first = rawget(e.location, 1)
+    if n > 0 then
+      local device = type(first) == "table" and first.device or nil
+      if class_of(device) ~= "Device" then
+        fail("TypeError", "%s.location[1].device must be a Device, got %s", name, typename(device))
+      end
+      p.home = device
+    end
+  end
+  return p
+end
+
+local function overlap(a, b)
+  for d = 1, #a.start do
+    if a.start[d] >= b.start[d] + b.shape[d] or b.start[d] >= a.start[d] + a.shape[d] then
+      return false
+    end
+  end
+  return true
+end
+
+-- Completeness, disjointness and regularity of the checked entries.
+local function check_grid(parts, shape, tiling)
+  local count = 1
+  for d = 1, #tiling do count = count * tiling[d] end
+  local at = {}
+  for _, p in ipairs(parts) do
+    local key = table.concat(p.position, ",")
+    if at[key] then
+      fail("ValueError", "partitions[%d] and partitions[%d] both have position %s", at[key].i, p.i,
+           tuple(p.position))
+    end
+    at[key] = p
+  end
+  if #parts < count then
+    local pos = {}
+    for d = 1, #tiling do pos[d] = 0 end
+    while at[table.concat(pos, ",")] do
+      local d = #tiling
+      while pos[d] == tiling[d] - 1 do pos[d], d = 0, d - 1 end
+      pos[d] = pos[d] + 1
+    end
+    fail("ValueError", "the grid partition_tiling %s has %d positions, but no partition has "
+         .. "position %s", tuple(tiling), count, tuple(pos))
+  end
+  for a = 1, #parts do
+    for b = a + 1, #parts do
+      local p, q = parts[a], parts[b]
+      if overlap(p, q) then
+        fail("ValueError", "the partitions at positions %s and %s overlap (start %s, shape %s and "
+             .. "start %s, shape %s)", tuple(p.position), tuple(q.position), tuple(p.start),
+             tuple(p.shape), tuple(q.start), tuple(q.shape))
+      end
+    end
+  end
+  local block = {}
+  for d = 1, #shape do
+    if shape[d] % tiling[d] ~= 0 then
+      fail("ValueError", "dimension %d (size %d) does not split into %d equal partitions: dlrun "
+           .. "needs a regular grid of equal blocks", d - 1, shape[d], tiling[d])
+    end
+    block[d] = shape[d] // tiling[d]
+  end
+  for _, p in ipairs(parts) do
+    local start = {}
+    for d = 1, #shape do start[d] = p.position[d] * block[d] end
+    if table.concat(start, ",") ~= table.concat(p.start, ",")
+        or table.concat(block, ",") ~= table.concat(p.shape, ",") then
+      fail("ValueError", "the partition at position %s has start %s and shape %s, but a regular "
+           .. "grid %s over shape %s puts it at start %s with shape %s", tuple(p.position),
+           tuple(p.start), tuple(p.shape), tuple(tiling), tuple(shape), tuple(start), tuple(block))
+    end
+  end
+end
+
+return function(dl)
+  -- Import p's data when it belongs on this process, checking shape and dtype.
+  local function import(p, first)
+    if p.home ~= nil and p.home.process_index ~= dl.process_index() then return nil end
+    if p.data == nil then
+      if p.home == nil then
+        fail("ValueError", "the partition at position %s has neither data nor a location",
+             tuple(p.position))
+      end
+      fail("ValueError", "the partition at position %s is on %s, a device of this process, but "
+           .. "has no data", tuple(p.position), tostring(p.home))
+    end
+    local a = dl.from_dlpack(p.data)
+    if table.concat(a.shape, ",") ~= table.concat(p.shape, ",") then
+      fail("ValueError", "the partition at position %s has shape %s, but its data has shape %s",
+           tuple(p.position), tuple(p.shape), tuple(a.shape))
+    end
+    if first ~= nil and a.dtype ~= first.array.dtype then
+      fail("ValueError", "the partition at position %s has dtype %s, but the one at position %s "
+           .. "has %s: every partition must have one dtype", tuple(p.position), a.dtype,
+           tuple(first.position), first.array.dtype)
+    end
+    local here = a.addressable_shards[1].device
+    p.home = p.home or here
+    if here ~= p.home then a = dl.device_put(a, p.home) end
+    return a
+  end
+
+  -- Nested devices table of the grid's shape (row-major parts).
+  local function nest(parts, tiling, d, k)
+    if d > #tiling then return parts[k].home, k + 1 end
+    local t = {}
+    for i = 1, tiling[d] do t[i], k = nest(parts, tiling, d + 1, k) end
+    return t, k
+  end
+
+  function dl.from_partitioned(...)
+    errors.check_nargs("from_partitioned", 2, ...)
+    local desc, sharding = ...
+    if type(desc) ~= "table" then
+      fail("TypeError", "argument 1 (desc) must be a table {shape=, partition_tiling=, "
+           .. "partitions=}, got %s", typename(desc))
+    end
+    if sharding ~= nil and class_of(sharding) ~= "Sharding" then
+      fail("TypeError", "argument 2 (sharding) must be a Sharding, got %s", typename(sharding))
+    end
+    local shape = ints(desc.shape, "shape", 0)
+    local tiling = ints(desc.partition_tiling, "partition_tiling", 1)
+    same_length(tiling, "partition_tiling", shape)
+    local count = 1
+    for d = 1, #tiling do count = count * tiling[d] end
+    if count > MAX_PARTITIONS then
+      fail("ValueError", "partition_tiling %s has %d positions (at most %d)", tuple(tiling),
+           count, MAX_PARTITIONS)
+    end
+    local n = list(desc.partitions, "partitions", count,
+                   "a list of {position=, start=, shape=, location=, data=}")
+    local parts = {}
+    for i = 1, n do parts[i] = entry(rawget(desc.partitions, i), i, shape, tiling) end
+    check_grid(parts, shape, tiling)
+    -- Row-major order, as the mesh takes its devices.
+    table.sort(parts, function(a, b)
+      for d = 1, #shape do
+        if a.position[d] ~= b.position[d] then return a.position[d] < b.position[d] end
+      end
+      return false
+    end)
+    local arrays, first = {}, nil
+    for _, p in ipairs(parts) do
+      local a = import(p, first)
+      if a ~= nil then
+        arrays[#arrays + 1] = a
+        first = first or {array = a, position = p.position}
+      end
+    end
+    local seen = {}
+    for _, p in ipairs(parts) do
+      if p.home == nil then
+        fail("ValueError", "the partition at position %s has no location", tuple(p.position))
+      end
+      if seen[p.home] then
+        fail("ValueError", "the partitions at positions %s and %s are both on %s: an inferred "
+             .. "sharding needs one device per partition", tuple(seen[p.home].position),
+             tuple(p.position), tostring(p.home))
+      end
+      seen[p.home] = p
+    end
+    local names, mesh = {}, nil
+    if #shape == 0 then
+      mesh = dl.Mesh({parts[1].home}, {"p0"})
+    else
+      for d = 1, #shape do names[d] = "p" .. (d - 1) end
+      mesh = dl.Mesh((nest(parts, tiling, 1, 1)), names)
+    end
+    local inferred = dl.NamedSharding(mesh, dl.P(table.unpack(names)))
+    local out = dl.make_array_from_single_device_arrays(shape, inferred, arrays)
+    if sharding ~= nil then out = dl.device_put(out, sharding) end
+    return out
+  end
+end
