@@ -210,7 +210,7 @@ def bench_import(n, runs):
             # wait keeps the figure honest should it become asynchronous).
             def dl_import():
                 cap = v.__dlpack__()
-                st = imp(rt, GetPointer(cap, b"dltensor"), None, opts_ref, out_ref)
+                st = imp(rt, GetPointer(cap, b"dltensor"), None, opts_ref, out_ref, None)
                 if st != 0:
                     raise RuntimeError("dlrun_import: %s" % dl.last_error().decode())
                 SetName(cap, USED)

@@ -44,6 +44,10 @@ void dlrun_lua_check_nargs(lua_State *L, const char *fn, int max);
  * TypeError, or "unknown option" as a ValueError (configure, device_put). */
 void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const char *const *keys,
                                  const char *class_name);
+/* The same, answering which keys are there: bit i for keys[i] (at most 32),
+ * so that a caller looks up only those. */
+unsigned dlrun_lua_option_keys_present(lua_State *L, int idx, const char *fn,
+                                       const char *const *keys, const char *class_name);
 /* RuntimeError for a dlrun userdata at idx whose __gc has already run. */
 int dlrun_lua_released_error(lua_State *L, int idx);
 void dlrun_lua_errors_open(lua_State *L);

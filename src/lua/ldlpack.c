@@ -174,9 +174,11 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
                          "a table {stream=, max_version=, dl_device=, copy=, legacy_sharing=}");
   static const char *const keys[] = {"stream",   "max_version",    "dl_device",
                                      "copy",     "legacy_sharing", NULL};
-  dlrun_lua_check_option_keys(L, idx, fn, keys, "TypeError");
+  enum { STREAM = 1, MAX_VERSION = 2, DL_DEVICE = 4, COPY = 8, LEGACY_SHARING = 16 };
+  /* Only the keys present are looked up: an export per call stays cheap. */
+  unsigned has = dlrun_lua_option_keys_present(L, idx, fn, keys, "TypeError");
   int64_t a, b;
-  if (opt_int_pair(L, idx, "max_version", fn, &a, &b)) {
+  if ((has & MAX_VERSION) && opt_int_pair(L, idx, "max_version", fn, &a, &b)) {
     if (a < 0 || b < 0 || a > UINT32_MAX || b > UINT32_MAX)
       dlrun_lua_raise(L, "BufferError", "%s: max_version (%lld, %lld) is not a version", fn,
                       (long long)a, (long long)b);
@@ -184,7 +186,7 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
     o.max_major = (uint32_t)a;
     o.max_minor = (uint32_t)b;
   }
-  if (opt_int_pair(L, idx, "dl_device", fn, &a, &b)) {
+  if ((has & DL_DEVICE) && opt_int_pair(L, idx, "dl_device", fn, &a, &b)) {
     /* Core takes int32 values: refuse others here, as given, in core's words. */
     if (a < INT32_MIN || a > INT32_MAX)
       dlrun_lua_raise(L, "BufferError",
@@ -200,7 +202,8 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
     o.device_type = (int32_t)a;
     o.device_id = (int32_t)b;
   }
-  o.copy = check_copy(L, idx, fn);
+  if (has & COPY) o.copy = check_copy(L, idx, fn);
+  if (!(has & (LEGACY_SHARING | STREAM))) return o;
   int t = lua_getfield(L, idx, "legacy_sharing");
   if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "share") == 0)
     o.legacy_sharing = DLRUN_LEGACY_SHARE;

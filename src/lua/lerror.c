@@ -77,15 +77,18 @@ void dlrun_lua_check_nargs(lua_State *L, const char *fn, int max) {
                     max == 1 ? "" : "s", n);
 }
 
-void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const char *const *keys,
-                                 const char *class_name) {
+unsigned dlrun_lua_option_keys_present(lua_State *L, int idx, const char *fn,
+                                       const char *const *keys, const char *class_name) {
   idx = lua_absindex(L, idx);
+  unsigned present = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    size_t n = 0;
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
     int known = 0;
-    for (const char *const *key = keys; k && *key && !known; key++) known = strcmp(k, *key) == 0;
+    for (const char *const *key = keys; k && *key && !known; key++)
+      if ((known = strlen(*key) == n && memcmp(k, *key, n) == 0)) present |= 1u << (key - keys);
     if (known) continue;
     char expected[256];
     size_t used = 0;
@@ -99,6 +102,12 @@ void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const ch
                     strcmp(class_name, "TypeError") == 0 ? "unexpected" : "unknown",
                     luaL_tolstring(L, -1, NULL), expected);
   }
+  return present;
+}
+
+void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const char *const *keys,
+                                 const char *class_name) {
+  dlrun_lua_option_keys_present(L, idx, fn, keys, class_name);
 }
 
 int dlrun_lua_released_error(lua_State *L, int idx) {
