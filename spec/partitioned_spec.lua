@@ -260,7 +260,14 @@ local y = dl.from_partitioned(d)
 print(p, "trip", dl.transfer_stats().bytes_moved, y.is_fully_addressable,
       y.addressable_shards[1].device.id,
       table.concat(y.addressable_shards[1].data:tolist()[2], ","))
-print(p, "cols", where(global(dl.P("y")):__partitioned__()))]], {args = "--devices sim:2"})
+print(p, "cols", where(global(dl.P("y")):__partitioned__()))
+-- Both blocks' first holders are process 0's: process 1 gets an array holding no shard,
+-- until a sharding asks for its replicas.
+local c = global(dl.P("y"))
+local yc = dl.from_partitioned(c:__partitioned__())
+local zc = dl.from_partitioned(c:__partitioned__(), c.sharding)
+print(p, "cols trip", #yc.addressable_shards, yc.dtype, #zc.addressable_shards,
+      zc.sharding == c.sharding, table.concat(dl.process_allgather(zc, true):tolist()[4], ","))]], {args = "--devices sim:2"})
     assert.are.equal("", err)
     assert.are.equal(0, status)
     local want = {
@@ -270,6 +277,8 @@ print(p, "cols", where(global(dl.P("y")):__partitioned__()))]], {args = "--devic
       "1\ttrip\t0\tfalse\t2\t41,42",
       "0\tcols\t0,0@0:0+1:2=data 1,0@0:1+1:3=data locals 0,0;1,0",
       "1\tcols\t0,0@0:0+1:2=data 1,0@0:1+1:3=data locals 0,0;1,0",
+      "0\tcols trip\t2\tint32\t2\ttrue\t41,42",
+      "1\tcols trip\t0\tint32\t2\ttrue\t41,42",
     }
     table.sort(want)
     assert.are.same(want, H.sorted_lines(out))

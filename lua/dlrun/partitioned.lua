@@ -271,7 +271,22 @@ return function(dl)
       mesh = dl.Mesh((nest(parts, tiling, 1, 1)), names)
     end
     local inferred = dl.NamedSharding(mesh, dl.P(table.unpack(names)))
-    local out = dl.make_array_from_single_device_arrays(shape, inferred, arrays)
+    local out
+    if #arrays > 0 then
+      out = dl.make_array_from_single_device_arrays(shape, inferred, arrays)
+    else
+      -- No partition lives on this process's devices: its data for the others' (a
+      -- replica here) gives the dtype of an array holding no shard.
+      local dtype = nil
+      for _, p in ipairs(parts) do
+        if dtype == nil and p.data ~= nil then dtype = dl.from_dlpack(p.data).dtype end
+      end
+      if dtype == nil then
+        fail("ValueError", "no partition is on this process (process %d) and none has data, "
+             .. "so nothing gives the dtype", dl.process_index())
+      end
+      out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
+    end
     if sharding ~= nil then out = dl.device_put(out, sharding) end
     return out
   end
