@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "dlrun/dlrun.h"
+#include "median.h"
 #include "mem/pool.h" /* internal: the pool benchmark drives a pool directly */
 
 #define MIB (1024.0 * 1024.0)
@@ -81,19 +82,6 @@ static void *xmalloc(size_t n) {
   return p;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n) {
-  double *s = xmalloc((size_t)n * sizeof *s);
-  memcpy(s, v, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  free(s);
-  return m;
-}
 
 /* Host memory, touched (page faults out of the way). */
 static void *touched(size_t n, unsigned char fill) {

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "dlrun/dlrun.h"
+#include "median.h"
 
 #define K 2 /* sim devices per process */
 
@@ -83,19 +84,6 @@ static long minor_faults(void) {
   return u.ru_minflt;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n) {
-  double *s = xmalloc((size_t)n * sizeof *s);
-  memcpy(s, v, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  free(s);
-  return m;
-}
 
 /* The slowest process's time of a run (every process calls it). */
 static double job_time(double t) {

@@ -137,6 +137,9 @@ void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
 void dlrun_lua_array_open(lua_State *L);
+/* Add methods to Array (after dlrun_lua_array_open): other files' methods,
+ * such as __dlpack__ and __partitioned__. */
+void dlrun_lua_add_array_methods(lua_State *L, const luaL_Reg *methods);
 /* Push the result of putting the Array x (at idx) onto the Sharding
  * userdata at sharding_idx (ltransfer.c): x itself when nothing had to
  * change, else a new Array. Returns the pushed array, anchored by it. */

@@ -486,3 +486,11 @@ void dlrun_lua_array_open(lua_State *L) {
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 }
+
+void dlrun_lua_add_array_methods(lua_State *L, const luaL_Reg *methods) {
+  luaL_getmetatable(L, DLRUN_ARRAY_MT);
+  lua_getfield(L, -1, "__index");
+  lua_getupvalue(L, -1, 1); /* the methods table */
+  luaL_setfuncs(L, methods, 0);
+  lua_pop(L, 3);
+}

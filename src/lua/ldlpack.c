@@ -410,12 +410,7 @@ void dlrun_lua_dlpack_open(lua_State *L) {
   dlrun_lua_new_metatable(L, DLRUN_CAPSULE_MT, "Capsule", meta);
   lua_pop(L, 1);
   /* Arrays gain the DLPack methods. */
-  luaL_getmetatable(L, DLRUN_ARRAY_MT);
-  lua_getfield(L, -1, "__index");
-  lua_getupvalue(L, -1, 1); /* the methods table */
-  lua_pushcfunction(L, l_dlpack);
-  lua_setfield(L, -2, "__dlpack__");
-  lua_pushcfunction(L, l_dlpack_device);
-  lua_setfield(L, -2, "__dlpack_device__");
-  lua_pop(L, 3);
+  static const luaL_Reg methods[] = {
+      {"__dlpack__", l_dlpack}, {"__dlpack_device__", l_dlpack_device}, {NULL, NULL}};
+  dlrun_lua_add_array_methods(L, methods);
 }

@@ -103,10 +103,6 @@ void dlrun_lua_partitioned_open(lua_State *L) {
   lua_pushcfunction(L, box_gc);
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
-  luaL_getmetatable(L, DLRUN_ARRAY_MT);
-  lua_getfield(L, -1, "__index");
-  lua_getupvalue(L, -1, 1); /* the methods table */
-  lua_pushcfunction(L, l_partitioned);
-  lua_setfield(L, -2, "__partitioned__");
-  lua_pop(L, 3);
+  static const luaL_Reg methods[] = {{"__partitioned__", l_partitioned}, {NULL, NULL}};
+  dlrun_lua_add_array_methods(L, methods);
 }
