@@ -61,6 +61,24 @@ function M.typename(v)
   return type(name) == "string" and name or type(v)
 end
 
+-- How messages show a value that should have been a number: a number as
+-- itself ("-1", "1.5"), a string quoted after its type (string "0", escaped,
+-- cut after 40 bytes with ...), a boolean after its type (boolean true), any
+-- other value by typename. As the C side (dlrun_lua_describe).
+local QUOTE_MAX = 40
+local ESCAPES = {["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r", ['"'] = '\\"', ["\\"] = "\\\\"}
+
+function M.describe(v)
+  local t = type(v)
+  if t == "number" then return tostring(v) end
+  if t == "boolean" then return "boolean " .. tostring(v) end
+  if t ~= "string" then return M.typename(v) end
+  local s = v:sub(1, QUOTE_MAX):gsub('[%c"\\]', function(c)
+    return ESCAPES[c] or ("\\%03d"):format(c:byte())
+  end)
+  return ('string "%s"%s'):format(s, #v > QUOTE_MAX and "..." or "")
+end
+
 -- TypeError "<fn>: expected at most <max> arguments, got <n>" (the C
 -- functions' text) when more than max values follow: check_nargs(fn, max, ...).
 function M.check_nargs(fn, max, ...)

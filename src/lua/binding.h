@@ -29,6 +29,10 @@ int dlrun_lua_raise(lua_State *L, const char *class_name, const char *fmt, ...)
 /* The type of the value at idx as messages name it: its metatable's __name
  * when that is a string ("FILE*", "Device", "Array"), else its Lua type. */
 const char *dlrun_lua_typename(lua_State *L, int idx);
+/* Push and return how messages show the value at idx where a number was
+ * wanted: "-1", "1.5", string "0", boolean true, else its typename
+ * (errors.describe in lua/dlrun/errors.lua). */
+const char *dlrun_lua_describe(lua_State *L, int idx);
 /* TypeError: "<fn>: argument <n> (<what>) must be <expected>, got <type>". */
 int dlrun_lua_type_error(lua_State *L, const char *fn, int arg, const char *what,
                          const char *expected);
