@@ -1019,6 +1019,20 @@ describe("an explicit device memory that over-commits host RAM", function()
     assert.are.equal(note(), err)
   end)
 
+  it("is said when the capacities add up past 2^64: the total saturates, never wraps", function()
+    -- 4 x 2^62 bytes wrapped to the other memories' few GiB, and the note was skipped.
+    -- (Nothing is allocated: 4 EiB of address space cannot be reserved.)
+    local out, err, status = child_raw("emit{#dl.devices(), stats(dl.devices()[1]).bytes_limit}",
+                                       {"--devices", "sim:4", "--device-memory", "4194304TiB"})
+    assert.are.equal(0, status, err)
+    assert.are.equal(("{[1]=4,[2]=%d}"):format(1 << 62), out)
+    assert.are.equal(("dlrun: warning: device memory of 4.00EiB on each of 4 sim devices "
+                      .. "over-commits host RAM: the memories of all devices add up to at least "
+                      .. "16.00EiB, more than the %s of RAM, so filling them may get the process "
+                      .. "killed instead of raising ResourceExhaustedError\n")
+                     :format(human(host_ram())), err)
+  end)
+
   it("is not said when the explicit size fits, nor for the defaults", function()
     local _, err, status = child_raw(USE, {"--devices", "sim:8", "--device-memory", "64MiB"})
     assert.are.equal(0, status, err)

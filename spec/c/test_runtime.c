@@ -458,6 +458,17 @@ static void test_config(void) {
     CHECK(rt && rt->memory_total > 2ull << 40, "total");
     dlrun_runtime_release(rt);
   }
+  TEST("capacities adding up past 2^64 saturate the total and still have the note") {
+    dlrun_runtime *rt = make_runtime("sim:4", 1ull << 62);
+    const char *note = dlrun_runtime_memory_note(rt);
+    CHECK(note != NULL, "4 x 4 EiB not noted");
+    if (note)
+      CHECK_STR_CONTAINS(note, "device memory of 4.00EiB on each of 4 sim devices over-commits "
+                               "host RAM: the memories of all devices add up to at least "
+                               "16.00EiB, more than the ");
+    CHECK(rt && rt->memory_total == UINT64_MAX, "total");
+    dlrun_runtime_release(rt);
+  }
 }
 
 /* ---- tracing: streamed to the file named at start ---- */
