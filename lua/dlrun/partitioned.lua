@@ -79,15 +79,6 @@ local function ints(v, what, min)
   return out
 end
 
--- The global array's byte size must fit int64 too (as dlrun_shape_nbytes);
--- `a` is one partition's data, giving the dtype.
-local function check_nbytes(shape, a)
-  if a.itemsize > 0 and product(shape) > math.maxinteger // a.itemsize then
-    fail("ValueError", "shape %s of %s is too large: its byte size overflows int64", tuple(shape),
-         a.dtype)
-  end
-end
-
 local function same_length(v, what, shape)
   if #v ~= #shape then
     fail("ValueError", "%s %s has %d entries, but shape %s has %d dimensions", what, tuple(v),
@@ -299,21 +290,19 @@ return function(dl)
     local inferred = dl.NamedSharding(mesh, dl.P(table.unpack(names)))
     local out
     if #arrays > 0 then
-      check_nbytes(shape, arrays[1])
       out = dl.make_array_from_single_device_arrays(shape, inferred, arrays)
     else
       -- No partition lives on this process's devices: its data for the others' (a
       -- replica here) gives the dtype of an array holding no shard.
-      local sample = nil
+      local dtype = nil
       for _, p in ipairs(parts) do
-        if sample == nil and p.data ~= nil then sample = dl.from_dlpack(p.data) end
+        if dtype == nil and p.data ~= nil then dtype = dl.from_dlpack(p.data).dtype end
       end
-      if sample == nil then
+      if dtype == nil then
         fail("ValueError", "no partition is on this process (process %d) and none has data, "
              .. "so nothing gives the dtype", dl.process_index())
       end
-      check_nbytes(shape, sample)
-      out = dl.make_array_from_callback(shape, inferred, function() end, sample.dtype)
+      out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
     end
     if sharding ~= nil then out = dl.device_put(out, sharding) end
     return out
