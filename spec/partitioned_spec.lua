@@ -292,6 +292,8 @@ describe("dl.from_partitioned reads descriptions raw and checks their arithmetic
         {shape = {8}, partition_tiling = {true}})
     bad(V, "partitions[2].start[1] must be an integer >= 0, got 1.5",
         desc(function(d) d.partitions[2].start = {1.5} end))
+    -- Floats in the fewest digits that read back (tostring would say 1.844674407371e+19).
+    bad(V, "shape[1] must be an integer >= 0, got 1.8446744073709552e+19", {shape = {2^64}})
     bad(V, "partitions[2].shape[1] must be an integer >= 0, got table",
         desc(function(d) d.partitions[2].shape = {{4}} end))
     bad(V, "partitions[2].shape[1] must be an integer >= 0, got Device",
