@@ -36,8 +36,8 @@ const char *dlrun_lua_describe(lua_State *L, int idx);
 /* TypeError: "<fn>: argument <n> (<what>) must be <expected>, got <type>". */
 int dlrun_lua_type_error(lua_State *L, const char *fn, int arg, const char *what,
                          const char *expected);
-/* The same, but a number is shown by its value ("got 1.5", "got inf"): for
- * arguments that must be particular numbers. */
+/* The same, but a number is shown by its value ("got 1.5", "got inf", as
+ * dlrun_lua_describe): for arguments that must be particular numbers. */
 int dlrun_lua_number_error(lua_State *L, const char *fn, int arg, const char *what,
                            const char *expected);
 /* TypeError "<fn>: expected at most <max> arguments, got <n>" when the

@@ -69,7 +69,7 @@ static int shape_entry(lua_State *L, int idx, const char *fn, const char *what, 
       return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d is too large (%.17g)", fn, what,
                              pos, x);
     return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d must be an integer, got %s", fn,
-                           what, pos, luaL_tolstring(L, idx, NULL));
+                           what, pos, dlrun_lua_describe(L, idx));
   }
   if (v < 0)
     return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d is negative (%lld)", fn, what, pos,

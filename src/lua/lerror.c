@@ -79,7 +79,7 @@ int dlrun_lua_number_error(lua_State *L, const char *fn, int arg, const char *wh
                            const char *expected) {
   if (lua_type(L, arg) != LUA_TNUMBER) return dlrun_lua_type_error(L, fn, arg, what, expected);
   return dlrun_lua_raise(L, "TypeError", "%s: argument %d (%s) must be %s, got %s", fn, arg,
-                         what, expected, luaL_tolstring(L, arg, NULL));
+                         what, expected, dlrun_lua_describe(L, arg));
 }
 
 void dlrun_lua_check_nargs(lua_State *L, const char *fn, int max) {
