@@ -682,6 +682,9 @@ describe("dl.configure", function()
     it("device_memory numbers must be whole and positive", function()
       expect_error("ValueError", "configure: device_memory must be a whole number of bytes, got 1.5",
                    dl.configure, {device_memory = 1.5})
+      -- A float in the fewest digits that read back as it (errors.describe).
+      expect_error("ValueError", "configure: device_memory must be a whole number of bytes, got "
+                   .. "1.8446744073709552e+19", dl.configure, {device_memory = 2^64})
       expect_error("ValueError", "configure: device_memory must be positive, got -1",
                    dl.configure, {device_memory = -1})
       expect_error("ValueError", "configure: device_memory must be positive, got 0",
