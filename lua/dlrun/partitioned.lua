@@ -212,9 +212,8 @@ return function(dl)
     return t, k
   end
 
-  function dl.from_partitioned(...)
-    errors.check_nargs("from_partitioned", 2, ...)
-    local desc, sharding = ...
+  -- The array desc describes, on this process (no communication).
+  local function rebuild(desc, sharding)
     if type(desc) ~= "table" then
       fail("TypeError", "argument 1 (desc) must be a table {shape=, partition_tiling=, "
            .. "partitions=}, got %s", typename(desc))
@@ -287,7 +286,23 @@ return function(dl)
       end
       out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
     end
-    if sharding ~= nil then out = dl.device_put(out, sharding) end
     return out
+  end
+
+  -- With a sharding, in a job of several processes, the call is collective (its device_put
+  -- may move data between processes): this process's checks join the agreement first, so
+  -- that a description refused on one process is an error on every process.
+  function dl.from_partitioned(...)
+    local desc, sharding = ...
+    if sharding == nil then
+      errors.check_nargs("from_partitioned", 2, ...)
+      return rebuild(desc)
+    end
+    local ok, out = pcall(function(...)
+      errors.check_nargs("from_partitioned", 2, ...)
+      return rebuild(desc, sharding)
+    end, ...)
+    dl._agree("from_partitioned", not ok and out or nil)
+    return dl.device_put(out, sharding)
   end
 end
