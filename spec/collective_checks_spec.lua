@@ -22,6 +22,7 @@ try("deleted", dl.export, x, {strategy = "gather"})
 x = global()
 try("option", dl.export, x, p == 1 and {strategy = "gather", bogus = 1} or {strategy = "gather"})
 try("strategy", dl.export, x, {strategy = p == 1 and "gahter" or "allgather"})
+try("mismatch", dl.export, x, {strategy = p == 1 and "allgather" or "gather"})
 try("default strategy", dl.export, x, p == 1 and {copy = 1} or nil)
 try("try_export", dl.try_export, x, p == 1 and {copy = 1} or nil)
 -- Gathered onto process 1's first device, which must copy.
@@ -92,6 +93,11 @@ describe("a collective entry point's checks failing on one process", function()
           want[#want + 1] = ("%d\t%s\t%s"):format(p, case, p == 1 and own
             or ("RuntimeError: %s failed on process 1: %s"):format(call, own))
         end
+        want[#want + 1] = ("%d\tmismatch\tRuntimeError: export mismatch: the strategy differs: "
+                           .. "process %d has %s, process %d %s"):format(p, p,
+                           p == 1 and "'allgather'" or "'gather onto SimDevice(id=0)'",
+                           p == 1 and 0 or 1,
+                           p == 1 and "'gather onto SimDevice(id=0)'" or "'allgather'")
         want[#want + 1] = ("%d\tafter\t%s"):format(p, table.concat(all, ","))
         want[#want + 1] = ("%d\tgather\t0\ttrue"):format(p)
       end

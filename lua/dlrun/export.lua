@@ -55,7 +55,9 @@
 --               to put the array on {device}; pass copy=nil, or use strategy \"replica\"
 --               or \"shards\""
 -- Errors of the core (a deleted array's RuntimeError, out of memory, __dlpack__'s own
--- BufferError and ValueError for bad DLPack options) pass through unchanged.
+-- BufferError and ValueError for bad DLPack options) pass through unchanged. A collective
+-- export of an array spanning processes raises any of these on every process: its own on
+-- the failing one, RuntimeError "export failed on process N: ..." elsewhere.
 local errors = require "dlrun.errors"
 
 local STRATEGIES = {auto = true, gather = true, replica = true, host = true, shards = true,

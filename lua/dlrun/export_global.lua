@@ -1,8 +1,11 @@
 -- Export strategies for a global array: one not fully addressable, whose shards lie on
--- several processes of a job. Loaded by dlrun.export, which sends such arrays here. Every strategy but "shards" and "replica" is collective: every process calls
--- dl.export with the same strategy (and, for "gather", the same device), in the same
--- order, as for any collective; a mismatch is the collective's RuntimeError on every
--- process.
+-- several processes of a job. Loaded by dlrun.export, which sends such arrays here. Every
+-- strategy but "shards" and "replica" is collective: every process calls dl.export with
+-- the same strategy (and, for "gather", the same device), in the same order, as for any
+-- collective. Each process's checks of the call join one agreement ("export") before
+-- anything moves, and the local end of the strategy (the copy=false check, the export)
+-- another after: a failure on one process is its own error there and "export failed on
+-- process N: ..." on the others; a mismatch is the agreement's RuntimeError everywhere.
 --
 --   "gather"    onto one device of one process (opts.device, default the first device of
 --               process 0 on the array's platform). On that process the result is as on one
