@@ -10,7 +10,9 @@ local p, n = dl.process_index(), dl.process_count()
 local mesh = dl.make_mesh({n, 2}, {"x", "y"})
 local function global()
   return dl.make_array_from_callback({2 * n, 2}, dl.NamedSharding(mesh, dl.P("x")),
-                                     function(index) return dl.full({2, 2}, index[1][1], "int32") end)
+                                     function(index)
+                                       return dl.full({2, 2}, index[1][1], "int32")
+                                     end)
 end
 local function try(case, f, ...)
   local ok, e = pcall(f, ...)
@@ -37,6 +39,8 @@ for q = 0, n - 1 do if q ~= 1 then others[#others + 1] = dl.devices()[2 * q + 1]
 local r = dl.make_array_from_callback({4}, dl.NamedSharding(dl.Mesh(others, {"r"}), dl.P()),
                                       function() return dl.arange(4, "int32") end, "int32")
 try("no partition", dl.from_partitioned, r:__partitioned__(), dl.NamedSharding(mesh, dl.P()))
+try("device_put", dl.device_put, x, dl.NamedSharding(mesh, dl.P("y")),
+    p == 1 and {bogus = true} or nil)
 try("allgather", dl.process_allgather, dl.array({p}), p == 1 and "yes" or true)
 try("broadcast", dl.broadcast_one_to_all, p == 1 and {"a"} or dl.array({p}))
 try("assert_equal", dl.assert_equal, dl.array({1}), p == 1 and 3 or "same")
@@ -50,11 +54,14 @@ print(p, "gather", g.process_index, g.bytes_moved > 0 == (p == 0))]]
 local function own_errors(n)
   local options = "strategy, device, max_version, dl_device, copy, stream, legacy_sharing"
   return {
-    {"deleted", "export", ("RuntimeError: Array has been deleted with shape=int32[%d,2]."):format(2 * n)},
-    {"option", "export", "TypeError: export: unexpected option 'bogus' (expected " .. options .. ")"},
+    {"deleted", "export",
+     ("RuntimeError: Array has been deleted with shape=int32[%d,2]."):format(2 * n)},
+    {"option", "export",
+     "TypeError: export: unexpected option 'bogus' (expected " .. options .. ")"},
     {"strategy", "export", 'ValueError: export: unknown strategy "gahter" (expected "auto", '
                            .. '"gather", "allgather", "replica", "host" or "shards")'},
-    {"default strategy", "export", "TypeError: __dlpack__: copy must be a boolean or nil, got number"},
+    {"default strategy", "export",
+     "TypeError: __dlpack__: copy must be a boolean or nil, got number"},
     {"try_export", "export", "TypeError: __dlpack__: copy must be a boolean or nil, got number"},
     {"copy", "export", ('ValueError: export: copy=false forbids copies, but strategy "gather" had '
                         .. 'to copy %dB to put the array on SimDevice(id=2); pass copy=nil, or use '
@@ -65,6 +72,8 @@ local function own_errors(n)
     {"no partition", "from_partitioned",
      "ValueError: from_partitioned: no partition is on this process (process 1) and none has "
      .. "data, so nothing gives the dtype"},
+    {"device_put", "device_put",
+     "ValueError: device_put: unknown option 'bogus' (expected donate, may_alias)"},
     {"allgather", "process_allgather",
      "TypeError: process_allgather: argument 2 (tiled) must be a boolean, got string"},
     {"broadcast", "broadcast_one_to_all",
