@@ -83,8 +83,8 @@ static int check_flag(lua_State *L, const char *fn, const char *what) {
   return lua_toboolean(L, 2);
 }
 
-/* The checks of x [, flag]: pushes the Array (x, or x's data made one) and
- * the flag. */
+/* The checks of x [, flag]: pushes the Array (x, or x's data made one: then
+ * host_input has pushed it) and the flag. */
 static int array_and_flag(lua_State *L, const char *fn, const char *what) {
   int flag = check_flag(L, fn, what);
   int top = lua_gettop(L);
@@ -122,9 +122,10 @@ static int l_broadcast_one_to_all(lua_State *L) {
 
 static int assert_equal_checks(lua_State *L) {
   dlrun_lua_check_nargs(L, "assert_equal", 2);
-  if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
+  lua_settop(L, 2);
+  if (!lua_isnil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
     return dlrun_lua_type_error(L, "assert_equal", 2, "message", "a string");
-  int top = lua_gettop(L);
+  int top = lua_gettop(L); /* as array_and_flag */
   if (host_input(L, 1, "assert_equal", "x") && lua_gettop(L) == top) lua_pushvalue(L, 1);
   lua_pushvalue(L, 2);
   return 2;
@@ -133,7 +134,6 @@ static int assert_equal_checks(lua_State *L) {
 /* assert_equal(x [, message]): AssertionError on every process unless all
  * hold the same value. */
 static int l_assert_equal(lua_State *L) {
-  lua_settop(L, lua_gettop(L) < 2 ? 2 : lua_gettop(L));
   dlrun_lua_collective_checks(L, "assert_equal", assert_equal_checks, 2);
   dlrun_lua_check(L, dlrun_assert_equal(dlrun_lua_test_array(L, -2), lua_tostring(L, -1)));
   return 0;
