@@ -68,6 +68,21 @@ DLRUN_API dlrun_status dlrun_sync_global(const char *name);
  * finished; a wait past the timeout fails too. Call it before
  * dlrun_distributed_shutdown when the work ended well. Alone: DLRUN_OK. */
 DLRUN_API dlrun_status dlrun_distributed_finish(const char *what);
+/* Collective: join the agreement that precedes collective `call`, for a
+ * caller that checks the call's arguments itself before making it (the Lua
+ * binding's collective entry points, dl.export of a global array). `mine` is
+ * this process's check: DLRUN_OK, or the status of its failure, `message`
+ * its text. Every process passes the same `call` and, when `what` is not
+ * NULL, the same `value` (`what` names it in the message). Returns `mine`
+ * with `message` on this process when it failed; else RuntimeError on every
+ * process when another failed ("<call> failed on process 1: ValueError:
+ * <its message>"), made another collective call ("<call> mismatch: ..."),
+ * or passed another value ("<call> mismatch: <what> differs: process 0 has
+ * '...', process 1 '...'"); a wait past the timeout fails too. Alone:
+ * `mine`, with `message`. */
+DLRUN_API dlrun_status dlrun_distributed_agree(const char *call, const char *what,
+                                               const char *value, dlrun_status mine,
+                                               const char *message);
 /* End the whole job now with exit status `code` (every process, without
  * waiting for them): what an uncaught error on one process must do. Alone:
  * exit(code). Never returns. */

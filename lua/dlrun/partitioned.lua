@@ -222,9 +222,14 @@ return function(dl)
     return t, k
   end
 
-  function dl.from_partitioned(...)
-    errors.check_nargs("from_partitioned", 2, ...)
-    local desc, sharding = ...
+  local function no_dtype()
+    fail("ValueError", "no partition is on this process (process %d) and none has data, so "
+         .. "nothing gives the dtype", dl.process_index())
+  end
+
+  -- The array desc describes, on this process (no communication); with a sharding, nil
+  -- and the shape and inferred sharding when nothing here gives the dtype.
+  local function rebuild(desc, sharding)
     if type(desc) ~= "table" then
       fail("TypeError", "argument 1 (desc) must be a table {shape=, partition_tiling=, "
            .. "partitions=}, got %s", typename(desc))
@@ -298,13 +303,50 @@ return function(dl)
       for _, p in ipairs(parts) do
         if dtype == nil and p.data ~= nil then dtype = dl.from_dlpack(p.data).dtype end
       end
-      if dtype == nil then
-        fail("ValueError", "no partition is on this process (process %d) and none has data, "
-             .. "so nothing gives the dtype", dl.process_index())
-      end
+      -- With a sharding, another process's data gives it (see dl.from_partitioned).
+      if dtype == nil and sharding ~= nil then return nil, shape, inferred end
+      if dtype == nil then no_dtype() end
       out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
     end
-    if sharding ~= nil then out = dl.device_put(out, sharding) end
     return out
+  end
+
+  -- The dtype of the first process whose rebuilt array has one (mine: this process's, or
+  -- nil): one small collective.
+  local function shared_dtype(mine)
+    local bytes = {string.byte(mine or "", 1, -1)}
+    for i = #bytes + 1, 16 do bytes[i] = 0 end
+    for _, row in ipairs(dl.process_allgather(dl.array(bytes, "uint8")):tolist()) do
+      if row[1] ~= 0 then
+        local name = {}
+        for i = 1, #row do if row[i] ~= 0 then name[i] = string.char(row[i]) end end
+        return table.concat(name)
+      end
+    end
+    return nil
+  end
+
+  -- With a sharding, in a job of several processes, the call is collective (its device_put
+  -- may move data between processes): this process's checks join the agreement first, so
+  -- that a description refused on one process is an error on every process.
+  function dl.from_partitioned(...)
+    local desc, sharding = ...
+    if sharding == nil then
+      errors.check_nargs("from_partitioned", 2, ...)
+      return rebuild(desc)
+    end
+    local ok, out, shape, inferred = pcall(function(...)
+      errors.check_nargs("from_partitioned", 2, ...)
+      return rebuild(desc, sharding)
+    end, ...)
+    dl._agree("from_partitioned", not ok and out or nil)
+    -- A process holding no partition and no data (nothing of a sharded array, say) takes
+    -- the dtype from another process's: every process asks, as none knows who lacks it.
+    local dtype = dl.process_count() > 1 and shared_dtype(out and out.dtype) or nil
+    if out == nil then
+      if dtype == nil then no_dtype() end
+      out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
+    end
+    return dl.device_put(out, sharding)
   end
 end

@@ -202,3 +202,11 @@ void dlrun_distributed_shutdown(void) {
   joined = false;
   pthread_mutex_unlock(&mu);
 }
+
+dlrun_status dlrun_distributed_agree(const char *call, const char *what, const char *value,
+                                     dlrun_status mine, const char *message) {
+  if (mine < DLRUN_OK || mine >= DLRUN_STATUS_COUNT) mine = DLRUN_ERR_RUNTIME;
+  if (mine) dlrun_fail(mine, "%s", message ? message : "");
+  dlrun_dist_field field = {what, value ? value : ""};
+  return dlrun_dist_agree_call(call ? call : "", mine, what ? 1 : 0, &field);
+}

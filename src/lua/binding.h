@@ -69,6 +69,18 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
 void dlrun_lua_push_exported(lua_State *L, const dlrun_exported *e);
 void dlrun_lua_partitioned_open(lua_State *L);
 
+/* ---- collective entry points (lagree.c) ---- */
+/* The error value on top of the stack is this process's failed check of
+ * collective `call`: join the call's agreement with it (every other process
+ * then raises "<call> failed on process N: <Class>: <message>") and raise
+ * it here. Never returns. */
+int dlrun_lua_join_failed(lua_State *L, const char *call);
+/* Run checks(arguments...) protected, leaving its nresults results on top;
+ * its error joins the agreement of `call` (dlrun_lua_join_failed). */
+void dlrun_lua_collective_checks(lua_State *L, const char *call, lua_CFunction checks,
+                                 int nresults);
+void dlrun_lua_agree_open(lua_State *L);
+
 /* ---- runtime and devices (lruntime.c, ldevice.c) ---- */
 /* The runtime of this Lua state (the process default), created on first use. */
 dlrun_runtime *dlrun_lua_runtime(lua_State *L);

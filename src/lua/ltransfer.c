@@ -208,21 +208,61 @@ static int looks_like_options(lua_State *L, int idx) {
   return 1;
 }
 
-/* dl.device_put(x [, target] [, {donate=, may_alias=}]): target is a
- * Device, a Sharding, or a tree of them that is a prefix of x's tree. */
-static int l_device_put(lua_State *L) {
+/* device_put's own checks of its arguments: the options (at 2 or 3), and
+ * whether the target is a tree. */
+static dlrun_put_options put_arguments(lua_State *L, int *opts_idx, bool *target_tree) {
   dlrun_lua_check_nargs(L, "device_put", 3);
-  if (lua_gettop(L) < 1) return dlrun_lua_type_error(L, "device_put", 1, "x", "an Array or data");
-  int opts_idx = 3;
-  bool target_tree = dlrun_lua_is_plain_table(L, 2);
+  if (lua_gettop(L) < 1) dlrun_lua_type_error(L, "device_put", 1, "x", "an Array or data");
+  *opts_idx = 3;
+  *target_tree = dlrun_lua_is_plain_table(L, 2);
   /* device_put(x, {options}): a plain table in place of the target. */
-  if (target_tree && lua_isnoneornil(L, 3) && looks_like_options(L, 2)) {
-    opts_idx = 2;
-    target_tree = false;
+  if (*target_tree && lua_isnoneornil(L, 3) && looks_like_options(L, 2)) {
+    *opts_idx = 2;
+    *target_tree = false;
   }
-  dlrun_put_options o = check_put_options(L, opts_idx);
+  dlrun_put_options o = check_put_options(L, *opts_idx);
   if (o.donate && o.may_alias == DLRUN_ALIAS_ALLOW)
-    return dlrun_lua_raise(L, "ValueError", "may_alias and donate cannot be True at the same time.");
+    dlrun_lua_raise(L, "ValueError", "may_alias and donate cannot be True at the same time.");
+  return o;
+}
+
+static int put_checks(lua_State *L) {
+  int opts_idx;
+  bool target_tree;
+  put_arguments(L, &opts_idx, &target_tree);
+  return 0;
+}
+
+static bool sharding_within(const dlrun_sharding *s, int process) {
+  for (size_t i = 0; i < dlrun_sharding_device_count(s); i++)
+    if (dlrun_device_process_index(dlrun_sharding_device(s, i)) != process) return false;
+  return true;
+}
+
+/* Whether the put is collective as the arguments stand, before any check:
+ * x one Array, and its devices and the target's (a Device or a Sharding;
+ * x's own sharding without one) spanning processes. */
+static bool put_spans(lua_State *L) {
+  dlrun_array *x = dlrun_lua_test_array(L, 1);
+  if (!x || dlrun_process_count() < 2) return false;
+  dlrun_sharding *s = dlrun_array_sharding(x);
+  int p = dlrun_device_process_index(dlrun_sharding_device(s, 0));
+  if (!sharding_within(s, p)) return true;
+  dlrun_device *d = dlrun_lua_test_device(L, 2);
+  if (d) return dlrun_device_process_index(d) != p;
+  dlrun_sharding *t = dlrun_lua_test_sharding(L, 2);
+  return t && !sharding_within(t, p);
+}
+
+/* dl.device_put(x [, target] [, {donate=, may_alias=}]): target is a
+ * Device, a Sharding, or a tree of them that is a prefix of x's tree. A
+ * put of one Array between processes checks its arguments under the
+ * agreement, so that a bad one on one process fails it on every process. */
+static int l_device_put(lua_State *L) {
+  if (put_spans(L)) dlrun_lua_collective_checks(L, "device_put", put_checks, 0);
+  int opts_idx;
+  bool target_tree;
+  dlrun_put_options o = put_arguments(L, &opts_idx, &target_tree);
   lua_settop(L, opts_idx);
   if (target_tree) {
     lua_newtable(L);
