@@ -152,6 +152,10 @@ void dlrun_lua_sharding_open(lua_State *L);
 void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
+/* Push a Lua-owned host buffer holding a's whole value, read from this
+ * process's shards (raises the fetch error when they do not cover it);
+ * returns it. */
+void *dlrun_lua_read_all(lua_State *L, dlrun_array *a);
 void dlrun_lua_array_open(lua_State *L);
 /* Add methods to Array (after dlrun_lua_array_open): other files' methods,
  * such as __dlpack__ and __partitioned__. */

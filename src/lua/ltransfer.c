@@ -280,6 +280,20 @@ static int l_device_put(lua_State *L) {
   return 1;
 }
 
+/* An array that spans processes, read from this process's shards (a
+ * replica here; else the fetch error) into a new array on the host device
+ * (the Sharding userdata at host_idx): no collective, as JAX reads it. */
+static void get_global(lua_State *L, dlrun_array *x, int host_idx) {
+  void *data = dlrun_lua_read_all(L, x);
+  dlrun_array *out;
+  dlrun_lua_check(L, dlrun_array_from_host(dlrun_lua_test_sharding(L, host_idx),
+                                           dlrun_array_dtype(x), dlrun_array_ndim(x),
+                                           dlrun_array_shape(x), data, dlrun_array_nbytes(x),
+                                           &out));
+  lua_pop(L, 1); /* the bytes */
+  dlrun_lua_push_array(L, out, host_idx);
+}
+
 /* dl.device_get(x): arrays materialised on the host cpu device (the
  * Sharding userdata at *host_idx); tables of arrays map element-wise;
  * anything else passes through. */
@@ -287,8 +301,9 @@ static void get_leaf(lua_State *L, int idx, void *ctx) {
   int host_idx = *(const int *)ctx;
   luaL_checkstack(L, 4, "device_get: no room on the Lua stack");
   dlrun_array *x = dlrun_lua_test_array(L, idx);
-  if (x) dlrun_lua_check(L, dlrun_array_block_until_ready(dlrun_lua_push_put(L, idx, x, host_idx, NULL)));
-  else lua_pushvalue(L, idx);
+  if (!x) lua_pushvalue(L, idx);
+  else if (!dlrun_sharding_is_fully_addressable(dlrun_array_sharding(x))) get_global(L, x, host_idx);
+  else dlrun_lua_check(L, dlrun_array_block_until_ready(dlrun_lua_push_put(L, idx, x, host_idx, NULL)));
 }
 
 static int l_device_get(lua_State *L) {
