@@ -226,6 +226,8 @@ describe("device_put with a tree of targets (a prefix of x's tree, as JAX)", fun
     local before = D[2]:memory_stats().bytes_in_use
     local ok = pcall(dl.device_put, x, {a = D[2], b = "nope"})
     assert.is_false(ok)
+    -- a is put before b fails (keys in order); its copy may still be in flight
+    D[2]:synchronize()
     collectgarbage()
     collectgarbage()
     assert.are.equal(before, D[2]:memory_stats().bytes_in_use)
@@ -320,6 +322,10 @@ describe("tables keyed otherwise than 1..n are trees, as JAX maps a dict", funct
     assert.are.same({2, 2}, r[1].shape)
     assert.are.same({0}, r.n.shape)
     for _, x in ipairs {r.a, r.b.c, r.b.d, r[1], r.n} do assert.are.equal(D[2], x:devices()[1]) end
+    r = dl.device_put({[1] = 1, [3] = 3}) -- keys other than 1..n, whatever #t says
+    assert.are.same({"Array(1, dtype=int32)", "Array(3, dtype=int32)"},
+                    {tostring(r[1]), tostring(r[3])})
+    assert.is_nil(r[2])
     r = dl.device_put({1, 2, x = 3})
     assert.are.same({"Array(1, dtype=int32)", "Array(2, dtype=int32)", "Array(3, dtype=int32)"},
                     {tostring(r[1]), tostring(r[2]), tostring(r.x)})

@@ -169,6 +169,8 @@ void dlrun_lua_map_tree(lua_State *L, int idx, const char *fn, int keyed, dlrun_
  * byte-wise, then false and true, then Devices by id; returns how many.
  * TypeError naming `fn` for a key of another type. */
 lua_Integer dlrun_lua_push_tree_keys(lua_State *L, int idx, const char *fn);
+/* The number of keys of the table at idx (raw, as lua_next finds them). */
+lua_Integer dlrun_lua_count_keys(lua_State *L, int idx);
 /* Whether the key at a comes before the one at b in that order (keys of
  * other types come last, in no order). */
 int dlrun_lua_key_less(lua_State *L, int a, int b);

@@ -104,21 +104,29 @@ const char *dlrun_lua_key_text(lua_State *L, int idx, char *buf, size_t n) {
     if (lua_isinteger(L, idx)) snprintf(buf, n, "the key %lld", (long long)lua_tointeger(L, idx));
     else snprintf(buf, n, "the key %.14g", (double)lua_tonumber(L, idx));
     break;
-  case LUA_TBOOLEAN: snprintf(buf, n, "the key %s", lua_toboolean(L, idx) ? "true" : "false"); break;
+  case LUA_TBOOLEAN:
+    snprintf(buf, n, "the key %s", lua_toboolean(L, idx) ? "true" : "false");
+    break;
   default: snprintf(buf, n, "a key of type %s", dlrun_lua_typename(L, idx)); break;
   }
   return buf;
 }
 
-lua_Integer dlrun_lua_push_tree_keys(lua_State *L, int idx, const char *fn) {
+lua_Integer dlrun_lua_count_keys(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
-  luaL_checkstack(L, 6, "no room on the Lua stack for a tree's keys");
   lua_Integer n = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
     n++;
   }
+  return n;
+}
+
+lua_Integer dlrun_lua_push_tree_keys(lua_State *L, int idx, const char *fn) {
+  idx = lua_absindex(L, idx);
+  luaL_checkstack(L, 6, "no room on the Lua stack for a tree's keys");
+  lua_Integer n = dlrun_lua_count_keys(L, idx);
   lua_createtable(L, n < (1 << 26) ? (int)n : 0, 0);
   int found = lua_gettop(L);
   tree_key *keys = lua_newuserdatauv(L, (size_t)n * sizeof *keys + 1, 0);

@@ -76,9 +76,10 @@ static lua_Integer position_of(lua_State *L, int base, int idx) {
 }
 
 /* Whether the table on top holds a key that array data cannot (so it is a
- * tree of its own). */
+ * tree of its own): array data has the keys 1..n, n being the number of its
+ * keys (not #t, whose border is ambiguous where a list has holes). */
 static int is_keyed(lua_State *L) {
-  if (!dlrun_lua_find_stray_key(L, -1, (lua_Integer)lua_rawlen(L, -1), 0)) return 0;
+  if (!dlrun_lua_find_stray_key(L, -1, dlrun_lua_count_keys(L, -1), 0)) return 0;
   lua_pop(L, 1);
   return 1;
 }
