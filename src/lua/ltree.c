@@ -24,7 +24,7 @@ enum {
   W_TABLES = 1, /* position -> table, in discovery order */
   W_NUMBER,     /* table -> position */
   W_PARENTS,    /* position -> the position (or a list of them) of tables holding it */
-  W_MARKED,     /* position -> true once an Array is reachable from it */
+  W_MARKED,     /* position -> true once it is a tree (maps to a new table) */
   W_QUEUE,      /* positions still to propagate "is a tree" from, then to map */
   W_RESULT,     /* position -> the result table */
   W_MEMO,       /* leaf object (table or userdata) -> its mapped value */
