@@ -382,6 +382,9 @@ describe("the order in which trees are walked (one order on every process)", fun
     local MSG = "a tree's keys must be numbers, strings, booleans or Devices (every process "
                 .. "walks a tree in one order), got a key of type "
     expect_error("TypeError", "device_put: " .. MSG .. "function", dl.device_put, {[print] = 1})
+    -- several: the first by type name, the same everywhere
+    expect_error("TypeError", "device_put: " .. MSG .. "function", dl.device_put,
+                 {[{}] = 1, [coroutine.create(print)] = 2, [print] = 3, a = 4})
     expect_error("TypeError", "device_get: " .. MSG .. "table", dl.device_get,
                  {[{}] = dl.zeros({1})})
     expect_error("TypeError", "device_put: " .. MSG .. "Mesh", dl.device_put,

@@ -172,7 +172,7 @@ lua_Integer dlrun_lua_push_tree_keys(lua_State *L, int idx, const char *fn);
 /* The number of keys of the table at idx (raw, as lua_next finds them). */
 lua_Integer dlrun_lua_count_keys(lua_State *L, int idx);
 /* Whether the key at a comes before the one at b in that order (keys of
- * other types come last, in no order). */
+ * other types come last, by type name alone). */
 int dlrun_lua_key_less(lua_State *L, int a, int b);
 /* How messages name the key at idx: `the key "w"`, `the key 2`, `a key of
  * type function`. Returns buf. */

@@ -21,7 +21,7 @@ typedef struct tree_key {
   int is_int;
   lua_Integer i; /* an integer, a boolean, a Device's id */
   lua_Number x;  /* a float */
-  const char *s; /* a string, anchored by the table that holds it */
+  const char *s; /* a string, anchored by the table that holds it; a type name */
   size_t len;
   lua_Integer slot; /* where the key is kept while sorting */
 } tree_key;
@@ -52,6 +52,10 @@ static tree_key key_of(lua_State *L, int idx) {
     break;
   default: break;
   }
+  if (k.rank == RANK_NONE) { /* ordered by type name alone, for messages */
+    k.s = luaL_typename(L, idx);
+    k.len = strlen(k.s);
+  }
   return k;
 }
 
@@ -79,7 +83,8 @@ static int compare_keys(const void *pa, const void *pb) {
   if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
   switch (a->rank) {
   case RANK_NUMBER: return compare_numbers(a, b);
-  case RANK_STRING: {
+  case RANK_STRING:
+  case RANK_NONE: {
     int c = memcmp(a->s, b->s, a->len < b->len ? a->len : b->len);
     return c ? (c > 0) - (c < 0) : (a->len > b->len) - (a->len < b->len);
   }
@@ -135,18 +140,21 @@ lua_Integer dlrun_lua_push_tree_keys(lua_State *L, int idx, const char *fn) {
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
     keys[i] = key_of(L, -1);
-    if (keys[i].rank == RANK_NONE) {
-      char key[160];
-      dlrun_lua_raise(L, "TypeError",
-                      "%s: a tree's keys must be numbers, strings, booleans or Devices (every "
-                      "process walks a tree in one order), got %s",
-                      fn, dlrun_lua_key_text(L, -1, key, sizeof key));
-    }
     keys[i].slot = i + 1;
     lua_pushvalue(L, -1);
     lua_rawseti(L, found, ++i);
   }
   qsort(keys, (size_t)i, sizeof *keys, compare_keys);
+  lua_Integer first_other = i;
+  while (first_other > 0 && keys[first_other - 1].rank == RANK_NONE) first_other--;
+  if (first_other < i) { /* the same message on every process: the least such key */
+    char key[160];
+    lua_rawgeti(L, found, keys[first_other].slot);
+    dlrun_lua_raise(L, "TypeError",
+                    "%s: a tree's keys must be numbers, strings, booleans or Devices (every "
+                    "process walks a tree in one order), got %s",
+                    fn, dlrun_lua_key_text(L, -1, key, sizeof key));
+  }
   lua_createtable(L, (int)(i < (1 << 26) ? i : 0), 0);
   for (lua_Integer j = 0; j < i; j++) {
     lua_rawgeti(L, found, keys[j].slot);
