@@ -6,6 +6,7 @@
 
 #include "array_impl.h"
 #include "core/alloc.h"
+#include "core/dtype_impl.h"
 #include "core/status_impl.h"
 #include "dist/dist.h"
 #include "dlrun/multihost.h"
@@ -212,37 +213,47 @@ dlrun_status dlrun_broadcast_one_to_all(dlrun_array *x, int is_source, dlrun_arr
   return st;
 }
 
+/* Whether the element of `dtype` at p is unequal to itself: a NaN. */
+static bool is_nan(dlrun_dtype dtype, const unsigned char *p) {
+  return dlrun_dtype_first_unequal(dtype, p, p, 1) == 0;
+}
+
 dlrun_status dlrun_assert_equal(dlrun_array *x, const char *message) {
   dlrun_status st = check_array("assert_equal", x, true);
   if ((st = agree("assert_equal", st, st ? NULL : x, NULL, NULL))) return st;
   unsigned char *all;
   if ((st = gather_bytes(x, "assert_equal", &all))) return st;
+  /* Every process compares every process's values with process 0's, as
+   * np.equal does, so all reach one outcome. Process 0 is compared with
+   * itself too: a NaN equals nothing. */
   int n = dlrun_process_count();
   size_t nbytes = (size_t)x->nbytes, esize = dlrun_dtype_get(x->dtype)->size;
+  int64_t count = (int64_t)(nbytes / esize), at = -1;
+  int total = 0, first = -1;
+  for (int r = 0; r < n; r++) {
+    int64_t i = dlrun_dtype_first_unequal(x->dtype, all, all + (size_t)r * nbytes, count);
+    if (i >= 0 && !total++) first = r, at = i;
+  }
+  if (!total) {
+    dlrun_free(all);
+    return DLRUN_OK;
+  }
   char who[256] = "";
   size_t len = 0;
-  int differ = 0, total = 0;
-  int64_t first = -1;
-  for (int r = 1; r < n; r++) total += memcmp(all, all + (size_t)r * nbytes, nbytes) != 0;
-  for (int r = 1; r < n; r++) {
-    const unsigned char *v = all + (size_t)r * nbytes;
-    if (!memcmp(all, v, nbytes)) continue;
-    differ++;
-    const char *sep = differ == 1 ? "" : differ == total ? " and " : ", ";
+  for (int r = first, listed = 0; listed < total; r++) {
+    if (r > first && dlrun_dtype_first_unequal(x->dtype, all, all + (size_t)r * nbytes, count) < 0)
+      continue;
+    const char *sep = !listed++ ? "" : listed == total ? " and " : ", ";
     if (len < sizeof who) len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", sep, r);
-    if (first < 0)
-      for (size_t b = 0; b < nbytes; b++)
-        if (all[b] != v[b]) {
-          first = (int64_t)(b / esize);
-          break;
-        }
   }
+  const unsigned char *at0 = all + (size_t)at * esize, *at_first = at0 + (size_t)first * nbytes;
+  bool nan = is_nan(x->dtype, at0) || is_nan(x->dtype, at_first);
   dlrun_free(all);
-  if (!differ) return DLRUN_OK;
   const char *m = message ? message : "";
   return dlrun_fail(DLRUN_ERR_ASSERTION,
                     "%s%s%s %s %s different from process 0's (the first difference is at flat "
-                    "element %lld).",
-                    m, *m ? " " : "", differ > 1 ? "Processes" : "Process", who,
-                    differ > 1 ? "hold values" : "holds a value", (long long)first);
+                    "element %lld%s).",
+                    m, *m ? " " : "", total > 1 ? "Processes" : "Process", who,
+                    total > 1 ? "hold values" : "holds a value", (long long)at,
+                    nan ? ", a NaN: NaN equals no value, not even NaN" : "");
 }

@@ -112,6 +112,11 @@ const char *dlrun_lua_position(const int64_t *index, int depth, char *buf, size_
 /* Whether the value at idx may be data for dl.array: a number, a boolean
  * or a table (checked further when converted). */
 int dlrun_lua_is_data(lua_State *L, int idx);
+/* Whether the table at idx has a raw key that array data cannot have: one
+ * outside 1..n, or, in a complex element {re=, im=} (one holding re), other
+ * than re and im. If so, pushes such a key (the least in the order of
+ * dlrun_lua_push_tree_keys when `least`, else the first found). */
+int dlrun_lua_find_stray_key(lua_State *L, int idx, lua_Integer n, int least);
 /* Convert the Lua value at idx into a scalar; false if it is not one. */
 int dlrun_lua_to_scalar(lua_State *L, int idx, dlrun_scalar *out);
 void dlrun_lua_push_scalar(lua_State *L, const dlrun_scalar *s);
@@ -171,10 +176,27 @@ int dlrun_lua_is_plain_table(lua_State *L, int idx);
 /* Pushes the value mapped from the leaf at idx; may raise. */
 typedef void (*dlrun_lua_leaf_fn)(lua_State *L, int idx, void *ctx);
 /* Push the tree at idx mapped leaf by leaf: a new table for every plain
- * table from which an Array is reachable (keys kept), leaf() of every other
+ * table from which an Array is reachable, or with `keyed` one that is not
+ * array data (dlrun_lua_find_stray_key) (keys kept), leaf() of every other
  * value. Iterative (any depth); each table and each leaf object maps once,
- * so shared subtrees stay shared and cycles stay cycles. */
-void dlrun_lua_map_tree(lua_State *L, int idx, dlrun_lua_leaf_fn leaf, void *ctx);
+ * so shared subtrees stay shared and cycles stay cycles. Leaves map in the
+ * same order on every process: breadth-first, keys in tree order; `fn`
+ * names the call in errors about keys. */
+void dlrun_lua_map_tree(lua_State *L, int idx, const char *fn, int keyed, dlrun_lua_leaf_fn leaf,
+                        void *ctx);
+/* Push a list of the keys of the table at idx in the one order every
+ * process walks trees in (lkeys.c): numbers by value, then strings
+ * byte-wise, then false and true, then Devices by id; returns how many.
+ * TypeError naming `fn` for a key of another type. */
+lua_Integer dlrun_lua_push_tree_keys(lua_State *L, int idx, const char *fn);
+/* The number of keys of the table at idx (raw, as lua_next finds them). */
+lua_Integer dlrun_lua_count_keys(lua_State *L, int idx);
+/* Whether the key at a comes before the one at b in that order (keys of
+ * other types come last, by type name alone). */
+int dlrun_lua_key_less(lua_State *L, int a, int b);
+/* How messages name the key at idx: `the key "w"`, `the key 2`, `a key of
+ * type function`. Returns buf. */
+const char *dlrun_lua_key_text(lua_State *L, int idx, char *buf, size_t n);
 
 void dlrun_lua_transfer_open(lua_State *L);
 void dlrun_lua_dlpack_open(lua_State *L);

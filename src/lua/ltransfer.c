@@ -119,9 +119,9 @@ static const char *describe(lua_State *L, int idx) {
 }
 
 static void check_prefix_keys(lua_State *L, int xi, int ti, prefix_walk *w) {
-  lua_pushnil(L);
-  while (lua_next(L, ti)) {
-    lua_pop(L, 1);
+  lua_Integer n = dlrun_lua_push_tree_keys(L, ti, "device_put");
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, -1, k);
     lua_pushvalue(L, -1);
     if (lua_rawget(L, xi) == LUA_TNIL) {
       path_push(L, w, -2);
@@ -130,8 +130,9 @@ static void check_prefix_keys(lua_State *L, int xi, int ti, prefix_walk *w) {
                       "%s and x has no such key",
                       w->path);
     }
-    lua_pop(L, 1);
+    lua_pop(L, 2);
   }
+  lua_pop(L, 1);
 }
 
 /* Push x (at xi) put onto the targets at ti. */
@@ -145,7 +146,7 @@ static void put_prefix(lua_State *L, int xi, int ti, prefix_walk *w, int depth) 
                       w->path, dlrun_lua_typename(L, ti));
     dlrun_lua_push_target(L, ti, "device_put");
     put_args a = {.target_idx = lua_gettop(L), .o = w->o};
-    dlrun_lua_map_tree(L, xi, put_leaf, &a);
+    dlrun_lua_map_tree(L, xi, "device_put", 1, put_leaf, &a);
     lua_remove(L, -2);
     return;
   }
@@ -171,8 +172,11 @@ static void put_prefix(lua_State *L, int xi, int ti, prefix_walk *w, int depth) 
   lua_rawset(L, w->on_path);
   lua_newtable(L);
   int result = lua_gettop(L);
-  lua_pushnil(L);
-  while (lua_next(L, xi)) { /* key, x */
+  lua_Integer n = dlrun_lua_push_tree_keys(L, xi, "device_put");
+  for (lua_Integer k = 1; k <= n; k++) { /* in tree order: puts are collectives */
+    lua_rawgeti(L, result + 1, k);
+    lua_pushvalue(L, -1);
+    lua_rawget(L, xi); /* key, x */
     size_t len = path_push(L, w, -2);
     lua_pushvalue(L, -2);
     if (lua_rawget(L, ti) == LUA_TNIL) /* key, x, t */
@@ -184,9 +188,10 @@ static void put_prefix(lua_State *L, int xi, int ti, prefix_walk *w, int depth) 
     lua_pushvalue(L, -4);
     lua_insert(L, -2);
     lua_rawset(L, result); /* key, x, t */
-    lua_pop(L, 2);
+    lua_pop(L, 3);
     w->path[len] = 0;
   }
+  lua_settop(L, result);
   lua_pushvalue(L, ti);
   lua_pushnil(L);
   lua_rawset(L, w->on_path);
@@ -276,7 +281,7 @@ static int l_device_put(lua_State *L) {
     target_idx = lua_gettop(L);
   }
   put_args args = {.target_idx = target_idx, .o = &o};
-  dlrun_lua_map_tree(L, 1, put_leaf, &args);
+  dlrun_lua_map_tree(L, 1, "device_put", 1, put_leaf, &args);
   return 1;
 }
 
@@ -311,7 +316,7 @@ static int l_device_get(lua_State *L) {
   lua_settop(L, 1);
   dlrun_lua_push_device_sharding(L, dlrun_host_device(dlrun_lua_runtime(L)));
   int host_idx = 2;
-  dlrun_lua_map_tree(L, 1, get_leaf, &host_idx);
+  dlrun_lua_map_tree(L, 1, "device_get", 0, get_leaf, &host_idx);
   return 1;
 }
 
