@@ -129,7 +129,7 @@ describe("make install", function()
     assert.truthy(out:find("/usr/local/lib/lua/5.4/?.so;", 1, true), out)
   end)
 
-  it("writes the version of include/dlrun/dlrun.h everywhere", function()
+  it("writes the version and the ABI number of include/dlrun/dlrun.h everywhere", function()
     assert.truthy(VERSION and VERSION:match("^%d+%.%d+%.%d+$"), VERSION)
     assert.truthy(ABI and tonumber(ABI) >= 1, ABI)
     local lib = S .. "/lib/" .. LIB_FILE
