@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
     --headers) headers=$2; shift ;;
     --baseline) baseline=$2; shift ;;
     --out) out=$2; shift ;;
+    -*) build="" lib="" && break ;;
     *) build=$1 ;;
   esac
   shift
@@ -74,7 +75,8 @@ record="record it with \`make abi-baseline\` and commit $baseline with the chang
 
 if [ ! -f "$baseline" ]; then
   [ -n "$update" ] || fail "no baseline $baseline for $now: $record"
-  cp "$out" "$baseline" && echo "$me: recorded the ABI of $now in $baseline"
+  cp "$out" "$baseline" || fail "cannot write $baseline"
+  echo "$me: recorded the ABI of $now in $baseline"
   exit
 fi
 # abidiff reads a broken abixml (a cut file, a merge's conflict markers) as
@@ -99,16 +101,12 @@ if [ $((rc & 4)) -ne 0 ] && [ "$breaks" -eq 0 ]; then
   breaks=$(($? & 12))
 fi
 
-if [ "$now" != "$was" ]; then
-  if [ -n "$update" ]; then
-    cp "$out" "$baseline" && echo "$me: recorded the ABI of $now in $baseline (was $was)"
-    exit
-  fi
+if [ "$now" != "$was" ] && [ -z "$update" ]; then
   [ "$rc" -ne 0 ] && echo "$report"
   fail "the soname is now $now but $baseline records the ABI of $was; $record"
 fi
 
-if [ "$breaks" -ne 0 ]; then
+if [ "$now" = "$was" ] && [ "$breaks" -ne 0 ]; then
   echo "$report"
   echo "$me: the ABI of $now changed incompatibly (above, against $baseline): a binary" \
        "built against the previous headers would misread dlrun's structs or calls." >&2
@@ -118,13 +116,16 @@ if [ "$breaks" -ne 0 ]; then
        "release, DLRUN_VERSION_STRING), rebuild, then $record"
 fi
 
-if [ "$rc" -ne 0 ]; then
-  echo "$report"
-  if [ -n "$update" ]; then
-    cp "$out" "$baseline" && echo "$me: recorded the additions to $now in $baseline"
-    exit
+[ "$rc" -ne 0 ] && echo "$report"
+if [ -n "$update" ]; then
+  cp "$out" "$baseline" || fail "cannot write $baseline"
+  if [ "$now" != "$was" ]; then
+    echo "$me: recorded the ABI of $now in $baseline (was $was)"
+  else
+    echo "$me: recorded the ABI of $now in $baseline"
   fi
+elif [ "$rc" -ne 0 ]; then
   echo "$me: $now gained functions, a compatible change (above); $record"
-  exit 0
+else
+  echo "$me: $now matches $baseline"
 fi
-echo "$me: $now matches $baseline"

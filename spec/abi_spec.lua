@@ -138,13 +138,27 @@ describe("scripts/check-abi.sh", function()
     assert.are.equal(0, code)
   end)
 
-  it("passes an added function, saying the baseline can record it", function()
-    local out, code = verdict({header = {{"T_API const", "T_API int t_extra(void);\nT_API const"}},
-                               cflags = "-g -DT_EXTRA"})
+  it("passes an added function, saying the baseline can record it, and records it", function()
+    local args = build({header = {{"T_API const", "T_API int t_extra(void);\nT_API const"}},
+                        cflags = "-g -DT_EXTRA"})
+    local out, code = check(args)
     assert.are.equal(0, code)
     assert.truthy(out:find("[A] 'function int t_extra()'", 1, true), out)
     assert.are.equal("check-abi: libt.so.1 gained functions, a compatible change (above); " .. record(),
                      out:match("[^\n]*\n$"))
+    local before = read_all(root .. "/base.abi")
+    out, code = check(args, true)
+    assert.are.equal("check-abi: recorded the ABI of libt.so.1 in " .. root .. "/base.abi\n",
+                     out:match("[^\n]*\n$"))
+    assert.are.equal(0, code)
+    out, code = check(args)
+    assert.are.equal("check-abi: libt.so.1 matches " .. root .. "/base.abi\n", out)
+    assert.are.equal(0, code)
+    -- Removing it again is now a break; back to the first baseline.
+    out, code = check(build({}))
+    assert.are.equal(1, code)
+    assert.truthy(out:find("[D] 'function int t_extra()'", 1, true), out)
+    write_file(root .. "/base.abi", before)
   end)
 
   local breaks = {
@@ -183,7 +197,8 @@ describe("scripts/check-abi.sh", function()
     assert.are.equal("check-abi: the soname is now libt.so.2 but " .. root .. "/base.abi records the ABI of " ..
                      "libt.so.1; " .. record(), out:match("[^\n]*\n$"))
     out, code = check(args, true)
-    assert.are.equal("check-abi: recorded the ABI of libt.so.2 in " .. root .. "/base.abi (was libt.so.1)\n", out)
+    assert.are.equal("check-abi: recorded the ABI of libt.so.2 in " .. root .. "/base.abi (was libt.so.1)\n",
+                     out:match("[^\n]*\n$"))
     assert.are.equal(0, code)
     out, code = check(args)
     assert.are.equal("check-abi: libt.so.2 matches " .. root .. "/base.abi\n", out)
