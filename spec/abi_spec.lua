@@ -97,6 +97,21 @@ end
 local function record()
   return "record it with `make abi-baseline` and commit " .. root .. "/base.abi with the change\n"
 end
+local function matches(soname)
+  return ("check-abi: %s matches %s/base.abi\n"):format(soname, root)
+end
+local function recorded(soname, was)
+  return ("check-abi: recorded the ABI of %s in %s/base.abi%s\n"):format(soname, root,
+                                                                      was and " (was " .. was .. ")" or "")
+end
+
+-- A check's exit status and last line, then its output (check's results).
+local function expect(status, last, out, code)
+  assert.are.equal(last, out:match("[^\n]*\n$"))
+  assert.are.equal(status, code)
+  return out
+end
+
 local BREAK = "check-abi: the ABI of libt.so.1 changed incompatibly (above, against %s/base.abi): " ..
               "a binary built against the previous headers would misread dlrun's structs or calls.\n" ..
               "check-abi: keep the old declarations as they were (new functions are compatible), or, " ..
@@ -114,9 +129,7 @@ describe("scripts/check-abi.sh", function()
     root = os.tmpname()
     os.remove(root)
     assert(os.execute("mkdir -p " .. q(root)))
-    local out, code = check(build({}), true)
-    assert(code == 0, out)
-    assert.are.equal("check-abi: recorded the ABI of libt.so.1 in " .. root .. "/base.abi\n", out)
+    expect(0, recorded("libt.so.1"), check(build({}), true))
   end)
 
   teardown(function()
@@ -125,38 +138,28 @@ describe("scripts/check-abi.sh", function()
 
   it("passes an unchanged library, built elsewhere, with the same ABI text", function()
     local args, dir = build({})
-    local out, code = check(args)
-    assert.are.equal("check-abi: libt.so.1 matches " .. root .. "/base.abi\n", out)
-    assert.are.equal(0, code)
+    assert.are.equal(matches("libt.so.1"), expect(0, matches("libt.so.1"), check(args)))
     assert.are.equal(read_all(root .. "/base.abi"), read_all(dir .. "/current.abi"))
   end)
 
   it("passes changes to what is not exported, and an enumerator added at the end", function()
-    local out, code = verdict({header = {{"T_ERR_VALUE }", "T_ERR_VALUE, T_ERR_TYPE }"}},
-                               source = {{"int created; }", "long created; char more[64]; }"}}})
-    assert.are.equal("check-abi: libt.so.1 matches " .. root .. "/base.abi\n", out)
-    assert.are.equal(0, code)
+    local out = expect(0, matches("libt.so.1"),
+                       verdict({header = {{"T_ERR_VALUE }", "T_ERR_VALUE, T_ERR_TYPE }"}},
+                                source = {{"int created; }", "long created; char more[64]; }"}}}))
+    assert.are.equal(matches("libt.so.1"), out)
   end)
 
   it("passes an added function, saying the baseline can record it, and records it", function()
     local args = build({header = {{"T_API const", "T_API int t_extra(void);\nT_API const"}},
                         cflags = "-g -DT_EXTRA"})
-    local out, code = check(args)
-    assert.are.equal(0, code)
+    local out = expect(0, "check-abi: libt.so.1 gained functions, a compatible change (above); " .. record(),
+                       check(args))
     assert.truthy(out:find("[A] 'function int t_extra()'", 1, true), out)
-    assert.are.equal("check-abi: libt.so.1 gained functions, a compatible change (above); " .. record(),
-                     out:match("[^\n]*\n$"))
     local before = read_all(root .. "/base.abi")
-    out, code = check(args, true)
-    assert.are.equal("check-abi: recorded the ABI of libt.so.1 in " .. root .. "/base.abi\n",
-                     out:match("[^\n]*\n$"))
-    assert.are.equal(0, code)
-    out, code = check(args)
-    assert.are.equal("check-abi: libt.so.1 matches " .. root .. "/base.abi\n", out)
-    assert.are.equal(0, code)
+    expect(0, recorded("libt.so.1"), check(args, true))
+    assert.are.equal(matches("libt.so.1"), expect(0, matches("libt.so.1"), check(args)))
     -- Removing it again is now a break; back to the first baseline.
-    out, code = check(build({}))
-    assert.are.equal(1, code)
+    out = expect(1, (BREAK:format(root) .. record()):match("[^\n]*\n$"), check(build({})))
     assert.truthy(out:find("[D] 'function int t_extra()'", 1, true), out)
     write_file(root .. "/base.abi", before)
   end)
@@ -191,21 +194,13 @@ describe("scripts/check-abi.sh", function()
 
   it("fails a new soname until the baseline is recorded for it, then passes", function()
     local args = build({header = {{"double fraction;", "double fraction; int streams;"}}, soname = "libt.so.2"})
-    local out, code = check(args)
-    assert.are.equal(1, code)
+    local out = expect(1, "check-abi: the soname is now libt.so.2 but " .. root .. "/base.abi records the ABI of " ..
+                          "libt.so.1; " .. record(), check(args))
     assert.truthy(out:find("SONAME changed from 'libt.so.1' to 'libt.so.2'", 1, true), out)
-    assert.are.equal("check-abi: the soname is now libt.so.2 but " .. root .. "/base.abi records the ABI of " ..
-                     "libt.so.1; " .. record(), out:match("[^\n]*\n$"))
-    out, code = check(args, true)
-    assert.are.equal("check-abi: recorded the ABI of libt.so.2 in " .. root .. "/base.abi (was libt.so.1)\n",
-                     out:match("[^\n]*\n$"))
-    assert.are.equal(0, code)
-    out, code = check(args)
-    assert.are.equal("check-abi: libt.so.2 matches " .. root .. "/base.abi\n", out)
-    assert.are.equal(0, code)
+    expect(0, recorded("libt.so.2", "libt.so.1"), check(args, true))
+    assert.are.equal(matches("libt.so.2"), expect(0, matches("libt.so.2"), check(args)))
     -- Back to the first library for the other cases.
-    out, code = check(build({}), true)
-    assert(code == 0, out)
+    expect(0, recorded("libt.so.1", "libt.so.2"), check(build({}), true))
     assert.truthy(read_all(root .. "/base.abi"):find("soname='libt.so.1'", 1, true))
   end)
 
