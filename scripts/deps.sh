@@ -5,7 +5,7 @@
 #   --check      report what is missing, install nothing
 set -u
 PKGS="gcc make libc6-dev liblua5.4-dev lua5.4 lua-busted libdlpack-dev python3-numpy python3-torch bsdutils
-      binutils pkg-config man-db luarocks openmpi-bin libopenmpi-dev"
+      binutils pkg-config man-db luarocks openmpi-bin libopenmpi-dev abigail-tools"
 check_only=""
 for a in "$@"; do
   case "$a" in

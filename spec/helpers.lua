@@ -199,4 +199,18 @@ local function shards(x)
 end
 ]]
 
+-- A whole file's bytes (an error when it cannot be read), and writing them.
+function M.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+function M.write_file(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
 return M
