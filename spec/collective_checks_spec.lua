@@ -43,6 +43,12 @@ print(p, "no partition", y.dtype, #y.addressable_shards,
       table.concat(y.addressable_shards[2].data:tolist(), ","))
 try("device_put", dl.device_put, x, dl.NamedSharding(mesh, dl.P("y")),
     p == 1 and {bogus = true} or nil)
+-- A tree holding global arrays: its options, and a tree of targets that is no prefix of
+-- x's on process 1 alone, are checked before the first array moves.
+local rows = dl.NamedSharding(mesh, dl.P("y"))
+try("tree option", dl.device_put, {a = x, b = x}, rows, p == 1 and {bogus = true} or nil)
+try("tree targets", dl.device_put, {a = x, b = x},
+    p == 1 and {a = rows, c = rows} or {a = rows, b = rows})
 try("allgather", dl.process_allgather, dl.array({p}), p == 1 and "yes" or true)
 try("broadcast", dl.broadcast_one_to_all, p == 1 and {"a"} or dl.array({p}))
 try("assert_equal", dl.assert_equal, dl.array({1}), p == 1 and 3 or "same")
@@ -73,6 +79,11 @@ local function own_errors(n)
       .. "partitions: dlrun needs a regular grid of equal blocks"):format(2 * n + 1, n)},
     {"device_put", "device_put",
      "ValueError: device_put: unknown option 'bogus' (expected donate, may_alias)"},
+    {"tree option", "device_put",
+     "ValueError: device_put: unknown option 'bogus' (expected donate, may_alias)"},
+    {"tree targets", "device_put",
+     "ValueError: device_put: the targets must be a tree prefix of x, but the targets have x.c "
+     .. "and x has no such key"},
     {"allgather", "process_allgather",
      "TypeError: process_allgather: argument 2 (tiled) must be a boolean, got string"},
     {"broadcast", "broadcast_one_to_all",

@@ -82,6 +82,7 @@ static void put_leaf(lua_State *L, int idx, void *ctx) {
 
 typedef struct prefix_walk {
   const dlrun_put_options *o;
+  bool dry; /* only check the targets' tree against x's: put nothing */
   int on_path; /* stack index of a table: target tables being walked -> true */
   char path[256]; /* where the walk is, for messages; "..." ends a long one */
 } prefix_walk;
@@ -144,6 +145,10 @@ static void put_prefix(lua_State *L, int xi, int ti, prefix_walk *w, int depth) 
                       "device_put: the target for %s must be a Device, a Sharding or a table of "
                       "them, got %s",
                       w->path, dlrun_lua_typename(L, ti));
+    if (w->dry) {
+      lua_pushnil(L);
+      return;
+    }
     dlrun_lua_push_target(L, ti, "device_put");
     put_args a = {.target_idx = lua_gettop(L), .o = w->o};
     dlrun_lua_map_tree(L, xi, "device_put", 1, put_leaf, &a);
@@ -231,10 +236,18 @@ static dlrun_put_options put_arguments(lua_State *L, int *opts_idx, bool *target
   return o;
 }
 
+/* The checks a put between processes makes before its first collective:
+ * the arguments, and a tree of targets against x's tree. */
 static int put_checks(lua_State *L) {
   int opts_idx;
   bool target_tree;
-  put_arguments(L, &opts_idx, &target_tree);
+  dlrun_put_options o = put_arguments(L, &opts_idx, &target_tree);
+  if (target_tree) {
+    lua_settop(L, opts_idx);
+    lua_newtable(L);
+    prefix_walk w = {.o = &o, .dry = true, .on_path = lua_gettop(L), .path = "x"};
+    put_prefix(L, 1, 2, &w, 0);
+  }
   return 0;
 }
 
@@ -244,19 +257,62 @@ static bool sharding_within(const dlrun_sharding *s, int process) {
   return true;
 }
 
+/* Whether the Array, Device or Sharding at v lies on process *p (the
+ * first one met sets it); a plain table not seen before is queued in todo. */
+static bool value_within(lua_State *L, int v, int *p, int seen, int todo, lua_Integer *ntodo) {
+  dlrun_array *x = dlrun_lua_test_array(L, v);
+  dlrun_device *d = dlrun_lua_test_device(L, v);
+  dlrun_sharding *s = x ? dlrun_array_sharding(x) : dlrun_lua_test_sharding(L, v);
+  if (d || s) {
+    if (*p < 0) *p = dlrun_device_process_index(d ? d : dlrun_sharding_device(s, 0));
+    return d ? dlrun_device_process_index(d) == *p : sharding_within(s, *p);
+  }
+  if (dlrun_lua_is_plain_table(L, v)) {
+    lua_pushvalue(L, v);
+    if (lua_rawget(L, seen) == LUA_TNIL) {
+      lua_pushvalue(L, v);
+      lua_pushboolean(L, 1);
+      lua_rawset(L, seen);
+      lua_pushvalue(L, v);
+      lua_rawseti(L, todo, ++*ntodo);
+    }
+    lua_pop(L, 1);
+  }
+  return true;
+}
+
+/* Whether every Array, Device and Sharding reached from the value at idx
+ * (through plain tables, each walked once: cycles end) lies on process *p
+ * (-1: the first one met). */
+static bool within_one_process(lua_State *L, int idx, int *p) {
+  luaL_checkstack(L, 8, "device_put: no room on the Lua stack");
+  int top = lua_gettop(L), seen = top + 1, todo = top + 2;
+  lua_newtable(L);
+  lua_newtable(L);
+  lua_Integer ntodo = 0;
+  bool one = value_within(L, idx, p, seen, todo, &ntodo);
+  while (one && ntodo > 0) {
+    lua_rawgeti(L, todo, ntodo); /* the table to walk, at todo + 1 */
+    lua_pushnil(L);
+    lua_rawseti(L, todo, ntodo--);
+    lua_pushnil(L);
+    while (one && lua_next(L, todo + 1)) {
+      one = value_within(L, lua_gettop(L), p, seen, todo, &ntodo);
+      lua_pop(L, 1);
+    }
+    lua_settop(L, todo);
+  }
+  lua_settop(L, top);
+  return one;
+}
+
 /* Whether the put is collective as the arguments stand, before any check:
- * x one Array, and its devices and the target's (a Device or a Sharding;
- * x's own sharding without one) spanning processes. */
+ * the Arrays of x and the targets (a Device, a Sharding, a tree of them;
+ * the Arrays' own shardings without one) spanning processes. */
 static bool put_spans(lua_State *L) {
-  dlrun_array *x = dlrun_lua_test_array(L, 1);
-  if (!x || dlrun_process_count() < 2) return false;
-  dlrun_sharding *s = dlrun_array_sharding(x);
-  int p = dlrun_device_process_index(dlrun_sharding_device(s, 0));
-  if (!sharding_within(s, p)) return true;
-  dlrun_device *d = dlrun_lua_test_device(L, 2);
-  if (d) return dlrun_device_process_index(d) != p;
-  dlrun_sharding *t = dlrun_lua_test_sharding(L, 2);
-  return t && !sharding_within(t, p);
+  if (dlrun_process_count() < 2) return false;
+  int p = -1;
+  return !within_one_process(L, 1, &p) || (lua_gettop(L) >= 2 && !within_one_process(L, 2, &p));
 }
 
 /* dl.device_put(x [, target] [, {donate=, may_alias=}]): target is a
