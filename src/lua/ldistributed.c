@@ -24,7 +24,9 @@ static int l_sync_global_devices(lua_State *L) {
   dlrun_lua_check_nargs(L, "sync_global_devices", 1);
   if (lua_type(L, 1) != LUA_TSTRING)
     return dlrun_lua_type_error(L, "sync_global_devices", 1, "name", "a string");
-  dlrun_lua_check(L, dlrun_sync_global(lua_tostring(L, 1)));
+  size_t len;
+  const char *name = lua_tolstring(L, 1, &len);
+  dlrun_lua_check(L, dlrun_sync_global_n(name, len));
   return 0;
 }
 
