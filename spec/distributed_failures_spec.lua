@@ -30,7 +30,8 @@ repeat
   if p == 1 then dl._debug.fail_alloc("host", k) end
   local ok, r = pcall(function() return ]] .. call .. [[ end)
   if p == 1 then dl._debug.fail_alloc("host", 0) end
-  if ok then print(p, k, "ok", show(shown(r))) else print(p, k, r.name, r.message) end
+  local v = ok and shown(r)
+  if ok then print(p, k, "ok", type(v) == "string" and v or show(v)) else print(p, k, r.name, r.message) end
 until ok or k == 60]]
 end
 
@@ -90,6 +91,24 @@ local rep = dl.NamedSharding(m, dl.P())
       check_attempts(n, out, "device_put", table.concat(all, ","))
     end)
   end
+end)
+
+describe("a host allocation that fails on one process inside the other collectives", function()
+  it("broadcast_one_to_all and assert_equal raise on every process", function()
+    local x = H.SHOW_SHARDS .. [[
+local x = dl.array({7, 8}, "int16")
+]]
+    local out, err, status = mpirun(3, inject(x, "dl.broadcast_one_to_all(x)"),
+                                    {env = {DLRUN_DISTRIBUTED_TIMEOUT = "60"}})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    check_attempts(3, out, "broadcast_one_to_all", "7,8")
+    out, err, status = mpirun(3, inject(x, "dl.assert_equal(x)", "'equal'"),
+                              {env = {DLRUN_DISTRIBUTED_TIMEOUT = "60"}})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    check_attempts(3, out, "assert_equal", "equal")
+  end)
 end)
 
 describe("DLRUN_DISTRIBUTED_MESSAGE_BYTES", function()

@@ -179,7 +179,7 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
    * that cut them otherwise would read a piece into the wrong place. */
   char text[24];
   snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
-  return dlrun_dist_agree_config("DLRUN_DISTRIBUTED_MESSAGE_BYTES", text);
+  return dlrun_dist_agree("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
 }
 
 bool dlrun_distributed_joined(void) { return joined; }
