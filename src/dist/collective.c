@@ -147,7 +147,7 @@ static dlrun_status mismatch(const char *call, size_t p, const dlrun_dist_field 
                       qb, where);
   return dlrun_fail(DLRUN_ERR_RUNTIME,
                     "%s mismatch: %s differs: process %d has %s, process %d %s%s", call,
-                    fields[p - 1].name, me, qa, r, qb, where);
+                    fields ? fields[p - 1].name : "an argument", me, qa, r, qb, where);
 }
 
 /* The first disagreement of record o (process r) with mine, as the call's
@@ -158,10 +158,13 @@ static dlrun_status compare(const char *call, const dlrun_dist_field *fields, si
                             agreement_style style, const call_record *mine,
                             const char *text_mine, const call_record *o, const char *text_o,
                             size_t avail, int r) {
-  for (size_t p = 0; p < nparts; p++) {
+  /* Every part a record can hold: a call passed with more fields on one
+   * process than on another differs too. */
+  for (size_t p = 0; p < MAX_PARTS; p++) {
     part a = part_of(mine, text_mine, avail, p), b = part_of(o, text_o, avail, p);
     ptrdiff_t at = first_difference(a, mine->len[p], b, o->len[p]);
-    if (at != -1) return mismatch(call, p, fields, style, a, r, b, at);
+    if (at != -1)
+      return mismatch(call, p, p < nparts ? fields : NULL, style, a, r, b, at);
     if (p > 0) continue;
     if (o->seq != mine->seq)
       return dlrun_fail(DLRUN_ERR_RUNTIME,
