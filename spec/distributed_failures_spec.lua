@@ -36,8 +36,8 @@ until ok or k == 60]]
 end
 
 -- Each attempt failed on every process (process 1 with its own error, the
--- others with "<call...> failed on process 1: <name>: <message>"), and the
--- last succeeded everywhere with `want`.
+-- others with "<call...> failed on process 1: <name>: <message>", `call` a
+-- pattern), and the last succeeded everywhere with `want`.
 local function check_attempts(n, out, call, want)
   local t = by_attempt(out)
   assert.is_true(#t >= 2, "no allocation failed:\n" .. out)
@@ -108,6 +108,18 @@ local x = dl.array({7, 8}, "int16")
     assert.are.equal("", err)
     assert.are.equal(0, status)
     check_attempts(3, out, "assert_equal", "equal")
+  end)
+
+  it("process_allgather of a global array (a device_put inside) raises on every process",
+     function()
+    local out, err, status = mpirun(3, inject(H.SHOW_SHARDS .. [[
+local g = dl.arange(0, 6, 1, "int32", dl.NamedSharding(dl.make_mesh({3}, {"x"}), dl.P("x")))
+]], "dl.process_allgather(g, true)"), {args = "--devices sim:1",
+                                          env = {DLRUN_DISTRIBUTED_TIMEOUT = "60"}})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    -- The put inside says which of its steps met the failure.
+    check_attempts(3, out, "[%w_]+", "0,1,2,3,4,5")
   end)
 end)
 

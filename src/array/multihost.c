@@ -85,28 +85,39 @@ static dlrun_status gather_into(dlrun_array *x, const char *call, unsigned char 
   return DLRUN_OK;
 }
 
-/* The global value of x, replicated on every process's host device; this
- * process's copy. */
-static dlrun_status gather_global(dlrun_array *x, dlrun_array **out) {
-  dlrun_runtime *rt = runtime_of(x);
+/* A sharding replicated over every process's host device: where
+ * process_allgather gathers a global array; made before the call is agreed
+ * on. */
+static dlrun_status replicated_on_hosts(dlrun_runtime *rt, dlrun_sharding **out) {
   int n = dlrun_process_count();
+  *out = NULL;
   dlrun_device **hosts = dlrun_malloc((size_t)n * sizeof *hosts);
   if (!hosts) return dlrun_fail_oom_host((size_t)n * sizeof *hosts);
   for (int r = 0; r < n; r++) hosts[r] = dlrun_process_host_device(rt, r);
   const char *axis = "processes";
   int64_t size = n;
   dlrun_mesh *mesh = NULL;
-  dlrun_sharding *s = NULL;
-  dlrun_array *all = NULL;
   dlrun_partition_spec replicated = {0};
   dlrun_status st = dlrun_mesh_create(hosts, (size_t)n, 1, &axis, &size, &mesh);
   dlrun_free(hosts);
-  if (!st) st = dlrun_named_sharding_create(mesh, &replicated, DLRUN_MEM_DEVICE, &s);
-  if (!st) st = dlrun_device_put(x, s, NULL, &all);
+  if (!st) st = dlrun_named_sharding_create(mesh, &replicated, DLRUN_MEM_DEVICE, out);
+  dlrun_mesh_release(mesh);
+  return st;
+}
+
+/* The global value of x, replicated on every process's host device (s);
+ * this process's copy. The put is a collective of its own; taking this
+ * process's copy of its result may still fail here alone, so the outcome
+ * is shared once more. */
+static dlrun_status gather_global(dlrun_array *x, dlrun_sharding *s, dlrun_array **out) {
+  dlrun_array *all = NULL;
+  dlrun_status st = dlrun_device_put(x, s, NULL, &all);
   if (!st) st = dlrun_array_shard_data(all, (size_t)dlrun_process_index(), out);
   dlrun_array_release(all);
-  dlrun_sharding_release(s);
-  dlrun_mesh_release(mesh);
+  if ((st = dlrun_dist_agree_call("process_allgather (gathered)", st, 0, NULL))) {
+    dlrun_array_release(*out);
+    *out = NULL;
+  }
   return st;
 }
 
@@ -128,6 +139,8 @@ dlrun_status dlrun_process_allgather(dlrun_array *x, bool tiled, dlrun_array **o
   int ndim = st ? 0 : x->ndim;
   dlrun_array *res = NULL;
   unsigned char *all = NULL;
+  dlrun_sharding *hosts = NULL;
+  if (!st && global) st = replicated_on_hosts(runtime_of(x), &hosts);
   if (!st && !global) {
     if (stacked) {
       dims[0] = n;
@@ -139,11 +152,14 @@ dlrun_status dlrun_process_allgather(dlrun_array *x, bool tiled, dlrun_array **o
     }
     st = host_target(x, ndim, dims, (size_t)dlrun_process_index(), &res, &all);
   }
-  if ((st = agree("process_allgather", st, st ? NULL : x, "the way to gather", mode))) {
+  if (!(st = agree("process_allgather", st, st ? NULL : x, "the way to gather", mode)) &&
+      global)
+    st = gather_global(x, hosts, out);
+  dlrun_sharding_release(hosts);
+  if (st || global) {
     dlrun_array_release(res);
     return st;
   }
-  if (global) return gather_global(x, out);
   if ((st = gather_into(x, "process_allgather", all))) {
     dlrun_array_release(res);
     return st;
