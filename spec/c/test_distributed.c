@@ -43,6 +43,7 @@ int main(void) {
     CHECK(dlrun_distributed_timeout() == 300.0, "timeout %g", dlrun_distributed_timeout());
     CHECK(dlrun_sync_global("alone") == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(dlrun_sync_global(NULL) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_sync_global_n("a\0b", 3) == DLRUN_OK, "%s", dlrun_last_error());
   }
   TEST("a timeout given, or from the environment, bounds the waits") {
     dlrun_distributed_options o = {.mode = DLRUN_DISTRIBUTED_OFF, .timeout_s = 2.5};
