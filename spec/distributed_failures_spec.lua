@@ -31,7 +31,8 @@ repeat
   local ok, r = pcall(function() return ]] .. call .. [[ end)
   if p == 1 then dl._debug.fail_alloc("host", 0) end
   local v = ok and shown(r)
-  if ok then print(p, k, "ok", type(v) == "string" and v or show(v)) else print(p, k, r.name, r.message) end
+  if ok then print(p, k, "ok", type(v) == "string" and v or show(v))
+  else print(p, k, r.name, r.message) end
 until ok or k == 60]]
 end
 

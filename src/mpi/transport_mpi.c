@@ -56,7 +56,8 @@ static int timed_out(const int *arrived, int pending, double timeout_s, char *er
 static int mpi_failed(int code, const char *what, char *err, size_t errlen) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "code %d", code);
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    snprintf(text, sizeof text, "code %d", code);
   snprintf(err, errlen, "%s failed: %s", what, text);
   return DLRUN_TRANSPORT_FAILED;
 }
@@ -127,6 +128,7 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
     for (size_t c = 0; c < nchunks(counts[r]) && !e; c++) {
       size_t off = c * CHUNK, n = counts[r] - off < CHUNK ? counts[r] - off : CHUNK;
       e = MPI_Irecv(out + displs[r] + off, (int)n, MPI_BYTE, r, tag, comm, &reqs[k++]);
+      if (e) reqs[k - 1] = MPI_REQUEST_NULL;
     }
   }
   size_t sends = k;
@@ -136,6 +138,7 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
       size_t off = c * CHUNK, n = counts[rank] - off < CHUNK ? counts[rank] - off : CHUNK;
       e = MPI_Isend((const unsigned char *)send + off, (int)n, MPI_BYTE, r, tag, comm,
                     &reqs[k++]);
+      if (e) reqs[k - 1] = MPI_REQUEST_NULL;
     }
   }
   if (e) rc = mpi_failed(e, "posting a message", err, errlen);
