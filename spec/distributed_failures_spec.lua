@@ -160,7 +160,7 @@ for _, names in ipairs {{"a\0b", "a\0c"}, {"kjrbxw", "kpscra"}, {long .. "0", lo
 end]])
     assert.are.equal("", err)
     assert.are.equal(0, status)
-    local x80 = ("x"):rep(80)
+    local x95 = ("x"):rep(95)
     local want = {}
     for p = 0, 1 do
       local q = 1 - p
@@ -172,7 +172,7 @@ end]])
       if p == 1 then mine, theirs = theirs, mine end
       want[#want + 1] = line(mine[1], theirs[1])
       want[#want + 1] = line(mine[2], theirs[2])
-      want[#want + 1] = line(x80 .. "...", x80 .. "...", " (they differ from byte 600 on)")
+      want[#want + 1] = line(x95 .. "...", x95 .. "...", " (they differ from byte 600 on)")
       want[#want + 1] = p .. "\ttrue\ttrue\ttrue"
       want[#want + 1] = p .. "\ttrue\ttrue\ttrue"
     end

@@ -37,14 +37,16 @@ typedef struct part {
   size_t len;
 } part;
 
-/* `v` quoted for a message, at most 80 characters of it, with NUL and other
+/* Bytes of a value a message quotes. */
+#define QUOTED_BYTES 95
+
+/* `v` quoted for a message, its first QUOTED_BYTES, with NUL, backslash and
  * control characters escaped ('a\0b'), "..." when cut. */
 static const char *quoted(part v, char *buf, size_t n) {
   size_t k = 0, shown = 0;
   buf[k++] = '\'';
-  for (size_t i = 0; i < v.len && k + 8 < n; i++, shown++) {
-    unsigned char c = (unsigned char)v.text[i];
-    if (shown == 80) break;
+  for (; shown < v.len && shown < QUOTED_BYTES && k + 8 < n; shown++) {
+    unsigned char c = (unsigned char)v.text[shown];
     if (c == '\0') k += (size_t)snprintf(buf + k, n - k, "\\0");
     else if (c == '\\') k += (size_t)snprintf(buf + k, n - k, "\\\\");
     else if (c == '\n') k += (size_t)snprintf(buf + k, n - k, "\\n");
