@@ -335,7 +335,8 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
    * second agreement (the result made, the copies within it queued: they
    * hold what they read and write), so that every process reaches the
    * exchange, or every one learns there why not; after it only the
-   * transport can fail, and then its peers' waits fail too. */
+   * transport can fail, and then its peers' waits fail too (and the
+   * queueing of the second plan, when no worker thread can run at all). */
   if (!st) {
     dlrun_buffer **bufs = dst_bufs;
     dst_bufs = NULL;
