@@ -138,7 +138,8 @@ M.MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_inc
 
 -- Run `code` (with dl = require "dlrun") under mpirun -n n, for at most
 -- opts.limit seconds (120); opts.env, opts.args (dlrun's) and opts.mca (the
--- transport; shared memory by default). Returns stdout, stderr, exit status
+-- transport; shared memory by default); opts.per_rank, shell code each
+-- process runs first (with $OMPI_COMM_WORLD_RANK: an environment per rank). Returns stdout, stderr, exit status
 -- and the seconds it took. Each process writes to files
 -- of its own (mpirun's forwarding may cut one process's line by another's);
 -- the outputs are mpirun's own, then each process's in process order.
@@ -149,7 +150,8 @@ function M.mpirun(n, code, opts)
   local q = shell_quote
   for k, v in pairs(M.mpi_env()) do env[#env + 1] = k .. "=" .. q(v) end
   for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
-  local own = 'exec "$@" >"$0.out.$OMPI_COMM_WORLD_RANK" 2>"$0.err.$OMPI_COMM_WORLD_RANK"'
+  local own = (opts.per_rank and opts.per_rank .. "; " or "")
+              .. 'exec "$@" >"$0.out.$OMPI_COMM_WORLD_RANK" 2>"$0.err.$OMPI_COMM_WORLD_RANK"'
   -- Bounded: a job that hangs is killed (exit 124) instead of stalling the suite.
   local line = table.concat(env, " ") .. " timeout -k 10 " .. (opts.limit or 120)
                .. " mpirun -n " .. n

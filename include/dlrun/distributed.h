@@ -10,6 +10,7 @@
 #define DLRUN_DISTRIBUTED_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -31,7 +32,7 @@ typedef struct dlrun_distributed_options {
   double timeout_s;
   /* The largest message between two processes, in bytes (4096 to 1 GiB);
    * larger pieces go as several. 0: $DLRUN_DISTRIBUTED_MESSAGE_BYTES, else
-   * 1 GiB. */
+   * 1 GiB. Every process of a job must use the same. */
   uint64_t message_bytes;
   /* The transport module to load; NULL: $DLRUN_MPI_MODULE, else
    * libdlrun_mpi.so beside the library (or the executable linking it
@@ -41,8 +42,12 @@ typedef struct dlrun_distributed_options {
 
 /* Join the job as `options` say. Errors: an unknown mode or a negative
  * timeout (ValueError); a launch found but the module or the MPI library
- * missing, or a second call after a join (RuntimeError). Calling it when
- * not launched with mode AUTO just records that this process runs alone. */
+ * missing, or a second call after a join (RuntimeError). Collective once
+ * joined: processes whose message sizes differ fail, each of them, with
+ * ValueError "DLRUN_DISTRIBUTED_MESSAGE_BYTES mismatch: process 0 has
+ * '4096', process 1 '8192'", still joined (call dlrun_distributed_shutdown).
+ * Calling it when not launched with mode AUTO just records that this
+ * process runs alone. */
 DLRUN_API dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options);
 /* Whether this process has joined a job (of any size, one included). */
 DLRUN_API bool dlrun_distributed_joined(void);
@@ -58,6 +63,9 @@ DLRUN_API double dlrun_distributed_timeout(void);
  * differ (naming both), and when the wait passes the timeout. Alone: checks
  * nothing, returns DLRUN_OK. */
 DLRUN_API dlrun_status dlrun_sync_global(const char *name);
+/* The same with a name of `len` bytes, which may hold NUL ("a\0b" and
+ * "a\0c" differ): names are compared whole. */
+DLRUN_API dlrun_status dlrun_sync_global_n(const char *name, size_t len);
 /* Collective: this process has made its last collective call; returns
  * once every process has. `what` names the point in messages (NULL:
  * "dlrun_distributed_finish"; dlrun's command line passes "the end of the

@@ -43,6 +43,7 @@ int main(void) {
     CHECK(dlrun_distributed_timeout() == 300.0, "timeout %g", dlrun_distributed_timeout());
     CHECK(dlrun_sync_global("alone") == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(dlrun_sync_global(NULL) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_sync_global_n("a\0b", 3) == DLRUN_OK, "%s", dlrun_last_error());
   }
   TEST("alone, joining an agreement returns this process's own check, with its message") {
     CHECK(dlrun_distributed_agree("export", "the strategy", "host", DLRUN_OK, NULL) == DLRUN_OK,

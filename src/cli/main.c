@@ -656,9 +656,14 @@ static int join_job(const cli_options *o) {
     return EXIT_FAILURE;
   }
   dlrun_status st = dlrun_distributed_init(&d);
-  if (st) return status_error(st);
   if (dlrun_process_count() > 1)
     snprintf(progname, sizeof progname, PROGNAME "[%d]", dlrun_process_index());
+  if (st) {
+    status_error(st);
+    /* Joined but refused (the processes disagree): every process is here. */
+    dlrun_distributed_shutdown();
+    return EXIT_FAILURE;
+  }
   return PARSE_CONTINUE;
 }
 

@@ -174,7 +174,12 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
     message_bytes = msg;
   }
   pthread_mutex_unlock(&mu);
-  return st;
+  if (st) return st;
+  /* Both ends of a device_put cut its messages by this size: a process
+   * that cut them otherwise would read a piece into the wrong place. */
+  char text[24];
+  snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
+  return dlrun_dist_agree("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
 }
 
 bool dlrun_distributed_joined(void) { return joined; }

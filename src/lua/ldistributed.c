@@ -29,7 +29,9 @@ static int sync_checks(lua_State *L) {
 
 static int l_sync_global_devices(lua_State *L) {
   dlrun_lua_collective_checks(L, "sync_global_devices", sync_checks, 1);
-  dlrun_lua_check(L, dlrun_sync_global(lua_tostring(L, -1)));
+  size_t len;
+  const char *name = lua_tolstring(L, -1, &len);
+  dlrun_lua_check(L, dlrun_sync_global_n(name, len));
   return 0;
 }
 
