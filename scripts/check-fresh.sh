@@ -137,12 +137,13 @@ head=$(git rev-parse HEAD) || fail "not a git checkout"
 git clone -q --no-hardlinks "$src" "$root/root/dlrun" || fail "cannot clone $src into the root"
 git -C "$root/root/dlrun" checkout -q --detach "$head" || fail "cannot check out $head in the clone"
 
-# /dev/shm is the root's own: MPI's shared memory needs one.
-if ! { mount -t proc proc "$root/proc" &&
+# What a booted machine has (MPI reads the topology in /sys); /dev/shm is
+# the root's own: MPI's shared memory needs one.
+if ! { mount -t proc proc "$root/proc" && mount -t sysfs sysfs "$root/sys" &&
        mount --bind /dev "$root/dev" && mount --make-private "$root/dev" &&
        mount --bind /dev/pts "$root/dev/pts" &&
        mount -t tmpfs -o mode=1777 shm "$root/dev/shm"; }; then
-  fail "cannot mount /proc and /dev in the root"
+  fail "cannot mount /proc, /sys and /dev in the root"
 fi
 echo "check-fresh: root ready ($made, copied in $(($(now) - t1)) s), HEAD $head"
 
