@@ -5,13 +5,16 @@
 # root inside it, `make demo` and `make test`. Each must pass the first time.
 # Ends with its own "N passed, N failed" line (one check).
 # Usage: scripts/check-fresh.sh [BUILD_DIR]
+#        scripts/check-fresh.sh --sources   print the root's apt sources, run nothing
 #
 # Needs root and the network. The mirror is the Debian one this machine's apt
 # sources name. The pristine root is kept in BUILD_DIR/fresh/base and copied
 # for each run (FRESH_REBUILD=1 makes it again); the run's root, logs and
 # timings are in BUILD_DIR/fresh.
-# FRESH_DEMO_TIMEOUT and FRESH_TEST_TIMEOUT (seconds) bound each command.
+# FRESH_DEMO_TIMEOUT and FRESH_TEST_TIMEOUT (seconds) bound each command;
+# FRESH_APT_DIR (/etc/apt) is where the machine's sources are read.
 set -u
+apt_dir=${FRESH_APT_DIR:-/etc/apt}
 SUITE=bookworm
 INCLUDE=gcc,make,git,clang-14,python3
 build=${1:-build}
@@ -56,11 +59,11 @@ remove_tree() {
 # "URI SUITE" for each Debian package source of this machine: one-line
 # entries (sources.list, *.list) and deb822 stanzas (*.sources).
 apt_entries() {
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+  for f in "$apt_dir/sources.list" "$apt_dir"/sources.list.d/*.list; do
     [ -r "$f" ] || continue
     sed -n 's/^[[:space:]]*deb[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\([^[:space:]]\{1,\}\)[[:space:]]\{1,\}\([^[:space:]]\{1,\}\).*/\2 \3/p' "$f"
   done
-  for f in /etc/apt/sources.list.d/*.sources; do
+  for f in "$apt_dir"/sources.list.d/*.sources; do
     [ -r "$f" ] || continue
     awk 'function flush(  n, m, i, j, u, s) {
            if (types ~ /(^| )deb( |$)/ && enabled != "no") {
@@ -80,14 +83,25 @@ apt_entries() {
   done
 }
 
-[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot and mounts)"
 entries=$(apt_entries)
 # The mirror serving $SUITE; else any Debian archive named by the sources.
 mirror=$(echo "$entries" | awk -v s="$SUITE" '$2 == s { print $1; exit }')
 [ -n "$mirror" ] || mirror=$(echo "$entries" | awk '$1 ~ /\/debian\/?$/ { print $1; exit }')
-[ -n "$mirror" ] || fail "no Debian mirror in this machine's apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d)"
-security=$(echo "$entries" | awk -v s="$SUITE-security" '$2 == s { print $1; exit }')
+[ -n "$mirror" ] || fail "no Debian mirror in this machine's apt sources ($apt_dir/sources.list, $apt_dir/sources.list.d)"
 case "$mirror" in https:*) INCLUDE="$INCLUDE,ca-certificates" ;; esac
+# The root's sources: the mirror, and the machine's updates and security
+# sources of $SUITE.
+root_sources() {
+  echo "deb $mirror $SUITE main"
+  echo "$entries" | awk -v s="$SUITE" '($2 == s "-updates" || $2 == s "-security") && !seen[$0]++ {
+    print "deb " $1 " " $2 " main" }'
+}
+if [ "$build" = --sources ]; then
+  root_sources
+  exit 0
+fi
+
+[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot and mounts)"
 
 if ! command -v debootstrap >/dev/null 2>&1; then
   echo "check-fresh: installing debootstrap"
@@ -122,11 +136,7 @@ cp -a "$base" "$root" || fail "cannot copy $base to $root"
 rm -f "$root/.dlrun-fresh-complete"
 
 # The machine's Debian sources, and its name servers.
-{
-  echo "deb $mirror $SUITE main"
-  echo "deb $mirror $SUITE-updates main"
-  [ -n "$security" ] && echo "deb $security $SUITE-security main"
-} >"$root/etc/apt/sources.list"
+root_sources >"$root/etc/apt/sources.list"
 rm -f "$root"/etc/apt/sources.list.d/*
 cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
 

@@ -102,4 +102,29 @@ describe("a newcomer's first make", function()
     assert.are.same({"dlrun", "libdlrun.a"}, others)
     assert.truthy(r.output:find("\n" .. r.build .. "/dlrun examples/pipeline.lua\n", 1, true), r.output)
   end)
+
+  it("make check-fresh takes the Debian mirrors this machine's apt sources name, in either format", function()
+    local dir = capture("mktemp -d"):gsub("\n$", "")
+    os.execute("mkdir " .. q(dir .. "/sources.list.d"))
+    local function put(name, text)
+      local f = assert(io.open(dir .. "/" .. name, "w"))
+      f:write(text)
+      f:close()
+    end
+    put("sources.list", "# deb http://old.example/debian bookworm main\n" ..
+        "deb-src http://src.example/debian bookworm main\n" ..
+        "deb [signed-by=/k.gpg] https://mirror.example/debian bookworm-updates main contrib\n")
+    put("sources.list.d/debian.sources", "Types: deb deb-src\nURIs: https://mirror.example/debian\n" ..
+        "Suites: bookworm bookworm-updates\nComponents: main\n\n" ..
+        "Types: deb\nURIs: http://off.example/debian\nSuites: bookworm\nEnabled: no\n\n" ..
+        "# security\nTypes: deb\nURIs: http://security.example/debian-security\n" ..
+        "Suites: bookworm-security\nComponents: main\n")
+    put("sources.list.d/other.sources", "Types: deb\nURIs: https://vendor.example/apt\nSuites: nodistro\n")
+    put("sources.list.d/old.list.disabled", "deb http://disabled.example/debian bookworm main\n")
+    local out = capture("FRESH_APT_DIR=" .. q(dir) .. " scripts/check-fresh.sh --sources 2>&1")
+    os.execute("rm -rf " .. q(dir))
+    assert.are.equal("deb https://mirror.example/debian bookworm main\n" ..
+                     "deb https://mirror.example/debian bookworm-updates main\n" ..
+                     "deb http://security.example/debian-security bookworm-security main\n", out)
+  end)
 end)
