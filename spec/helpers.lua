@@ -199,4 +199,23 @@ local function shards(x)
 end
 ]]
 
+-- ---- files and shell lines ----
+
+-- The whole of a file, "" when it cannot be read.
+function M.read_all(path)
+  local f = io.open(path, "rb")
+  if not f then return "" end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+-- What a shell command line prints on stdout.
+function M.capture(line)
+  local p = assert(io.popen(line))
+  local text = p:read("a")
+  p:close()
+  return text
+end
+
 return M

@@ -19,20 +19,7 @@ local FAKES = {
            'printf "#!/bin/sh\\nexit 0\\n" >"$out" && chmod +x "$out"',
 }
 
-local function read_all(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local text = f:read("a")
-  f:close()
-  return text
-end
-
-local function capture(line)
-  local p = assert(io.popen(line))
-  local text = p:read("a")
-  p:close()
-  return text
-end
+local read_all, capture = helpers.read_all, helpers.capture
 
 -- Runs `make <target>` on the faked machine; returns its output, its exit
 -- status, apt-get's log and the files the build wrote (relative, sorted).
