@@ -249,8 +249,11 @@ check-valgrind: deps-hardening all
 
 check-all: test check-asan check-tsan check-valgrind
 
+# Never through a check-fresh root's mounts of /dev, /proc and /sys.
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-fuzz-cov build-bench build-rock
+	@! grep -q " $(abspath $(BUILD))/fresh/" /proc/self/mounts || \
+	  { echo "make clean: $(BUILD)/fresh has mounts (a check-fresh run); not removing $(BUILD)" >&2; exit 1; }
+	rm -rf --one-file-system $(BUILD) build-asan build-tsan build-fuzz build-fuzz-cov build-bench build-rock
 
 -include fuzz/fuzz.mk bench/bench.mk
 -include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

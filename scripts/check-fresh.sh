@@ -53,7 +53,7 @@ release_root() {
 remove_tree() {
   [ -e "$1" ] || return 0
   [ -z "$(mounts_under "$(readlink -f "$1")")" ] || fail "mounts are left under $1; not removing it"
-  rm -rf "$1"
+  rm -rf --one-file-system "$1"
 }
 
 # "URI SUITE" for each Debian package source of this machine: one-line
