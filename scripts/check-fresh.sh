@@ -83,6 +83,9 @@ apt_entries() {
   done
 }
 
+# One block, read whole before it runs and left only by exit: a checkout
+# changed during the run (a pull, a rebase) cannot change the rest of it.
+{
 entries=$(apt_entries)
 # The mirror serving $SUITE; else any Debian archive named by the sources.
 mirror=$(echo "$entries" | awk -v s="$SUITE" '$2 == s { print $1; exit }')
@@ -190,8 +193,9 @@ release_root
 if [ "$ok" -eq 1 ]; then
   remove_tree "$root"
   echo "1 passed, 0 failed"
-else
-  echo "check-fresh: the root is kept for a look: $root"
-  echo "0 passed, 1 failed"
-  exit 1
+  exit 0
 fi
+echo "check-fresh: the root is kept for a look: $root"
+echo "0 passed, 1 failed"
+exit 1
+}
