@@ -18,10 +18,11 @@ LIBFLAG  ?= -shared
 DLPACK_CFLAGS ?=
 CFLAGS_ALL += $(DLPACK_CFLAGS)
 
-# The version is written once, in include/dlrun/dlrun.h (DLRUN_VERSION_STRING);
-# the soname, dlrun.pc, the man page and the checks of the rockspec read it there.
+# The version and the ABI number are written once, in include/dlrun/dlrun.h
+# (DLRUN_VERSION_STRING, DLRUN_ABI_VERSION): the library's names, dlrun.pc, the
+# man page and the checks of the rockspec read them there.
 VERSION  := $(shell sed -n 's/.*DLRUN_VERSION_STRING "\(.*\)".*/\1/p' include/dlrun/dlrun.h)
-MAJOR    := $(firstword $(subst ., ,$(VERSION)))
+ABI      := $(shell sed -n 's/.*define DLRUN_ABI_VERSION \([0-9][0-9]*\).*/\1/p' include/dlrun/dlrun.h)
 
 CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*.c src/shard/*.c \
               src/array/*.c src/dlpack/*.c))
@@ -40,8 +41,9 @@ STRESSES := $(STRESS_SRC:spec/stress/%.c=$(BUILD)/stress/%)
 
 LIB_A    := $(BUILD)/libdlrun.a
 LIB_SO   := $(BUILD)/libdlrun.so
-SONAME   := libdlrun.so.$(MAJOR)
-LIB_SO_FILE := libdlrun.so.$(VERSION)
+# The file is named after its soname, then the release: libdlrun.so.1.0.2.0.
+SONAME   := libdlrun.so.$(ABI)
+LIB_SO_FILE := $(SONAME).$(VERSION)
 LUA_LIB_A := $(BUILD)/libdlrun_lua.a
 LUA_MOD  := $(BUILD)/lua/dlrun/core.so
 LUA_FILES := $(sort $(wildcard lua/dlrun/*.lua))
@@ -61,7 +63,8 @@ LIB_MODULES += $(MPI_MOD)
 endif
 
 .PHONY: all _all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind \
-        check-all check-layers check-fresh install uninstall lua-module install-lua-module
+        check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
+        install-lua-module
 # The packages first, then the build in a second make: what this Makefile
 # detects when it is read (pkg-config's MPI) must see what deps.sh installed.
 all: deps
@@ -144,6 +147,15 @@ test: all
 # The allowed include edges between the folders of src/ (also run by test).
 check-layers:
 	@scripts/check-layers.sh
+
+# The public ABI of the installed libdlrun.so against abi/libdlrun.abi (also
+# run by test; README, "ABI"); abi-baseline records it after a soname bump
+# (ABI_UNRELEASED=1: a break joining a bump not released yet).
+check-abi: deps
+	@scripts/check-abi.sh $(BUILD)
+
+abi-baseline: deps
+	@ABI_UNRELEASED=$(ABI_UNRELEASED) scripts/check-abi.sh --update $(BUILD)
 
 c-tests: all
 	@scripts/run-tests.sh $(BUILD) --c-only
@@ -234,7 +246,7 @@ $(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)
 # under AddressSanitizer and UndefinedBehaviorSanitizer, leak checking on.
 check-asan: deps-hardening
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=$(CLANG) SAN="$(ASAN)" OPT="-O1 -g" all
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ABI_CHECK=off \
 	  BUSTED_RUNNER=build-asan/dlrun scripts/run-tests.sh build-asan
 
 # Concurrency under ThreadSanitizer: host threads and Lua states sharing one

@@ -8,7 +8,7 @@
 set -u
 DEMO_PKGS="gcc make libc6-dev liblua5.4-dev libdlpack-dev"
 PKGS="$DEMO_PKGS lua5.4 lua-busted python3-numpy python3-torch bsdutils
-      binutils pkg-config man-db luarocks openmpi-bin libopenmpi-dev"
+      binutils pkg-config man-db luarocks openmpi-bin libopenmpi-dev abigail-tools"
 check_only=""
 list_only=""
 for a in "$@"; do

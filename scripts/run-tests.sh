@@ -4,7 +4,8 @@
 # "N passed, N failed" counting every C test and every busted test.
 # Usage: scripts/run-tests.sh BUILD_DIR [--c-only]
 # BUSTED_RUNNER, when set, runs busted through that program (e.g. an
-# instrumented dlrun: "build-asan/dlrun").
+# instrumented dlrun: "build-asan/dlrun"). ABI_CHECK=off skips the ABI check,
+# for builds that are not the one shipped (check-asan's: clang, instrumented).
 set -u
 build=${1:-build}
 passed=0
@@ -35,15 +36,24 @@ for t in "$build"/tests/test_*; do
   add_counts "$p" "$f"
 done
 
-# The layers of src/ (scripts/check-layers.sh): one check.
-if scripts/check-layers.sh >"$log" 2>&1; then
-  tail -n 1 "$log"
-  add_counts 1 0
-else
-  cat "$log"
-  echo "check-layers: failed"
-  add_counts 0 1
-fi
+# A script that is one check: its last line when it passes, all it said when not.
+one_check() { # $1 name, then the command
+  name=$1
+  shift
+  if "$@" >"$log" 2>&1; then
+    tail -n 1 "$log"
+    add_counts 1 0
+  else
+    cat "$log"
+    echo "$name: failed"
+    add_counts 0 1
+  fi
+}
+
+# The layers of src/ (scripts/check-layers.sh).
+one_check check-layers scripts/check-layers.sh
+# The public ABI against abi/libdlrun.abi (scripts/check-abi.sh).
+[ "${ABI_CHECK:-on}" = off ] || one_check check-abi scripts/check-abi.sh "$build"
 
 # The stress programs, briefly (make check-tsan runs them long, under TSan).
 for t in "$build"/stress/*; do

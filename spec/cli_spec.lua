@@ -347,6 +347,13 @@ print(arg[-1], arg[-2], arg[-3], arg[-4])
       assert.are.equal("gc ran\n", r.out)
     end)
 
+    it("os.exit with a code that is not one raises os.exit's own error", function()
+      local r = run{ "-e", "os.exit('x')" }
+      assert.are.equal(1, r.code)
+      assert_starts(r.err, "dlrun: (command line):1: bad argument #1 to 'exit' (number "
+                           .. "expected, got string)\n")
+    end)
+
     it("a normal end closes the state: __close and __gc run", function()
       local r = run{ "-e", "G = setmetatable({}, {__gc = function() print('gc ran') end})",
                      "-e", "local c <close> = setmetatable({}, {__close = function() print('closed') end})" }
@@ -383,6 +390,27 @@ print(arg[-1], arg[-2], arg[-3], arg[-4])
       local r = run{ "--devices", "auto", "--device-memory=64MiB", "-e", "print('ran')" }
       assert.are.equal(0, r.code, r.err)
       assert.are.equal("ran\n", r.out)
+    end)
+  end)
+
+  describe("the trace file", function()
+    -- Tracing truncates its file: the script itself is refused before anything is written,
+    -- whatever the path names it (itself, another spelling, a hard link).
+    it("is refused with status 1 when it is the script", function()
+      local text = "print('ran')\n"
+      local script = temp_file(text)
+      local link = script .. ".link"
+      made[#made + 1] = link
+      assert(os.execute("ln " .. quote(script) .. " " .. quote(link)))
+      local dir, name = script:match("^(.*)/([^/]+)$")
+      for _, trace in ipairs { script, dir .. "/./" .. name, link } do
+        local r = run{ "--trace", trace, script }
+        assert.are.equal(1, r.code)
+        assert.are.equal("", r.out)
+        assert.are.equal('dlrun: the trace file "' .. trace .. '" is the script itself; give '
+                         .. "--trace another file\n", r.err)
+        assert.are.equal(text, read_all(script))
+      end
     end)
   end)
 

@@ -322,3 +322,46 @@ describe("complex conversion", function()
                  dl.full, { 2 }, { re = 0, im = 1 }, "bool")
   end)
 end)
+
+describe("tables that are not array data (keys other than 1..n)", function()
+  local TREE = ", but a table of array data has only the keys 1..n (a table with other keys is "
+               .. "a tree, which dl.device_put maps key by key)"
+
+  it("raise a TypeError naming a key, never an empty array", function()
+    expect_error("TypeError", 'array: data has the key "a"' .. TREE, dl.array, { a = 1 })
+    expect_error("TypeError", 'array: data has the key "a"' .. TREE, dl.array, { 1, 2, a = 3 })
+    expect_error("TypeError", 'array: element [2] has the key "x"' .. TREE, dl.array,
+                 { { 1, 2 }, { 3, 4, x = 5 } })
+    expect_error("TypeError", "array: element [1][2] has the key 0" .. TREE, dl.array,
+                 { { { 1 }, { 2, [0] = 0 } } }, "int8")
+  end)
+
+  it("name the least such key: numbers by value, then strings byte-wise, then booleans", function()
+    expect_error("TypeError", "array: data has the key -1" .. TREE, dl.array,
+                 { 1, b = 1, a = 2, [true] = 3, [-1] = 4, [2.5] = 5 })
+    expect_error("TypeError", "array: data has the key 2.5" .. TREE, dl.array,
+                 { 1, b = 1, [true] = 3, [2.5] = 5 })
+    expect_error("TypeError", 'array: data has the key "B"' .. TREE, dl.array,
+                 { 1, b = 1, B = 2, [false] = 3 })
+    expect_error("TypeError", "array: data has the key false" .. TREE, dl.array,
+                 { [true] = 1, [false] = 2 })
+    expect_error("TypeError", "array: data has a key of type function" .. TREE, dl.array,
+                 { [print] = 1 })
+  end)
+
+  it("in a complex element, keys other than re and im", function()
+    expect_error("TypeError", 'array: element [1] has the key "x", but a complex element '
+                 .. "{re=, im=} has only the keys re and im", dl.array,
+                 { { re = 1, im = 2, x = 3 } })
+    expect_error("TypeError", "array: data has the key 1, but a complex element {re=, im=} has "
+                 .. "only the keys re and im", dl.array, { re = 1, [1] = 2 }, "complex64")
+    assert.are.same({ { 1, 2 } }, dl.array({ { re = 1, im = 2 } }):tolist())
+  end)
+
+  it("an empty table is still data of shape (0,)", function()
+    local x = dl.array({})
+    assert.are.same({ 0 }, x.shape)
+    assert.are.equal("float32", x.dtype)
+    assert.are.same({ 2, 0 }, dl.array({ {}, {} }).shape)
+  end)
+end)

@@ -682,6 +682,9 @@ describe("dl.configure", function()
     it("device_memory numbers must be whole and positive", function()
       expect_error("ValueError", "configure: device_memory must be a whole number of bytes, got 1.5",
                    dl.configure, {device_memory = 1.5})
+      -- A float in the fewest digits that read back as it (errors.describe).
+      expect_error("ValueError", "configure: device_memory must be a whole number of bytes, got "
+                   .. "1.8446744073709552e+19", dl.configure, {device_memory = 2^64})
       expect_error("ValueError", "configure: device_memory must be positive, got -1",
                    dl.configure, {device_memory = -1})
       expect_error("ValueError", "configure: device_memory must be positive, got 0",
@@ -1017,6 +1020,20 @@ describe("an explicit device memory that over-commits host RAM", function()
     assert.are.equal(0, status, err)
     assert.are.equal(("{[1]=8,[2]=8,[3]=%d}"):format(ONE_TIB), out)
     assert.are.equal(note(), err)
+  end)
+
+  it("is said when the capacities add up past 2^64: the total saturates, never wraps", function()
+    -- 4 x 2^62 bytes wrapped to the other memories' few GiB, and the note was skipped.
+    -- (Nothing is allocated: 4 EiB of address space cannot be reserved.)
+    local out, err, status = child_raw("emit{#dl.devices(), stats(dl.devices()[1]).bytes_limit}",
+                                       {"--devices", "sim:4", "--device-memory", "4194304TiB"})
+    assert.are.equal(0, status, err)
+    assert.are.equal(("{[1]=4,[2]=%d}"):format(1 << 62), out)
+    assert.are.equal(("dlrun: warning: device memory of 4.00EiB on each of 4 sim devices "
+                      .. "over-commits host RAM: the memories of all devices add up to at least "
+                      .. "16.00EiB, more than the %s of RAM, so filling them may get the process "
+                      .. "killed instead of raising ResourceExhaustedError\n")
+                     :format(human(host_ram())), err)
   end)
 
   it("is not said when the explicit size fits, nor for the defaults", function()

@@ -256,3 +256,75 @@ print(p, ok, ok and dl.from_dlpack(e.capsule):tolist()[4] or e.message)]], SIM2)
                      .. "process 1 can export it (this is process 0)", "1\ttrue\t3"})
   end)
 end)
+
+describe("reading an array that spans processes", function()
+  local FETCH = "Fetching value for an Array that spans non-addressable (non process local) "
+                .. "devices is not possible. You can use `dl.process_allgather` to print the "
+                .. "global array or use `.addressable_shards` of the Array to inspect the "
+                .. "addressable (process local) shards."
+  for _, n in ipairs {2, 3, 4} do
+    it("on " .. n .. " processes: print shows no values unless this process holds them whole; "
+       .. "a replica here is read without a collective; device_get raises the fetch error "
+       .. "otherwise", function()
+      local out, err, status = mpirun(n, [[
+local p, n = dl.process_index(), dl.process_count()
+local d = dl.devices()
+local mesh = dl.make_mesh({2 * n}, {"x"})
+local split = dl.arange(0, 2 * n, 1, "int32", dl.NamedSharding(mesh, dl.P("x")))
+local repl = dl.arange(0, 4, 1, "float32", dl.NamedSharding(mesh, dl.P()))
+-- each process holds both blocks: block 0 on its first device, block 1 on its second
+local covered = dl.arange(0, 4, 1, "int32",
+                          dl.NamedSharding(dl.make_mesh({n, 2}, {"p", "l"}), dl.P("l")))
+-- replicated over process 0's devices only
+local on0 = dl.full({2}, 9, "int8", dl.NamedSharding(dl.Mesh({d[1], d[2]}, {"x"}), dl.P()))
+print(p, "split", split)
+print(p, "repl", repl)
+print(p, "covered", covered, table.concat(covered:tolist(), ","))
+print(p, "on0", on0)
+if p == n - 1 then -- reads take no collective: only one process reads here
+  print(p, "tolist", table.concat(repl:tolist(), ","))
+  print(p, "tobytes", repl:tobytes() == dl.array({0, 1, 2, 3}, "float32"):tobytes())
+  print(p, "item", dl.full({}, 7, "int32", dl.NamedSharding(mesh, dl.P())):item())
+  local got = dl.device_get({a = repl, b = 5})
+  print(p, "device_get", got.a, tostring(got.a:devices()[1]), got.a.is_fully_addressable, got.b)
+end
+for _, x in ipairs(p == 0 and {split} or {split, on0}) do
+  local ok, e = pcall(dl.device_get, x)
+  print(p, "device_get", ok, e.name, e.message)
+  ok, e = pcall(x.tolist, x)
+  print(p, "tolist", ok, e.name, e.message)
+end
+dl.sync_global_devices("after the reads")
+print(p, "in step")]], SIM2)
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      local want = {}
+      local mesh = ("Mesh('x': %d)"):format(2 * n)
+      for p = 0, n - 1 do
+        local function add(fmt, ...) want[#want + 1] = p .. "\t" .. fmt:format(...) end
+        add("split\tArray(shape=(%d,), dtype=int32, sharding=NamedSharding(mesh=%s, "
+            .. "spec=PartitionSpec('x',), memory_kind=device))", 2 * n, mesh)
+        add("repl\tArray([0., 1., 2., 3.], dtype=float32)")
+        add("covered\tArray([0, 1, 2, 3], dtype=int32)\t0,1,2,3")
+        if p == 0 then
+          add("on0\tArray([9, 9], dtype=int8)")
+        else
+          add("on0\tArray(shape=(2,), dtype=int8, sharding=NamedSharding(mesh=Mesh('x': 2), "
+              .. "spec=PartitionSpec(), memory_kind=device))")
+          add("device_get\tfalse\tRuntimeError\t%s", FETCH)
+          add("tolist\tfalse\tRuntimeError\t%s", FETCH)
+        end
+        add("device_get\tfalse\tRuntimeError\t%s", FETCH)
+        add("tolist\tfalse\tRuntimeError\t%s", FETCH)
+        add("in step")
+      end
+      local last = n - 1
+      want[#want + 1] = last .. "\ttolist\t0.0,1.0,2.0,3.0"
+      want[#want + 1] = last .. "\ttobytes\ttrue"
+      want[#want + 1] = last .. "\titem\t7"
+      want[#want + 1] = ("%d\tdevice_get\tArray([0., 1., 2., 3.], dtype=float32)\t"
+                         .. "CpuDevice(id=%d)\ttrue\t5"):format(last, last)
+      lines_of(out, want)
+    end)
+  end
+end)

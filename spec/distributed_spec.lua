@@ -176,7 +176,7 @@ for _, x in ipairs {dl.arange(0, 8, 1, "float32", s), dl.full({8}, p + 1, "int32
   print(p, x.is_fully_addressable, #x.global_shards, remote, table.concat(got, " "))
 end
 local x = dl.zeros({8}, "float32", s)
-local one = dl.ones({}, "float32", dl.NamedSharding(s.mesh, dl.P()))
+local one = dl.ones({}, "float32", dl.devices()[p == 0 and 3 or 1]) -- another process's
 for _, read in ipairs {{x, "tolist"}, {x, "tobytes"}, {one, "item"}} do
   local obj, method = read[1], read[2]
   local ok, e = pcall(obj[method], obj)
@@ -261,6 +261,67 @@ end]])
     assert.are_not.equal(0, status)
     assert.is_true(secs < 60)
   end)
+
+  -- os.exit is the end of the script too (with or without closing the state): the peers
+  -- in a collective raise at once, not after DLRUN_DISTRIBUTED_TIMEOUT (set long here).
+  local SAME = "(every process must make the same collective calls in the same order)"
+  for _, case in ipairs {
+    {exit = "os.exit(0)", call = "device_put", status = 1},
+    {exit = "os.exit(3)", call = "sync_global_devices", status = 3},
+    {exit = "os.exit(true, true)", call = "device_put", status = 1},
+  } do
+    for _, n in ipairs {2, 3, 4} do
+      it(("on %d processes, %s on process 1 while the others are in %s: they raise at once; "
+          .. "the job ends with status %d"):format(n, case.exit, case.call, case.status),
+         function()
+        local out, err, status, secs = mpirun(n, ([[
+local p = dl.process_index()
+local s = dl.NamedSharding(dl.make_mesh({dl.device_count()}, {"x"}), dl.P("x"))
+local x = dl.arange(0, dl.device_count(), 1, "float32", s)
+if p == 1 then %s end
+local ok, e
+if "%s" == "device_put" then
+  ok, e = pcall(dl.device_put, x, dl.NamedSharding(s.mesh, dl.P()))
+else
+  ok, e = pcall(dl.sync_global_devices, "step")
+end
+print(p, ok, e.name, e.message)]]):format(case.exit, case.call),
+                                              {args = "--devices sim:2",
+                                               env = {DLRUN_DISTRIBUTED_TIMEOUT = "120"}})
+        local want = {}
+        for p = 0, n - 1 do
+          if p ~= 1 then
+            want[#want + 1] = ("%d\tfalse\tRuntimeError\t%s mismatch: process %d called '%s', "
+                               .. "process 1 'the end of the script' %s")
+                              :format(p, case.call, p, case.call, SAME)
+          end
+        end
+        assert.are.same(want, sorted_lines(out))
+        assert.truthy(err:find("dlrun[1]: RuntimeError: the end of the script mismatch: process 1 "
+                               .. "called 'the end of the script', process 0 '" .. case.call
+                               .. "' " .. SAME .. "\n", 1, true), err)
+        assert.are.equal(case.status, status)
+        assert.is_true(secs < 20, secs .. " s")
+      end)
+    end
+  end
+
+  for _, n in ipairs {2, 3, 4} do
+    it("on " .. n .. " processes, os.exit on one process meets the others at their end: every "
+       .. "process finishes, with the status asked for", function()
+      local out, err, status, secs = mpirun(n, [[
+local p = dl.process_index()
+dl.sync_global_devices("before")
+if p == 1 then print(p, "exits") os.exit(3) end
+print(p, "ends")]], {env = {DLRUN_DISTRIBUTED_TIMEOUT = "120"}})
+      local want = {}
+      for p = 0, n - 1 do want[#want + 1] = p .. (p == 1 and "\texits" or "\tends") end
+      assert.are.same(want, sorted_lines(out))
+      assert.falsy(err:find("dlrun[", 1, true), err)
+      assert.are.equal(3, status)
+      assert.is_true(secs < 20, secs .. " s")
+    end)
+  end
 
   it("sync_global_devices takes one string", function()
     local out = mpirun(1, [[

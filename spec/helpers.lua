@@ -138,7 +138,8 @@ M.MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_inc
 
 -- Run `code` (with dl = require "dlrun") under mpirun -n n, for at most
 -- opts.limit seconds (120); opts.env, opts.args (dlrun's) and opts.mca (the
--- transport; shared memory by default). Returns stdout, stderr, exit status
+-- transport; shared memory by default); opts.per_rank, shell code each
+-- process runs first (with $OMPI_COMM_WORLD_RANK: an environment per rank). Returns stdout, stderr, exit status
 -- and the seconds it took. Each process writes to files
 -- of its own (mpirun's forwarding may cut one process's line by another's);
 -- the outputs are mpirun's own, then each process's in process order.
@@ -149,7 +150,8 @@ function M.mpirun(n, code, opts)
   local q = shell_quote
   for k, v in pairs(M.mpi_env()) do env[#env + 1] = k .. "=" .. q(v) end
   for k, v in pairs(opts.env or {}) do env[#env + 1] = k .. "=" .. q(v) end
-  local own = 'exec "$@" >"$0.out.$OMPI_COMM_WORLD_RANK" 2>"$0.err.$OMPI_COMM_WORLD_RANK"'
+  local own = (opts.per_rank and opts.per_rank .. "; " or "")
+              .. 'exec "$@" >"$0.out.$OMPI_COMM_WORLD_RANK" 2>"$0.err.$OMPI_COMM_WORLD_RANK"'
   -- Bounded: a job that hangs is killed (exit 124) instead of stalling the suite.
   local line = table.concat(env, " ") .. " timeout -k 10 " .. (opts.limit or 120)
                .. " mpirun -n " .. n
@@ -201,13 +203,22 @@ end
 
 -- ---- files and shell lines ----
 
--- The whole of a file, "" when it cannot be read.
-function M.read_all(path)
+-- A whole file's bytes: read_file raises when it cannot be read, read_all
+-- gives "" (the output a failed command may not have written).
+local function read_whole(path, missing)
   local f = io.open(path, "rb")
-  if not f then return "" end
+  if not f then return assert(missing, "cannot read " .. path) end
   local text = f:read("a")
   f:close()
   return text
+end
+function M.read_file(path) return read_whole(path, nil) end
+function M.read_all(path) return read_whole(path, "") end
+
+function M.write_file(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
 end
 
 -- What a shell command line prints on stdout.

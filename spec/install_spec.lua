@@ -27,7 +27,10 @@ local capture = helpers.capture
 local ROOT = capture("pwd"):gsub("\n$", "")
 local BUILD = (os.getenv("DLRUN_EXE") or ""):match("^(.*)/[^/]*$") or "build"
 local VERSION = read_all("include/dlrun/dlrun.h"):match('#define DLRUN_VERSION_STRING "([^"]*)"')
-local MAJOR = VERSION and VERSION:match("^(%d+)%.")
+-- The soname's number, and the library's file: named after its soname, then the release.
+local ABI = read_all("include/dlrun/dlrun.h"):match("#define DLRUN_ABI_VERSION (%d+)\n")
+local SONAME = "libdlrun.so." .. tostring(ABI)
+local LIB_FILE = SONAME .. "." .. tostring(VERSION)
 
 -- Variables that would point a command back at the source tree or at the
 -- caller's own setup, and make's from an enclosing `make test`.
@@ -100,8 +103,8 @@ end)
 
 describe("make install", function()
   it("installs the program, the libraries, the headers, pkg-config, the Lua module and the man page", function()
-    local want = {"bin/dlrun", "lib/libdlrun.a", "lib/libdlrun.so", "lib/libdlrun.so." .. MAJOR,
-                  "lib/libdlrun.so." .. VERSION, "lib/libdlrun_lua.a", "lib/lua/5.4/dlrun/core.so",
+    local want = {"bin/dlrun", "lib/libdlrun.a", "lib/libdlrun.so", "lib/" .. SONAME,
+                  "lib/" .. LIB_FILE, "lib/libdlrun_lua.a", "lib/lua/5.4/dlrun/core.so",
                   "lib/pkgconfig/dlrun.pc", "share/man/man1/dlrun.1"}
     -- The MPI transport, where it is built (MPI installed).
     if io.open(BUILD .. "/libdlrun_mpi.so") then want[#want + 1] = "lib/libdlrun_mpi.so" end
@@ -110,9 +113,8 @@ describe("make install", function()
     table.sort(want)
     assert.are.same(want, tree(S))
     assert.are.same(want, tree(prefix))
-    assert.are.equal("libdlrun.so." .. VERSION .. "\n", ok("readlink " .. q(S .. "/lib/libdlrun.so")))
-    assert.are.equal("libdlrun.so." .. VERSION .. "\n",
-                     ok("readlink " .. q(S .. "/lib/libdlrun.so." .. MAJOR)))
+    assert.are.equal(LIB_FILE .. "\n", ok("readlink " .. q(S .. "/lib/libdlrun.so")))
+    assert.are.equal(LIB_FILE .. "\n", ok("readlink " .. q(S .. "/lib/" .. SONAME)))
   end)
 
   it("puts the Lua module where plain lua5.4 looks under /usr/local", function()
@@ -121,10 +123,11 @@ describe("make install", function()
     assert.truthy(out:find("/usr/local/lib/lua/5.4/?.so;", 1, true), out)
   end)
 
-  it("writes the version of include/dlrun/dlrun.h everywhere", function()
+  it("writes the version and the ABI number of include/dlrun/dlrun.h everywhere", function()
     assert.truthy(VERSION and VERSION:match("^%d+%.%d+%.%d+$"), VERSION)
-    local lib = S .. "/lib/libdlrun.so." .. VERSION
-    assert.truthy(ok("readelf -d " .. q(lib)):find("Library soname: [libdlrun.so." .. MAJOR .. "]\n", 1, true))
+    assert.truthy(ABI and tonumber(ABI) >= 1, ABI)
+    local lib = S .. "/lib/" .. LIB_FILE
+    assert.truthy(ok("readelf -d " .. q(lib)):find("Library soname: [" .. SONAME .. "]\n", 1, true))
     assert.are.equal(VERSION .. "\n",
                      ok("PKG_CONFIG_PATH=" .. q(S .. "/lib/pkgconfig") .. " pkg-config --modversion dlrun"))
     assert.truthy(ok(q(S .. "/bin/dlrun") .. " --version"):match("^dlrun " .. VERSION:gsub("%.", "%%.") ..
@@ -150,7 +153,7 @@ describe("make install", function()
     end
     table.sort(want)
     local got = {}
-    for line in ok("nm -D --defined-only " .. q(S .. "/lib/libdlrun.so." .. VERSION)):gmatch("[^\n]+") do
+    for line in ok("nm -D --defined-only " .. q(S .. "/lib/" .. LIB_FILE)):gmatch("[^\n]+") do
       got[#got + 1] = line:match("(%S+)$")
     end
     table.sort(got)
@@ -181,7 +184,7 @@ describe("make install", function()
     local env, link = sanitized(prefix .. "/lib/libdlrun.so")
     ok("cc -std=c11 -o minimal minimal.c $(PKG_CONFIG_PATH=" .. q(prefix .. "/lib/pkgconfig") ..
        " pkg-config --cflags --libs dlrun)" .. link)
-    assert.truthy(ok("readelf -d minimal"):find("Shared library: [libdlrun.so." .. MAJOR .. "]", 1, true))
+    assert.truthy(ok("readelf -d minimal"):find("Shared library: [" .. SONAME .. "]", 1, true))
     local out, err, code = sh(env .. "LD_LIBRARY_PATH=" .. q(prefix .. "/lib") .. " ./minimal")
     assert.are.equal("", err)
     assert.are.equal(0, code)

@@ -223,6 +223,89 @@ describe("dl.from_partitioned", function()
   end)
 end)
 
+describe("dl.from_partitioned reads descriptions raw and checks their arithmetic", function()
+  after_each(function() collectgarbage(); collectgarbage() end)
+
+  local function bad(class, msg, d)
+    expect_error(class, "from_partitioned: " .. msg, dl.from_partitioned, d)
+  end
+  local function raising() error("a metamethod ran") end
+
+  it("runs no metamethod: an erroring __index is not called, one that supplies a field is "
+     .. "not seen", function()
+    bad("TypeError", "shape must be a list of integers, got nil",
+        setmetatable({}, {__index = raising}))
+    local d = desc()
+    bad("TypeError", "shape must be a list of integers, got nil",
+        setmetatable({partition_tiling = d.partition_tiling, partitions = d.partitions},
+                     {__index = {shape = {8}}}))
+    bad("TypeError", "partitions[2].position must be a list of integers, got nil",
+        desc(function(e)
+          local p = e.partitions[2]
+          e.partitions[2] = setmetatable({start = p.start, shape = p.shape, data = p.data},
+                                         {__index = function(_, k)
+                                           if k == "position" then return {1} end
+                                           return raising()
+                                         end})
+        end))
+    bad("TypeError", "partitions[2].location[1].device must be a Device, got nil",
+        desc(function(e)
+          local l = e.partitions[2].location
+          l[1] = setmetatable({}, {__index = {device = dl.devices()[2]}})
+        end))
+    -- A location entry's metatable raising on any access is never touched.
+    bad("TypeError", "partitions[2].location[1].device must be a Device, got nil",
+        desc(function(e) e.partitions[2].location[1] = setmetatable({}, {__index = raising}) end))
+  end)
+
+  it("raises a ValueError naming partition_tiling or shape when a product overflows", function()
+    bad("ValueError", "partition_tiling (4294967296, 4294967296) has too many positions "
+        .. "(overflows int64)", {shape = {0, 0}, partition_tiling = {2^32, 2^32}, partitions = {}})
+    bad("ValueError", "partition_tiling (9223372036854775807, 9223372036854775807) has too many "
+        .. "positions (overflows int64)",
+        {shape = {0, 0}, partition_tiling = {math.maxinteger, math.maxinteger}, partitions = {}})
+    bad("ValueError", "partition_tiling (65537, 1) has 65537 positions (at most 65536)",
+        {shape = {0, 0}, partition_tiling = {65537, 1}, partitions = {}})
+    bad("ValueError", "shape (4294967296, 4294967296) has too many elements (overflows int64)",
+        {shape = {2^32, 2^32}, partition_tiling = {1, 1}, partitions = {}})
+    -- A zero dimension makes the product 0, as dlrun_shape_size.
+    bad("ValueError", "the grid partition_tiling (1, 1, 1) has 1 positions, but no partition "
+        .. "has position (0, 0, 0)", {shape = {0, math.maxinteger, math.maxinteger},
+                                      partition_tiling = {1, 1, 1}, partitions = {}})
+  end)
+
+  it("does not let start + shape wrap past the global shape", function()
+    bad("ValueError", "the partition at position (1,) (start (9223372036854775807,), shape "
+        .. "(4,)) extends past the global shape (8,)",
+        desc(function(d) d.partitions[2].start = {math.maxinteger} end))
+  end)
+
+  it("names the type of a value that is not an integer: string \"0\"", function()
+    local V = "ValueError"
+    bad(V, 'partitions[1].position[1] must be an integer >= 0, got string "0"',
+        desc(function(d) d.partitions[1].position = {"0"} end))
+    bad(V, 'shape[1] must be an integer >= 0, got string "8\\n\\"\\\\\\001"',
+        {shape = {'8\n"\\\1'}})
+    bad(V, 'shape[1] must be an integer >= 0, got string "' .. ("x"):rep(40) .. '"...',
+        {shape = {("x"):rep(41)}})
+    bad(V, "partition_tiling[1] must be an integer >= 1, got boolean true",
+        {shape = {8}, partition_tiling = {true}})
+    bad(V, "partitions[2].start[1] must be an integer >= 0, got 1.5",
+        desc(function(d) d.partitions[2].start = {1.5} end))
+    -- Floats in the fewest digits that read back (tostring would say 1.844674407371e+19).
+    bad(V, "shape[1] must be an integer >= 0, got 1.8446744073709552e+19", {shape = {2^64}})
+    bad(V, "partitions[2].shape[1] must be an integer >= 0, got table",
+        desc(function(d) d.partitions[2].shape = {{4}} end))
+    bad(V, "partitions[2].shape[1] must be an integer >= 0, got Device",
+        desc(function(d) d.partitions[2].shape = {dl.devices()[1]} end))
+    -- The C side shows values the same way.
+    local p = dl.P("x")
+    p.n = "1"
+    expect_error("TypeError", 'NamedSharding: the PartitionSpec\'s n must be a count of entries, '
+                 .. 'got string "1"', dl.NamedSharding, dl.make_mesh({2}, {"x"}), p)
+  end)
+end)
+
 describe("__partitioned__ on 2 processes", function()
   it("lists this process's positions in locals, remote partitions without data, and round "
      .. "trips moving no bytes", function()

@@ -306,3 +306,62 @@ describe("progress on stderr", function()
     assert.are.equal("", err)
   end)
 end)
+
+-- In a job of several processes (mpirun), each process traces and reports its own devices.
+describe("--trace and --stats in a job", function()
+  local JOB = [[
+local x = dl.zeros({256}, "float32", dl.local_devices()[2]):block_until_ready()
+dl.device_put(x, dl.local_devices()[1]):block_until_ready()
+print(dl.process_index(), "done")]]
+
+  for _, n in ipairs {2, 3, 4} do
+    it("on " .. n .. " processes: each writes a valid trace of its own, its index before the "
+       .. "extension", function()
+      local base = os.tmpname()
+      local out, err, status = helpers.mpirun(n, JOB, {args = "--devices sim:2 --trace "
+                                                      .. helpers.shell_quote(base .. ".json")})
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      assert.are.equal(n, #helpers.sorted_lines(out))
+      assert.is_nil(io.open(base .. ".json"))
+      for p = 0, n - 1 do
+        local trace = ("%s.%d.json"):format(base, p)
+        local summary = python_summary(trace)
+        os.remove(trace)
+        assert.truthy(summary:find("name copy 1\n", 1, true), summary)
+        assert.truthy(summary:find("copy_bytes 1024\n", 1, true), summary)
+        assert.truthy(summary:find("track 1 SimDevice(id=" .. 2 * p + 1 .. ")\n", 1, true),
+                      summary)
+      end
+      os.remove(base)
+    end)
+
+    it("on " .. n .. " processes: --stats shows this process's devices only, named as such",
+       function()
+      local _, err, status = helpers.mpirun(n, JOB,
+                                            {args = "--devices sim:2 --device-memory 64MiB --stats"})
+      assert.are.equal(0, status)
+      local want = {}
+      local row = "%-18s %12s %12s %12s %12s %13s %6s %14s"
+      for p = 0, n - 1 do
+        want[#want + 1] = ("dlrun stats (sim:2,cpu:1), process %d of %d: this process's devices")
+                          :format(p, n)
+        want[#want + 1] = row:format("device", "in use", "peak", "moved in", "moved out",
+                                     "largest free", "frag", "exports alive")
+        want[#want + 1] = row:format("SimDevice(id=" .. 2 * p .. ")", "0B", "1.00KiB", "1.00KiB",
+                                     "0B", "64.00MiB", "0.0%", "0")
+        want[#want + 1] = row:format("SimDevice(id=" .. 2 * p + 1 .. ")", "0B", "1.00KiB", "0B",
+                                     "1.00KiB", "64.00MiB", "0.0%", "0")
+        want[#want + 1] = ("CpuDevice(id=%d) 0B 0B 0B 0B"):format(p)
+      end
+      local got = {}
+      for line in err:gmatch("[^\n]+") do
+        -- the host's free memory depends on the machine
+        got[#got + 1] = line:match("^CpuDevice") and line:match("^(%S+%s+%S+%s+%S+%s+%S+%s+%S+)")
+                                                       :gsub("%s+", " ")
+                        or line
+      end
+      assert.are.same(want, got)
+    end)
+  end
+end)

@@ -226,6 +226,8 @@ describe("device_put with a tree of targets (a prefix of x's tree, as JAX)", fun
     local before = D[2]:memory_stats().bytes_in_use
     local ok = pcall(dl.device_put, x, {a = D[2], b = "nope"})
     assert.is_false(ok)
+    -- a is put before b fails (keys in order); its copy may still be in flight
+    D[2]:synchronize()
     collectgarbage()
     collectgarbage()
     assert.are.equal(before, D[2]:memory_stats().bytes_in_use)
@@ -304,5 +306,98 @@ describe("make_array_from_callback with differing dtypes (JAX's check)", functio
     end, "float32")
     assert.are.equal("float32", x.dtype)
     assert.are.same({1, 2, 2.5, 3.5}, x:tolist())
+  end)
+end)
+
+describe("tables keyed otherwise than 1..n are trees, as JAX maps a dict", function()
+  it("device_put maps them key by key, never into an empty array", function()
+    local r = dl.device_put({a = 1, b = 2})
+    assert.are.equal("Array(1, dtype=int32)", tostring(r.a))
+    assert.are.equal("Array(2, dtype=int32)", tostring(r.b))
+    r = dl.device_put({a = {1, 2}, b = {c = 3.5, d = {re = 1, im = 2}}, {{1, 2}, {3, 4}}, n = {}},
+                      D[2])
+    assert.are.same({1, 2}, r.a:tolist())
+    assert.are.equal("float32", r.b.c.dtype)
+    assert.are.equal("complex64", r.b.d.dtype)
+    assert.are.same({2, 2}, r[1].shape)
+    assert.are.same({0}, r.n.shape)
+    for _, x in ipairs {r.a, r.b.c, r.b.d, r[1], r.n} do assert.are.equal(D[2], x:devices()[1]) end
+    r = dl.device_put({[1] = 1, [3] = 3}) -- keys other than 1..n, whatever #t says
+    assert.are.same({"Array(1, dtype=int32)", "Array(3, dtype=int32)"},
+                    {tostring(r[1]), tostring(r[3])})
+    assert.is_nil(r[2])
+    r = dl.device_put({1, 2, x = 3})
+    assert.are.same({"Array(1, dtype=int32)", "Array(2, dtype=int32)", "Array(3, dtype=int32)"},
+                    {tostring(r[1]), tostring(r[2]), tostring(r.x)})
+  end)
+
+  it("a list of arrays is a tree, a nested list of numbers is data, as before", function()
+    local r = dl.device_put({dl.zeros({1}), {1, 2}})
+    assert.are.same({0}, r[1]:tolist())
+    assert.are.same({1, 2}, r[2]:tolist())
+    assert.are.same({2, 2}, dl.device_put({{1, 2}, {3, 4}}).shape)
+  end)
+
+  it("device_get maps them too: arrays come to the host, a table with no array comes back "
+     .. "as it is", function()
+    local t = {a = 1, b = 2}
+    assert.is_true(rawequal(t, dl.device_get(t)))
+    local g = dl.device_get({a = dl.arange(2, "int32", D[3]), b = 2, c = {d = dl.ones({1})}})
+    assert.are.equal("cpu", g.a:devices()[1].platform)
+    assert.are.same({0, 1}, g.a:tolist())
+    assert.are.equal(2, g.b)
+    assert.are.equal("cpu", g.c.d:devices()[1].platform)
+  end)
+end)
+
+describe("the order in which trees are walked (one order on every process)", function()
+  -- A leaf that logs when device_put converts it (a table with a metatable is not a tree).
+  local function logged(log, name)
+    local seen = false
+    return setmetatable({}, {__len = function()
+      if not seen then seen = true; log[#log + 1] = name end
+      return 0
+    end})
+  end
+
+  it("numbers by value, then strings byte-wise, then false and true; then the tables reached, "
+     .. "in the order reached", function()
+    local log = {}
+    local keys = {"b", "a", "B", "ab", "", 2, 1, -5, 1.5, 1e300, true, false}
+    local tree = {sub = {z = logged(log, "sub.z"), [1] = logged(log, "sub[1]")},
+                  Sub = {x = logged(log, "Sub.x")}}
+    for _, k in ipairs(keys) do tree[k] = logged(log, tostring(k)) end
+    dl.device_put(tree)
+    assert.are.same({"-5", "1", "1.5", "2", "1e+300", "", "B", "a", "ab", "b", "false", "true",
+                     "Sub.x", "sub[1]", "sub.z"}, log)
+  end)
+
+  it("Devices as keys come last, by id", function()
+    local log = {}
+    dl.device_put({[D[3]] = logged(log, "3"), [D[1]] = logged(log, "1"), x = logged(log, "x")})
+    assert.are.same({"x", "1", "3"}, log)
+  end)
+
+  it("keys of other types are a TypeError naming the call", function()
+    local MSG = "a tree's keys must be numbers, strings, booleans or Devices (every process "
+                .. "walks a tree in one order), got a key of type "
+    expect_error("TypeError", "device_put: " .. MSG .. "function", dl.device_put, {[print] = 1})
+    -- several: the first by type name, the same everywhere
+    expect_error("TypeError", "device_put: " .. MSG .. "function", dl.device_put,
+                 {[{}] = 1, [coroutine.create(print)] = 2, [print] = 3, a = 4})
+    expect_error("TypeError", "device_get: " .. MSG .. "table", dl.device_get,
+                 {[{}] = dl.zeros({1})})
+    expect_error("TypeError", "device_put: " .. MSG .. "Mesh", dl.device_put,
+                 {[dl.make_mesh({8}, {"x"})] = dl.zeros({1})}, {donate = false})
+  end)
+
+  it("a tree of targets is walked in that order too", function()
+    local log = {}
+    local x = {b = logged(log, "b"), a = logged(log, "a"), [2] = logged(log, "2")}
+    dl.device_put(x, {b = D[1], a = D[2], [2] = D[3]})
+    assert.are.same({"2", "a", "b"}, log)
+    expect_error("ValueError", "device_put: the targets must be a tree prefix of x, but the "
+                 .. "targets have x.c and x has no such key", dl.device_put, {a = dl.zeros({1})},
+                 {a = D[1], d = D[1], c = D[1]})
   end)
 end)

@@ -71,10 +71,20 @@ DLRUN_API dlrun_status dlrun_array_check_live(const dlrun_array *a);
 /* Wait until every shard is written. DLRUN_ERR_RUNTIME when deleted. */
 DLRUN_API dlrun_status dlrun_array_block_until_ready(dlrun_array *a);
 
+/* Whether this process holds the array's whole value: every element is in
+ * one of its shards here. Always alone; in a job, for an array of this
+ * process's devices, or one whose shards here cover it (a replicated array
+ * with a replica here). False for NULL, and when the check runs out of
+ * memory. */
+DLRUN_API bool dlrun_array_has_full_value(const dlrun_array *a);
+
 /* Copy `nbytes` bytes starting at byte `offset` of the whole array in
  * row-major order into `dst` (caller's memory), gathering from the shards,
  * after waiting for them. The range must lie inside the array and start and
- * end on element boundaries. */
+ * end on element boundaries. In a job only this process's shards are read,
+ * without any collective: an array it does not hold whole
+ * (dlrun_array_has_full_value) fails with DLRUN_ERR_RUNTIME, JAX's fetch
+ * error ("Fetching value for an Array that spans non-addressable ..."). */
 DLRUN_API dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes,
                                         void *dst);
 

@@ -10,6 +10,7 @@
 #define DLRUN_DISTRIBUTED_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -31,7 +32,7 @@ typedef struct dlrun_distributed_options {
   double timeout_s;
   /* The largest message between two processes, in bytes (4096 to 1 GiB);
    * larger pieces go as several. 0: $DLRUN_DISTRIBUTED_MESSAGE_BYTES, else
-   * 1 GiB. */
+   * 1 GiB. Every process of a job must use the same. */
   uint64_t message_bytes;
   /* The transport module to load; NULL: $DLRUN_MPI_MODULE, else
    * libdlrun_mpi.so beside the library (or the executable linking it
@@ -41,8 +42,12 @@ typedef struct dlrun_distributed_options {
 
 /* Join the job as `options` say. Errors: an unknown mode or a negative
  * timeout (ValueError); a launch found but the module or the MPI library
- * missing, or a second call after a join (RuntimeError). Calling it when
- * not launched with mode AUTO just records that this process runs alone. */
+ * missing, or a second call after a join (RuntimeError). Collective once
+ * joined: processes whose message sizes differ fail, each of them, with
+ * ValueError "DLRUN_DISTRIBUTED_MESSAGE_BYTES mismatch: process 0 has
+ * '4096', process 1 '8192'", still joined (call dlrun_distributed_shutdown).
+ * Calling it when not launched with mode AUTO just records that this
+ * process runs alone. */
 DLRUN_API dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options);
 /* Whether this process has joined a job (of any size, one included). */
 DLRUN_API bool dlrun_distributed_joined(void);
@@ -58,6 +63,9 @@ DLRUN_API double dlrun_distributed_timeout(void);
  * differ (naming both), and when the wait passes the timeout. Alone: checks
  * nothing, returns DLRUN_OK. */
 DLRUN_API dlrun_status dlrun_sync_global(const char *name);
+/* The same with a name of `len` bytes, which may hold NUL ("a\0b" and
+ * "a\0c" differ): names are compared whole. */
+DLRUN_API dlrun_status dlrun_sync_global_n(const char *name, size_t len);
 /* Collective: this process has made its last collective call; returns
  * once every process has. `what` names the point in messages (NULL:
  * "dlrun_distributed_finish"; dlrun's command line passes "the end of the
@@ -68,6 +76,21 @@ DLRUN_API dlrun_status dlrun_sync_global(const char *name);
  * finished; a wait past the timeout fails too. Call it before
  * dlrun_distributed_shutdown when the work ended well. Alone: DLRUN_OK. */
 DLRUN_API dlrun_status dlrun_distributed_finish(const char *what);
+/* Collective: join the agreement that precedes collective `call`, for a
+ * caller that checks the call's arguments itself before making it (the Lua
+ * binding's collective entry points, dl.export of a global array). `mine` is
+ * this process's check: DLRUN_OK, or the status of its failure, `message`
+ * its text. Every process passes the same `call` and, when `what` is not
+ * NULL, the same `value` (`what` names it in the message). Returns `mine`
+ * with `message` on this process when it failed; else RuntimeError on every
+ * process when another failed ("<call> failed on process 1: ValueError:
+ * <its message>"), made another collective call ("<call> mismatch: ..."),
+ * or passed another value ("<call> mismatch: <what> differs: process 0 has
+ * '...', process 1 '...'"); a wait past the timeout fails too. Alone:
+ * `mine`, with `message`. */
+DLRUN_API dlrun_status dlrun_distributed_agree(const char *call, const char *what,
+                                               const char *value, dlrun_status mine,
+                                               const char *message);
 /* End the whole job now with exit status `code` (every process, without
  * waiting for them): what an uncaught error on one process must do. Alone:
  * exit(code). Never returns. */

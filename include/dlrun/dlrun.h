@@ -20,9 +20,20 @@
 #include "status.h"
 #include "trace.h"
 
-/* The one place the version is written: the Makefile reads it from here for
- * the soname, dlrun.pc and the man page, `dlrun --version` prints it, and the
- * rockspec's name must match it (spec/install_spec.lua checks them all). */
-#define DLRUN_VERSION_STRING "0.1.0"
+/* The one place the release version is written: the Makefile reads it from
+ * here for the library's file name, dlrun.pc and the man page, `dlrun
+ * --version` prints it, and the rockspec's name must match it
+ * (spec/install_spec.lua checks them all). */
+#define DLRUN_VERSION_STRING "0.2.0"
+
+/* The ABI number, the N of the soname libdlrun.so.N, apart from the release
+ * version (which stays 0.x while the API settles): raised whenever a binary
+ * built against the previous headers can no longer run on the library (a
+ * struct's layout, a function's arguments or a removed function; README,
+ * "ABI"). `make test` compares the library with abi/libdlrun.abi
+ * (scripts/check-abi.sh). 1: issue 15's new dlrun_config,
+ * dlrun_export_options, dlrun_exported, dlrun_transfer_stats and
+ * dlrun_import. */
+#define DLRUN_ABI_VERSION 1
 
 #endif

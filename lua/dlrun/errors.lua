@@ -61,6 +61,36 @@ function M.typename(v)
   return type(name) == "string" and name or type(v)
 end
 
+-- How messages show a value that should have been a number: a number as
+-- itself ("-1", "1.5", "inf"), a string quoted after its type (string "0", escaped,
+-- cut after 40 bytes with ...), a boolean after its type (boolean true), any
+-- other value by typename. As the C side (dlrun_lua_describe).
+local QUOTE_MAX = 40
+local ESCAPES = {["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r", ['"'] = '\\"', ["\\"] = "\\\\"}
+
+-- A float in the fewest digits that read back as it (as Python's repr), so
+-- 2^64 shows as 1.8446744073709552e+19, not tostring's 1.844674407371e+19.
+local function float_text(x)
+  local s
+  for digits = 14, 17 do
+    s = ("%." .. digits .. "g"):format(x)
+    if tonumber(s) == x then break end
+  end
+  return s:find("^-?%d+$") and s .. ".0" or s
+end
+
+function M.describe(v)
+  local t = type(v)
+  if math.type(v) == "float" then return float_text(v) end
+  if t == "number" then return tostring(v) end
+  if t == "boolean" then return "boolean " .. tostring(v) end
+  if t ~= "string" then return M.typename(v) end
+  local s = v:sub(1, QUOTE_MAX):gsub('[%c"\\]', function(c)
+    return ESCAPES[c] or ("\\%03d"):format(c:byte())
+  end)
+  return ('string "%s"%s'):format(s, #v > QUOTE_MAX and "..." or "")
+end
+
 -- TypeError "<fn>: expected at most <max> arguments, got <n>" (the C
 -- functions' text) when more than max values follow: check_nargs(fn, max, ...).
 function M.check_nargs(fn, max, ...)

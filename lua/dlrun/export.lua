@@ -55,7 +55,9 @@
 --               to put the array on {device}; pass copy=nil, or use strategy \"replica\"
 --               or \"shards\""
 -- Errors of the core (a deleted array's RuntimeError, out of memory, __dlpack__'s own
--- BufferError and ValueError for bad DLPack options) pass through unchanged.
+-- BufferError and ValueError for bad DLPack options) pass through unchanged. A collective
+-- export of an array spanning processes raises any of these on every process: its own on
+-- the failing one, RuntimeError "export failed on process N: ..." elsewhere.
 local errors = require "dlrun.errors"
 
 local STRATEGIES = {auto = true, gather = true, replica = true, host = true, shards = true,
@@ -285,13 +287,22 @@ return function(dl)
     dlpack_options = dlpack_options,
   })
 
+  -- This process's checks of an export: the options, a live array (a deleted array raises
+  -- the core's own RuntimeError, whatever the strategy). Returns opts and the strategy.
+  local function prepare(x, opts, fn)
+    opts = check_options(opts, fn)
+    if x:is_deleted() then first_device(x) end
+    return opts, opts.strategy or "auto"
+  end
+
   local function export(x, opts, fn)
     check_array(x, fn)
-    opts = check_options(opts, fn)
-    -- A deleted array raises the core's own RuntimeError, whatever the strategy.
-    if x:is_deleted() then first_device(x) end
-    local strategy = opts.strategy or "auto"
-    if not x.is_fully_addressable then return global(strategy, x, opts) end
+    if global.collective(x, opts) then
+      return global.export(x, function() return prepare(x, opts, fn) end)
+    end
+    local strategy
+    opts, strategy = prepare(x, opts, fn)
+    if not x.is_fully_addressable then return global.run(strategy, x, opts) end
     return run[strategy](x, opts)
   end
 
@@ -305,6 +316,20 @@ return function(dl)
     errors.check_nargs("try_export", 2, ...)
     local x, opts = ...
     check_array(x, "try_export")
+    if global.collective(x, opts) then
+      -- __dlpack__ refuses an array of several processes (a BufferError, found here
+      -- before the agreement): the export is collective from the start.
+      local buffer_error
+      local result = global.export(x, function()
+        local o, strategy = prepare(x, opts, "try_export")
+        local ok, e = pcall(dl._dlpack_counted, x, dlpack_options(o))
+        if not ok and not errors.BufferError:is_instance(e) then error(e, 0) end
+        buffer_error = not ok and e or nil
+        return o, strategy
+      end)
+      result.buffer_error = buffer_error
+      return result
+    end
     opts = check_options(opts, "try_export")
     local ok, capsule, n = pcall(dl._dlpack_counted, x, dlpack_options(opts))
     if ok then

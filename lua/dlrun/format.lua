@@ -4,6 +4,7 @@ dlrun.format -- text rendering of arrays (JAX-style repr, NumPy layout rules).
   format.repr(a)                    -> "Array([1., 2.], dtype=float32)"
   format.shape_string(dtype, shape) -> "float32[4,2]"   ("float32[]" for 0-d)
   format.deleted_repr(a)            -> "Array(<deleted>, shape=float32[3])"
+  format.global_repr(a)             -> "Array(shape=(8,), dtype=float32, sharding=...)"
 
 `a` provides a.shape (list of non-negative integers), a.dtype, a.size and
 a:_elements(first, count) -> list of `count` values, flat row-major order,
@@ -405,6 +406,13 @@ end
 
 function M.deleted_repr(a)
   return PREFIX .. "<deleted>, shape=" .. M.shape_string(a.dtype, a.shape) .. ")"
+end
+
+-- An array whose values this process does not hold (it spans processes):
+-- JAX's text without values, and the sharding, which JAX leaves out.
+function M.global_repr(a)
+  return PREFIX .. "shape=" .. tuple_repr(a.shape) .. ", dtype=" .. tostring(a.dtype)
+         .. ", sharding=" .. tostring(a.sharding) .. ")"
 end
 
 ---------------------------------------------------------------------------

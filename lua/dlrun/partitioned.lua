@@ -20,12 +20,23 @@ local function fail(class, fmt, ...)
   error(errors.new(class, "from_partitioned: " .. fmt:format(...)), 0)
 end
 
-local typename = errors.typename
+local typename, describe = errors.typename, errors.describe
 
 local function class_of(v)
   if type(v) ~= "userdata" then return nil end
   local mt = getmetatable(v)
-  return type(mt) == "table" and mt.__name or nil
+  return type(mt) == "table" and rawget(mt, "__name") or nil
+end
+
+-- The product of v's entries (all >= 0), nil when it overflows int64; a zero
+-- entry makes it 0 whatever the others (as dlrun_shape_size).
+local function product(v)
+  local p, overflow = 1, false
+  for _, n in ipairs(v) do
+    if n == 0 then return 0 end
+    if n > math.maxinteger // p then overflow = true else p = p * n end
+  end
+  return not overflow and p or nil
 end
 
 -- "(4, 2)", and "(4,)" and "()" as Python prints tuples.
@@ -61,7 +72,7 @@ local function ints(v, what, min)
       x = math.tointeger(x)
     end
     if math.type(x) ~= "integer" or x < min then
-      fail("ValueError", "%s[%d] must be an integer >= %d, got %s", what, i, min, tostring(x))
+      fail("ValueError", "%s[%d] must be an integer >= %d, got %s", what, i, min, describe(x))
     end
     out[i] = x
   end
@@ -82,9 +93,9 @@ local function entry(e, i, shape, tiling)
     fail("TypeError", "%s must be a table {position=, start=, shape=, location=, data=}, got %s",
          name, typename(e))
   end
-  local p = {i = i, position = ints(e.position, name .. ".position", 0),
-             start = ints(e.start, name .. ".start", 0), shape = ints(e.shape, name .. ".shape", 0),
-             data = e.data}
+  local p = {i = i, position = ints(rawget(e, "position"), name .. ".position", 0),
+             start = ints(rawget(e, "start"), name .. ".start", 0),
+             shape = ints(rawget(e, "shape"), name .. ".shape", 0), data = rawget(e, "data")}
   same_length(p.position, name .. ".position", shape)
   same_length(p.start, name .. ".start", shape)
   same_length(p.shape, name .. ".shape", shape)
@@ -93,17 +104,18 @@ local function entry(e, i, shape, tiling)
       fail("ValueError", "%s has position %s, outside the grid partition_tiling %s", name,
            tuple(p.position), tuple(tiling))
     end
-    if p.start[d] + p.shape[d] > shape[d] then
+    if p.start[d] > shape[d] - p.shape[d] then -- start + shape could wrap
       fail("ValueError", "the partition at position %s (start %s, shape %s) extends past the "
            .. "global shape %s", tuple(p.position), tuple(p.start), tuple(p.shape), tuple(shape))
     end
   end
-  if e.location ~= nil then
-    local n = list(e.location, name .. ".location", MAX_PARTITIONS,
+  local location = rawget(e, "location")
+  if location ~= nil then
+    local n = list(location, name .. ".location", MAX_PARTITIONS,
                    "a list of {process=, device=, replica_id=}")
-    local first = rawget(e.location, 1)
+    local first = rawget(location, 1)
     if n > 0 then
-      local device = type(first) == "table" and first.device or nil
+      local device = type(first) == "table" and rawget(first, "device") or nil
       if class_of(device) ~= "Device" then
         fail("TypeError", "%s.location[1].device must be a Device, got %s", name, typename(device))
       end
@@ -123,9 +135,7 @@ local function overlap(a, b)
 end
 
 -- Completeness, disjointness and regularity of the checked entries.
-local function check_grid(parts, shape, tiling)
-  local count = 1
-  for d = 1, #tiling do count = count * tiling[d] end
+local function check_grid(parts, shape, tiling, count)
   local at = {}
   for _, p in ipairs(parts) do
     local key = table.concat(p.position, ",")
@@ -212,9 +222,14 @@ return function(dl)
     return t, k
   end
 
-  function dl.from_partitioned(...)
-    errors.check_nargs("from_partitioned", 2, ...)
-    local desc, sharding = ...
+  local function no_dtype()
+    fail("ValueError", "no partition is on this process (process %d) and none has data, so "
+         .. "nothing gives the dtype", dl.process_index())
+  end
+
+  -- The array desc describes, on this process (no communication); with a sharding, nil
+  -- and the shape and inferred sharding when nothing here gives the dtype.
+  local function rebuild(desc, sharding)
     if type(desc) ~= "table" then
       fail("TypeError", "argument 1 (desc) must be a table {shape=, partition_tiling=, "
            .. "partitions=}, got %s", typename(desc))
@@ -222,20 +237,27 @@ return function(dl)
     if sharding ~= nil and class_of(sharding) ~= "Sharding" then
       fail("TypeError", "argument 2 (sharding) must be a Sharding, got %s", typename(sharding))
     end
-    local shape = ints(desc.shape, "shape", 0)
-    local tiling = ints(desc.partition_tiling, "partition_tiling", 1)
+    local shape = ints(rawget(desc, "shape"), "shape", 0)
+    if not product(shape) then
+      fail("ValueError", "shape %s has too many elements (overflows int64)", tuple(shape))
+    end
+    local tiling = ints(rawget(desc, "partition_tiling"), "partition_tiling", 1)
     same_length(tiling, "partition_tiling", shape)
-    local count = 1
-    for d = 1, #tiling do count = count * tiling[d] end
+    local count = product(tiling)
+    if not count then
+      fail("ValueError", "partition_tiling %s has too many positions (overflows int64)",
+           tuple(tiling))
+    end
     if count > MAX_PARTITIONS then
       fail("ValueError", "partition_tiling %s has %d positions (at most %d)", tuple(tiling),
            count, MAX_PARTITIONS)
     end
-    local n = list(desc.partitions, "partitions", count,
+    local partitions = rawget(desc, "partitions")
+    local n = list(partitions, "partitions", count,
                    "a list of {position=, start=, shape=, location=, data=}")
     local parts = {}
-    for i = 1, n do parts[i] = entry(rawget(desc.partitions, i), i, shape, tiling) end
-    check_grid(parts, shape, tiling)
+    for i = 1, n do parts[i] = entry(rawget(partitions, i), i, shape, tiling) end
+    check_grid(parts, shape, tiling, count)
     -- Row-major order, as the mesh takes its devices.
     table.sort(parts, function(a, b)
       for d = 1, #shape do
@@ -281,13 +303,50 @@ return function(dl)
       for _, p in ipairs(parts) do
         if dtype == nil and p.data ~= nil then dtype = dl.from_dlpack(p.data).dtype end
       end
-      if dtype == nil then
-        fail("ValueError", "no partition is on this process (process %d) and none has data, "
-             .. "so nothing gives the dtype", dl.process_index())
-      end
+      -- With a sharding, another process's data gives it (see dl.from_partitioned).
+      if dtype == nil and sharding ~= nil then return nil, shape, inferred end
+      if dtype == nil then no_dtype() end
       out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
     end
-    if sharding ~= nil then out = dl.device_put(out, sharding) end
     return out
+  end
+
+  -- The dtype of the first process whose rebuilt array has one (mine: this process's, or
+  -- nil): one small collective.
+  local function shared_dtype(mine)
+    local bytes = {string.byte(mine or "", 1, -1)}
+    for i = #bytes + 1, 16 do bytes[i] = 0 end
+    for _, row in ipairs(dl.process_allgather(dl.array(bytes, "uint8")):tolist()) do
+      if row[1] ~= 0 then
+        local name = {}
+        for i = 1, #row do if row[i] ~= 0 then name[i] = string.char(row[i]) end end
+        return table.concat(name)
+      end
+    end
+    return nil
+  end
+
+  -- With a sharding, in a job of several processes, the call is collective (its device_put
+  -- may move data between processes): this process's checks join the agreement first, so
+  -- that a description refused on one process is an error on every process.
+  function dl.from_partitioned(...)
+    local desc, sharding = ...
+    if sharding == nil then
+      errors.check_nargs("from_partitioned", 2, ...)
+      return rebuild(desc)
+    end
+    local ok, out, shape, inferred = pcall(function(...)
+      errors.check_nargs("from_partitioned", 2, ...)
+      return rebuild(desc, sharding)
+    end, ...)
+    dl._agree("from_partitioned", not ok and out or nil)
+    -- A process holding no partition and no data (nothing of a sharded array, say) takes
+    -- the dtype from another process's: every process asks, as none knows who lacks it.
+    local dtype = dl.process_count() > 1 and shared_dtype(out and out.dtype) or nil
+    if out == nil then
+      if dtype == nil then no_dtype() end
+      out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
+    end
+    return dl.device_put(out, sharding)
   end
 end

@@ -43,6 +43,18 @@ int main(void) {
     CHECK(dlrun_distributed_timeout() == 300.0, "timeout %g", dlrun_distributed_timeout());
     CHECK(dlrun_sync_global("alone") == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(dlrun_sync_global(NULL) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_sync_global_n("a\0b", 3) == DLRUN_OK, "%s", dlrun_last_error());
+  }
+  TEST("alone, joining an agreement returns this process's own check, with its message") {
+    CHECK(dlrun_distributed_agree("export", "the strategy", "host", DLRUN_OK, NULL) == DLRUN_OK,
+          "%s", dlrun_last_error());
+    CHECK(dlrun_distributed_agree("export", NULL, NULL, DLRUN_ERR_TYPE, "export: bad") ==
+              DLRUN_ERR_TYPE, "not the TypeError passed");
+    CHECK(strcmp(dlrun_last_error(), "export: bad") == 0, "%s", dlrun_last_error());
+    /* A status out of range is a RuntimeError. */
+    CHECK(dlrun_distributed_agree(NULL, NULL, NULL, (dlrun_status)99, NULL) ==
+              DLRUN_ERR_RUNTIME, "status 99 kept");
+    CHECK(strcmp(dlrun_last_error(), "") == 0, "%s", dlrun_last_error());
   }
   TEST("a timeout given, or from the environment, bounds the waits") {
     dlrun_distributed_options o = {.mode = DLRUN_DISTRIBUTED_OFF, .timeout_s = 2.5};

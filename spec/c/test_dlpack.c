@@ -80,7 +80,10 @@ static dlrun_export_options versioned_opts(int copy) {
                                 .copy = copy_mode(copy)};
 }
 
+/* Bytes in use once the device's queued work (frees after copies among
+ * it) has run. */
 static uint64_t in_use(dlrun_device *dev) {
+  dlrun_device_synchronize(dev);
   dlrun_memory_stats ms;
   memset(&ms, 0, sizeof ms);
   dlrun_device_memory_stats(dev, DLRUN_MEM_DEVICE, &ms);

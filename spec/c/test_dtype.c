@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/dtype_impl.h"
 #include "dlrun/dtype.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -853,6 +854,51 @@ static void test_bfloat16(void) {
   }
 }
 
+/* ---- comparing by value (np.equal) ---------------------------------------- */
+
+/* Three elements of a real or complex dtype: {1, v, 2} (v + v*i for complex). */
+static void three(dlrun_dtype dtype, double v, unsigned char *out) {
+  size_t size = dlrun_dtype_get(dtype)->size;
+  bool cplx = dlrun_dtype_get(dtype)->kind == DLRUN_KIND_COMPLEX;
+  double values[3] = {1, v, 2};
+  for (int k = 0; k < 3; k++)
+    store(dtype, out + (size_t)k * size, cplx ? scomplex(values[k], values[k]) : sfloat(values[k]));
+}
+
+static void test_compare(void) {
+  TEST("floats and complex numbers compare by value: -0.0 equals 0.0, NaN equals nothing") {
+    for (int d = 0; d < DLRUN_DTYPE_COUNT; d++) {
+      dlrun_dtype_kind kind = dlrun_dtype_get((dlrun_dtype)d)->kind;
+      if (kind != DLRUN_KIND_FLOAT && kind != DLRUN_KIND_COMPLEX) continue;
+      unsigned char a[48], b[48];
+      const char *name = dlrun_dtype_get((dlrun_dtype)d)->name;
+      three((dlrun_dtype)d, 0.0, a);
+      three((dlrun_dtype)d, -0.0, b);
+      CHECK(memcmp(a, b, 3 * dlrun_dtype_get((dlrun_dtype)d)->size) != 0, "%s: bytes differ", name);
+      CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, b, 3) == -1, "%s: -0.0 == 0.0", name);
+      three((dlrun_dtype)d, NAN, a);
+      CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, a, 3) == 1, "%s: NaN != NaN", name);
+      CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, a, 1) == -1, "%s: before the NaN", name);
+      three((dlrun_dtype)d, 0.5, b);
+      CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, b, b, 3) == -1, "%s: equal", name);
+      CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, b, 0) == -1, "%s: no elements", name);
+    }
+    unsigned char c[16];
+    store(DLRUN_COMPLEX128, c, scomplex(1, NAN));
+    CHECK(dlrun_dtype_first_unequal(DLRUN_COMPLEX128, c, c, 1) == 0, "a NaN imaginary part");
+  }
+
+  TEST("integers and bools compare exactly, uint64 beyond 2^53 too") {
+    uint64_t u[2] = {UINT64_MAX, UINT64_MAX - 1}, v[2] = {UINT64_MAX, UINT64_MAX};
+    CHECK(dlrun_dtype_first_unequal(DLRUN_UINT64, u, v, 2) == 1, "uint64 near 2^64");
+    int32_t i[2] = {5, 6}, j[2] = {5, 7};
+    CHECK(dlrun_dtype_first_unequal(DLRUN_INT32, i, j, 2) == 1, "int32");
+    CHECK(dlrun_dtype_first_unequal(DLRUN_INT32, i, i, 2) == -1, "int32 equal");
+    uint8_t t[2] = {1, 0}, f[2] = {1, 1};
+    CHECK(dlrun_dtype_first_unequal(DLRUN_BOOL, t, f, 2) == 1, "bool");
+  }
+}
+
 int main(void) {
   test_table();
   test_lookup_errors();
@@ -861,5 +907,6 @@ int main(void) {
   test_unaligned();
   test_float16();
   test_bfloat16();
+  test_compare();
   return check_summary("dtype");
 }

@@ -263,6 +263,8 @@ static void test_arrays(void) {
     CHECK(dlrun_array_read(a, 0, sizeof back, back) == DLRUN_OK, "read");
     CHECK(back[0] == 1 && back[5] == 6, "values %g %g", back[0], back[5]);
     CHECK(dlrun_array_size(a) == 6 && dlrun_array_nbytes(a) == 24 && dlrun_array_ndim(a) == 2, "meta");
+    /* alone, every array is held whole (jobs: spec/distributed_arrays_spec.lua) */
+    CHECK(dlrun_array_has_full_value(a) && !dlrun_array_has_full_value(NULL), "has_full_value");
     CHECK(dlrun_array_read(a, 20, 8, back) == DLRUN_ERR_VALUE, "read past the end accepted");
     dlrun_memory_stats s;
     dlrun_device_memory_stats(d0, DLRUN_MEM_DEVICE, &s);
@@ -456,6 +458,17 @@ static void test_config(void) {
                                "ResourceExhaustedError");
     }
     CHECK(rt && rt->memory_total > 2ull << 40, "total");
+    dlrun_runtime_release(rt);
+  }
+  TEST("capacities adding up past 2^64 saturate the total and still have the note") {
+    dlrun_runtime *rt = make_runtime("sim:4", 1ull << 62);
+    const char *note = dlrun_runtime_memory_note(rt);
+    CHECK(note != NULL, "4 x 4 EiB not noted");
+    if (note)
+      CHECK_STR_CONTAINS(note, "device memory of 4.00EiB on each of 4 sim devices over-commits "
+                               "host RAM: the memories of all devices add up to at least "
+                               "16.00EiB, more than the ");
+    CHECK(rt && rt->memory_total == UINT64_MAX, "total");
     dlrun_runtime_release(rt);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "array_impl.h"
 #include "core/alloc.h"
+#include "core/dtype_impl.h"
 #include "core/status_impl.h"
 #include "dist/dist.h"
 #include "dlrun/multihost.h"
@@ -14,16 +15,41 @@ static dlrun_runtime *runtime_of(const dlrun_array *x) {
   return dlrun_device_runtime(dlrun_sharding_device(x->sharding, 0));
 }
 
-/* A host array on this process's host device holding `data`. */
-static dlrun_status host_array(dlrun_array *like, int ndim, const int64_t *dims,
-                               const void *data, uint64_t nbytes, dlrun_array **out) {
+/* A new host array on this process's host device, of x's dtype and shape
+ * ndim, dims, to be written through *base (NULL when empty): its one
+ * contiguous block. This process's own bytes of x are read in at slot
+ * `slot` (of x's size). Made before the call is agreed on, so that its
+ * failure reaches every process there, and the exchange after cannot
+ * fail on one process alone. */
+static dlrun_status host_target(dlrun_array *x, int ndim, const int64_t *dims, size_t slot,
+                                dlrun_array **out, unsigned char **base) {
   dlrun_sharding *s;
-  dlrun_status st = dlrun_single_device_sharding_create(dlrun_host_device(runtime_of(like)),
+  *out = NULL;
+  *base = NULL;
+  dlrun_status st = dlrun_single_device_sharding_create(dlrun_host_device(runtime_of(x)),
                                                         DLRUN_MEM_DEVICE, &s);
   if (st) return st;
-  st = dlrun_array_from_host(s, like->dtype, ndim, dims, data, nbytes, out);
+  dlrun_array *a;
+  st = dlrun_array_alloc(s, x->dtype, ndim, dims, &a);
   dlrun_sharding_release(s);
-  return st;
+  if (st) return st;
+  if (a->nbytes) {
+    int64_t zero[DLRUN_MAX_NDIM] = {0};
+    dlrun_transport_piece view;
+    st = dlrun_buffer_piece(a->bufs[0], dlrun_dtype_get(x->dtype)->size, ndim, a->shard_dims,
+                            zero, zero, dims, 0, &view);
+    if (!st && view.ndim != 1)
+      st = dlrun_fail(DLRUN_ERR_RUNTIME, "a host array's memory is not one block");
+    if (!st) *base = view.base;
+    if (!st) st = dlrun_array_read(x, 0, x->nbytes, *base + slot * (size_t)x->nbytes);
+  }
+  if (st) {
+    dlrun_array_release(a);
+    *base = NULL;
+    return st;
+  }
+  *out = a;
+  return DLRUN_OK;
 }
 
 /* This process's checks of a call on x: live, and fully addressable when
@@ -48,72 +74,51 @@ static dlrun_status agree(const char *call, dlrun_status mine, dlrun_array *x,
   return dlrun_dist_agree_call(call, mine, value ? 2 : 1, fields);
 }
 
-/* x's bytes (fully addressable) into a new host block. */
-static dlrun_status read_host(dlrun_array *x, unsigned char **out) {
-  size_t n = (size_t)x->nbytes;
-  unsigned char *buf = dlrun_malloc(n ? n : 1);
-  *out = NULL;
-  if (!buf) return dlrun_fail_oom_host(n);
-  dlrun_status st = dlrun_array_read(x, 0, n, buf);
-  if (st) {
-    dlrun_free(buf);
-    return st;
-  }
-  *out = buf;
-  return DLRUN_OK;
-}
-
-/* Every process's bytes of x, in process order, into a new block. */
-static dlrun_status gather_bytes(dlrun_array *x, const char *call, unsigned char **out) {
-  int n = dlrun_process_count();
-  unsigned char *mine;
-  dlrun_status st = read_host(x, &mine);
-  if (st) return st;
-  unsigned char *all = NULL;
-  if (!dlrun_dist_transport()) {
-    *out = mine;
-    return DLRUN_OK;
-  }
+/* Every process's bytes of x into `all`, which holds this process's at its
+ * index already; a RuntimeError naming the call on a transport failure. */
+static dlrun_status gather_into(dlrun_array *x, const char *call, unsigned char *all) {
+  if (!dlrun_dist_transport()) return DLRUN_OK;
   size_t nbytes = (size_t)x->nbytes;
-  size_t total = nbytes * (size_t)n;
-  all = dlrun_malloc(total ? total : 1);
-  if (!all) {
-    dlrun_free(mine);
-    return dlrun_fail_oom_host(nbytes * (size_t)n);
-  }
   char err[320] = "";
-  int rc = dlrun_dist_allgather(mine, nbytes, all, err, sizeof err);
-  dlrun_free(mine);
-  if (rc != DLRUN_TRANSPORT_OK) {
-    dlrun_free(all);
+  if (dlrun_dist_allgather(all + (size_t)dlrun_process_index() * nbytes, nbytes, all, err,
+                           sizeof err) != DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
-  }
-  *out = all;
   return DLRUN_OK;
 }
 
-/* The global value of x, replicated on every process's host device; this
- * process's copy. */
-static dlrun_status gather_global(dlrun_array *x, dlrun_array **out) {
-  dlrun_runtime *rt = runtime_of(x);
+/* A sharding replicated over every process's host device: where
+ * process_allgather gathers a global array; made before the call is agreed
+ * on. */
+static dlrun_status replicated_on_hosts(dlrun_runtime *rt, dlrun_sharding **out) {
   int n = dlrun_process_count();
+  *out = NULL;
   dlrun_device **hosts = dlrun_malloc((size_t)n * sizeof *hosts);
   if (!hosts) return dlrun_fail_oom_host((size_t)n * sizeof *hosts);
   for (int r = 0; r < n; r++) hosts[r] = dlrun_process_host_device(rt, r);
   const char *axis = "processes";
   int64_t size = n;
   dlrun_mesh *mesh = NULL;
-  dlrun_sharding *s = NULL;
-  dlrun_array *all = NULL;
   dlrun_partition_spec replicated = {0};
   dlrun_status st = dlrun_mesh_create(hosts, (size_t)n, 1, &axis, &size, &mesh);
   dlrun_free(hosts);
-  if (!st) st = dlrun_named_sharding_create(mesh, &replicated, DLRUN_MEM_DEVICE, &s);
-  if (!st) st = dlrun_device_put(x, s, NULL, &all);
+  if (!st) st = dlrun_named_sharding_create(mesh, &replicated, DLRUN_MEM_DEVICE, out);
+  dlrun_mesh_release(mesh);
+  return st;
+}
+
+/* The global value of x, replicated on every process's host device (s);
+ * this process's copy. The put is a collective of its own; taking this
+ * process's copy of its result may still fail here alone, so the outcome
+ * is shared once more. */
+static dlrun_status gather_global(dlrun_array *x, dlrun_sharding *s, dlrun_array **out) {
+  dlrun_array *all = NULL;
+  dlrun_status st = dlrun_device_put(x, s, NULL, &all);
   if (!st) st = dlrun_array_shard_data(all, (size_t)dlrun_process_index(), out);
   dlrun_array_release(all);
-  dlrun_sharding_release(s);
-  dlrun_mesh_release(mesh);
+  if ((st = dlrun_dist_agree_call("process_allgather (gathered)", st, 0, NULL))) {
+    dlrun_array_release(*out);
+    *out = NULL;
+  }
   return st;
 }
 
@@ -131,45 +136,51 @@ dlrun_status dlrun_process_allgather(dlrun_array *x, bool tiled, dlrun_array **o
                     "process_allgather: stacking a %d-d array needs %d dimensions (at most %d)",
                     x->ndim, x->ndim + 1, DLRUN_MAX_NDIM);
   const char *mode = global ? "a global array, tiled" : stacked ? "stacked" : "tiled";
-  if ((st = agree("process_allgather", st, st ? NULL : x, "the way to gather", mode))) return st;
-  if (global) return gather_global(x, out);
-  unsigned char *all;
-  if ((st = gather_bytes(x, "process_allgather", &all))) return st;
   int64_t n = dlrun_process_count(), dims[DLRUN_MAX_NDIM];
-  int ndim = x->ndim;
-  if (stacked) {
-    dims[0] = n;
-    memcpy(dims + 1, x->dims, (size_t)ndim * sizeof *dims);
-    ndim++;
-  } else {
-    memcpy(dims, x->dims, (size_t)ndim * sizeof *dims);
-    dims[0] *= n;
+  int ndim = st ? 0 : x->ndim;
+  dlrun_array *res = NULL;
+  unsigned char *all = NULL;
+  dlrun_sharding *hosts = NULL;
+  if (!st && global) st = replicated_on_hosts(runtime_of(x), &hosts);
+  if (!st && !global) {
+    if (stacked) {
+      dims[0] = n;
+      memcpy(dims + 1, x->dims, (size_t)ndim * sizeof *dims);
+      ndim++;
+    } else {
+      memcpy(dims, x->dims, (size_t)ndim * sizeof *dims);
+      dims[0] *= n;
+    }
+    st = host_target(x, ndim, dims, (size_t)dlrun_process_index(), &res, &all);
   }
-  st = host_array(x, ndim, dims, all, x->nbytes * (uint64_t)n, out);
-  dlrun_free(all);
-  return st;
+  if (!(st = agree("process_allgather", st, st ? NULL : x, "the way to gather", mode)) &&
+      global)
+    st = gather_global(x, hosts, out);
+  dlrun_sharding_release(hosts);
+  if (st || global) {
+    dlrun_array_release(res);
+    return st;
+  }
+  if ((st = gather_into(x, "process_allgather", all))) {
+    dlrun_array_release(res);
+    return st;
+  }
+  *out = res;
+  return DLRUN_OK;
 }
 
-/* The one process that passed is_source, from every process's flag; or a
- * RuntimeError on every process. */
-static dlrun_status find_source(int is_source, int *root) {
+/* The one process that passed is_source, from every process's flag (into
+ * flags, room for one per process, made before the call was agreed on); or
+ * a RuntimeError on every process. */
+static dlrun_status find_source(int is_source, unsigned char *flags, int *root) {
   *root = 0;
   if (is_source < 0) return DLRUN_OK;
-  int n = dlrun_process_count();
-  unsigned char mine = (unsigned char)is_source, *flags = &mine;
-  unsigned char all[1];
-  if (dlrun_dist_transport()) {
-    flags = dlrun_malloc((size_t)n);
-    if (!flags) return dlrun_fail_oom_host((size_t)n);
-    char err[320] = "";
-    if (dlrun_dist_allgather(&mine, 1, flags, err, sizeof err) != DLRUN_TRANSPORT_OK) {
-      dlrun_free(flags);
-      return dlrun_fail(DLRUN_ERR_RUNTIME, "broadcast_one_to_all: %s", err);
-    }
-  } else {
-    all[0] = mine;
-    flags = all;
-  }
+  int n = dlrun_process_count(), me = dlrun_process_index();
+  flags[me] = (unsigned char)is_source;
+  char err[320] = "";
+  if (dlrun_dist_transport() &&
+      dlrun_dist_allgather(&flags[me], 1, flags, err, sizeof err) != DLRUN_TRANSPORT_OK)
+    return dlrun_fail(DLRUN_ERR_RUNTIME, "broadcast_one_to_all: %s", err);
   char who[256] = "";
   size_t len = 0;
   int count = 0, total = 0;
@@ -180,7 +191,6 @@ static dlrun_status find_source(int is_source, int *root) {
     const char *sep = count == 1 ? "" : count == total ? " and " : ", ";
     if (len < sizeof who) len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", sep, r);
   }
-  if (flags != all) dlrun_free(flags);
   if (count == 1) return DLRUN_OK;
   if (count == 0)
     return dlrun_fail(DLRUN_ERR_RUNTIME,
@@ -198,51 +208,75 @@ dlrun_status dlrun_broadcast_one_to_all(dlrun_array *x, int is_source, dlrun_arr
     st = dlrun_fail(DLRUN_ERR_VALUE, "broadcast_one_to_all: is_source must be 1, 0 or -1 (the "
                     "default: process 0), got %d", is_source);
   const char *how = is_source < 0 ? "process 0" : "is_source";
-  if ((st = agree("broadcast_one_to_all", st, st ? NULL : x, "the source", how))) return st;
+  size_t n = (size_t)dlrun_process_count();
+  unsigned char *flags = st ? NULL : dlrun_malloc(n);
+  if (!st && !flags) st = dlrun_fail_oom_host(n);
+  dlrun_array *res = NULL;
+  unsigned char *buf = NULL; /* this process's bytes; the source's overwrite them */
+  if (!st) st = host_target(x, x->ndim, x->dims, 0, &res, &buf);
   int root;
-  if ((st = find_source(is_source, &root))) return st;
-  unsigned char *buf;
-  if ((st = read_host(x, &buf))) return st; /* others' bytes are overwritten */
+  if (!(st = agree("broadcast_one_to_all", st, st ? NULL : x, "the source", how)))
+    st = find_source(is_source, flags, &root);
   char err[320] = "";
-  if (dlrun_dist_transport() &&
+  if (!st && dlrun_dist_transport() &&
       dlrun_dist_bcast(buf, (size_t)x->nbytes, root, err, sizeof err) != DLRUN_TRANSPORT_OK)
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "broadcast_one_to_all: %s", err);
-  if (!st) st = host_array(x, x->ndim, x->dims, buf, x->nbytes, out);
-  dlrun_free(buf);
-  return st;
+  dlrun_free(flags);
+  if (st) {
+    dlrun_array_release(res);
+    return st;
+  }
+  *out = res;
+  return DLRUN_OK;
+}
+
+/* Whether the element of `dtype` at p is unequal to itself: a NaN. */
+static bool is_nan(dlrun_dtype dtype, const unsigned char *p) {
+  return dlrun_dtype_first_unequal(dtype, p, p, 1) == 0;
 }
 
 dlrun_status dlrun_assert_equal(dlrun_array *x, const char *message) {
   dlrun_status st = check_array("assert_equal", x, true);
-  if ((st = agree("assert_equal", st, st ? NULL : x, NULL, NULL))) return st;
-  unsigned char *all;
-  if ((st = gather_bytes(x, "assert_equal", &all))) return st;
   int n = dlrun_process_count();
-  size_t nbytes = (size_t)x->nbytes, esize = dlrun_dtype_get(x->dtype)->size;
+  size_t nbytes = st ? 0 : (size_t)x->nbytes, esize = st ? 1 : dlrun_dtype_get(x->dtype)->size;
+  unsigned char *all = st ? NULL : dlrun_malloc(nbytes * (size_t)n);
+  if (!st && !all) st = dlrun_fail_oom_host(nbytes * (size_t)n);
+  if (!st) st = dlrun_array_read(x, 0, nbytes, all + (size_t)dlrun_process_index() * nbytes);
+  st = agree("assert_equal", st, st ? NULL : x, NULL, NULL);
+  if (!st) st = gather_into(x, "assert_equal", all);
+  if (st) {
+    dlrun_free(all);
+    return st;
+  }
+  /* Every process compares every process's values with process 0's, as
+   * np.equal does, so all reach one outcome. Process 0 is compared with
+   * itself too: a NaN equals nothing. */
+  int64_t count = (int64_t)(nbytes / esize), at = -1;
+  int total = 0, first = -1;
+  for (int r = 0; r < n; r++) {
+    int64_t i = dlrun_dtype_first_unequal(x->dtype, all, all + (size_t)r * nbytes, count);
+    if (i >= 0 && !total++) first = r, at = i;
+  }
+  if (!total) {
+    dlrun_free(all);
+    return DLRUN_OK;
+  }
   char who[256] = "";
   size_t len = 0;
-  int differ = 0, total = 0;
-  int64_t first = -1;
-  for (int r = 1; r < n; r++) total += memcmp(all, all + (size_t)r * nbytes, nbytes) != 0;
-  for (int r = 1; r < n; r++) {
-    const unsigned char *v = all + (size_t)r * nbytes;
-    if (!memcmp(all, v, nbytes)) continue;
-    differ++;
-    const char *sep = differ == 1 ? "" : differ == total ? " and " : ", ";
+  for (int r = first, listed = 0; listed < total; r++) {
+    if (r > first && dlrun_dtype_first_unequal(x->dtype, all, all + (size_t)r * nbytes, count) < 0)
+      continue;
+    const char *sep = !listed++ ? "" : listed == total ? " and " : ", ";
     if (len < sizeof who) len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", sep, r);
-    if (first < 0)
-      for (size_t b = 0; b < nbytes; b++)
-        if (all[b] != v[b]) {
-          first = (int64_t)(b / esize);
-          break;
-        }
   }
+  const unsigned char *at0 = all + (size_t)at * esize, *at_first = at0 + (size_t)first * nbytes;
+  bool nan = is_nan(x->dtype, at0) || is_nan(x->dtype, at_first);
   dlrun_free(all);
-  if (!differ) return DLRUN_OK;
   const char *m = message ? message : "";
   return dlrun_fail(DLRUN_ERR_ASSERTION,
                     "%s%s%s %s %s different from process 0's (the first difference is at flat "
-                    "element %lld).",
-                    m, *m ? " " : "", differ > 1 ? "Processes" : "Process", who,
-                    differ > 1 ? "hold values" : "holds a value", (long long)first);
+                    "element %lld%s).",
+                    m, *m ? " " : "", total > 1 ? "Processes" : "Process", who,
+                    total > 1 ? "hold values" : "holds a value", (long long)at,
+                    nan ? ", a NaN: NaN equals no value, not even NaN" : "");
 }

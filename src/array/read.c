@@ -1,7 +1,9 @@
 /* Reading an array's data into host memory, gathering from its shards. A
  * flat range of elements is split into at most 2*ndim+1 boxes whose
  * row-major orders follow each other; each box is covered by pieces of the
- * shards that hold it. */
+ * shards that hold it. In a job, only this process's shards are read (no
+ * collective): the array is readable when they cover it, as JAX reads a
+ * replicated global array from the local replica. */
 #include <string.h>
 
 #include "array_impl.h"
@@ -18,11 +20,36 @@ typedef struct read_ctx {
   int64_t shard_lo[DLRUN_MAX_NDIM], shard_hi[DLRUN_MAX_NDIM];
 } read_ctx;
 
+/* The first of a block's holders on this process, or `n` when none is. */
+static size_t local_holder(const dlrun_sharding *s, const size_t *holders, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    if (dlrun_sharding_is_addressable(s, holders[k])) return k;
+  return n;
+}
+
+/* Whether every block of the grid has a holder on this process. */
+static bool covers(const dlrun_array *a, const dlrun_grid *g) {
+  for (size_t b = 0; b < g->nblocks; b++) {
+    size_t n = g->first[b + 1] - g->first[b];
+    if (local_holder(a->sharding, g->holder + g->first[b], n) == n) return false;
+  }
+  return true;
+}
+
+bool dlrun_array_has_full_value(const dlrun_array *a) {
+  if (!a) return false;
+  if (dlrun_sharding_is_fully_addressable(a->sharding)) return true;
+  dlrun_grid g;
+  if (dlrun_grid_build(a, &g)) return false;
+  bool all = covers(a, &g);
+  dlrun_grid_free(&g);
+  return all;
+}
+
 static int read_piece(void *p, const int64_t *lo, const int64_t *hi, const size_t *holders,
                       size_t nholders) {
   read_ctx *c = p;
-  (void)nholders;
-  size_t i = holders[0];
+  size_t i = holders[local_holder(c->a->sharding, holders, nholders)]; /* covers() */
   dlrun_buffer *b = c->bufs[i];
   dlrun_event_wait(b->ready);
   dlrun_sharding_shard_index(c->a->sharding, i, c->a->ndim, c->a->dims, c->shard_lo, c->shard_hi);
@@ -101,21 +128,20 @@ dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes, 
                       (unsigned long long)nbytes, (unsigned long long)offset,
                       (unsigned long long)a->nbytes);
   dlrun_status st = dlrun_array_check_live(a);
-  if (!st) st = dlrun_array_check_addressable(a);
-  if (st || nbytes == 0) return st;
-  read_ctx c = {.a = a, .esize = esize, .dst = dst};
-  c.bufs = dlrun_malloc(a->nshards * sizeof *c.bufs);
-  if (!c.bufs) return dlrun_fail_oom_host(a->nshards * sizeof *c.bufs);
-  if ((st = dlrun_array_acquire_buffers(a, c.bufs))) {
-    dlrun_free(c.bufs);
-    return st;
-  }
   dlrun_grid g;
-  if (!(st = dlrun_grid_build(a, &g))) {
+  if (st || (st = dlrun_grid_build(a, &g))) return st;
+  if (!covers(a, &g)) st = dlrun_array_check_addressable(a); /* the fetch error */
+  read_ctx c = {.a = a, .esize = esize, .dst = dst};
+  if (!st && nbytes) {
+    c.bufs = dlrun_malloc(a->nshards * sizeof *c.bufs);
+    if (!c.bufs) st = dlrun_fail_oom_host(a->nshards * sizeof *c.bufs);
+    else if ((st = dlrun_array_acquire_buffers(a, c.bufs))) dlrun_free(c.bufs);
+  }
+  if (!st && nbytes) {
     int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
     read_range(&c, &g, 0, lo, hi, (int64_t)(offset / esize), (int64_t)((offset + nbytes) / esize));
-    dlrun_grid_free(&g);
+    dlrun_buffers_release(c.bufs, a->nshards);
   }
-  dlrun_buffers_release(c.bufs, a->nshards);
+  dlrun_grid_free(&g);
   return st;
 }

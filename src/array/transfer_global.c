@@ -258,8 +258,7 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
                 .esize = dlrun_dtype_get(src->dtype)->size, .limit = dlrun_dist_message_bytes()};
   /* Two references to the sources: the engine's plan takes one set, the
    * messages read through the other until they are sent. Every failure
-   * from here on still reaches the second agreement, so that no process
-   * waits in the exchange for one that gave up. */
+   * from here on still reaches the second agreement. */
   dlrun_buffer **plan_srcs = dlrun_malloc(src->nshards * sizeof *plan_srcs);
   p.src_bufs = dlrun_calloc(src->nshards, sizeof *p.src_bufs);
   dlrun_buffer **dst_bufs = dlrun_calloc(n, sizeof *dst_bufs);
@@ -332,9 +331,12 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
     if (twin_srcs[i]) dlrun_buffer_retain(twin_srcs[i]);
   }
   dlrun_grid_free(&grid);
-  /* Every process must reach the exchange, or say why not. */
-  dlrun_status planned = dlrun_dist_agree_call("device_put (planned)", st, 0, NULL);
-  if (!st) st = planned;
+  /* Everything that can fail on this process alone happens before the
+   * second agreement (the result made, the copies within it queued: they
+   * hold what they read and write), so that every process reaches the
+   * exchange, or every one learns there why not; after it only the
+   * transport can fail, and then its peers' waits fail too (and the
+   * queueing of the second plan, when no worker thread can run at all). */
   if (!st) {
     dlrun_buffer **bufs = dst_bufs;
     dst_bufs = NULL;
@@ -344,6 +346,8 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
     st = dlrun_copy_plan_run(p.copies);
     p.copies = NULL;
   }
+  dlrun_status planned = dlrun_dist_agree_call("device_put (planned)", st, 0, NULL);
+  if (!st) st = planned;
   if (!st) st = exchange(&p);
   if (!st) { /* what came from other processes is in the twins now */
     st = dlrun_copy_plan_run(p.copies2);

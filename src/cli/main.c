@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -96,9 +97,12 @@ static void print_usage(FILE *out) {
         "  --trace FILE          write a Chrome trace (Perfetto, chrome://tracing) of\n"
         "                        allocations, copies, exports, imports and deleters;\n"
         "                        FILE is created before the script runs and events are\n"
-        "                        streamed to it; it is complete at exit, os.exit too\n"
+        "                        streamed to it; it is complete at exit, os.exit too.\n"
+        "                        On a job of several processes, process p writes\n"
+        "                        FILE with .p before its extension (t.json: t.1.json)\n"
         "  --stats               at exit, print a per-device table of memory, bytes\n"
-        "                        moved and DLPack exports still alive\n"
+        "                        moved and DLPack exports still alive (on a job, of\n"
+        "                        this process's devices)\n"
         "  --distributed MODE    auto (default): join the job when launched by mpirun\n"
         "                        (Open MPI or MPICH), else run alone; mpi: join (a job\n"
         "                        of one when not launched); off: run alone. An\n"
@@ -527,20 +531,54 @@ static void register_core(lua_State *L) {
   lua_pop(L, 1);
 }
 
-/* os.exit under --stats: report first (os.exit may skip closing the state,
- * and then exports never collected show as alive), then exit as asked. */
-static int exit_with_stats(lua_State *L) {
-  cli_print_stats(stderr);
+/* Whether the end of the script was reached: the collective point where
+ * every process of a job meets before leaving, so that a process still in
+ * a collective raises at once instead of waiting for one that has gone. */
+static int end_reached;
+
+/* Meet the other processes at the end of the script, once; alone there is
+ * nothing to meet. Returns whether that went well (else says why). */
+static int reach_end(void) {
+  if (end_reached) return 1;
+  end_reached = 1;
+  if (dlrun_process_count() < 2 || dlrun_distributed_finish("the end of the script") == DLRUN_OK)
+    return 1;
+  status_error(DLRUN_ERR_RUNTIME);
+  return 0;
+}
+
+/* A process of a job of several that fails ends the whole job with
+ * `code`: the others would wait for it forever. */
+static void end_job_unless(int ok, int code) {
+  if (ok || dlrun_process_count() < 2) return;
+  end_reached = 1; /* leaving without meeting anyone: exit handlers must not wait */
+  cli_progress_stop();
+  dlrun_distributed_abort(code);
+}
+
+/* os.exit([code [, close]]) is the end of the script too: meet the other
+ * processes first (a failure there ends the job with the status asked for,
+ * 1 when that was success); under --stats, report (os.exit may skip
+ * closing the state, and then exports never collected show as alive); then
+ * exit as asked. Upvalues: the original os.exit and the --stats flag. */
+static int exit_at_end(lua_State *L) {
+  int valid = 1, code = EXIT_SUCCESS;
+  if (lua_isboolean(L, 1)) code = lua_toboolean(L, 1) ? EXIT_SUCCESS : EXIT_FAILURE;
+  else if (!lua_isnoneornil(L, 1)) code = (int)lua_tointegerx(L, 1, &valid);
+  if (!valid) luaL_checkinteger(L, 1); /* raises os.exit's own error */
+  end_job_unless(reach_end(), code ? code : EXIT_FAILURE);
+  if (lua_toboolean(L, lua_upvalueindex(2))) cli_print_stats(stderr);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
   return lua_gettop(L);
 }
 
-static void wrap_exit(lua_State *L) {
+static void wrap_exit(lua_State *L, int stats) {
   lua_getglobal(L, "os");
   lua_getfield(L, -1, "exit");
-  lua_pushcclosure(L, exit_with_stats, 1);
+  lua_pushboolean(L, stats);
+  lua_pushcclosure(L, exit_at_end, 2);
   lua_setfield(L, -2, "exit");
   lua_pop(L, 1);
 }
@@ -555,7 +593,7 @@ static int protected_main(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   }
   luaL_openlibs(L);
-  if (o->stats) wrap_exit(L);
+  wrap_exit(L, o->stats);
   register_core(L);
   prepend_lua_dir(L);
   make_arg_table(L, o);
@@ -588,7 +626,10 @@ static int finish(void) {
   return 0;
 }
 
+/* At exit: a C exit() from anywhere (os.exit is handled before) that left
+ * the end of the script unmet meets it first. */
 static void finish_at_exit(void) {
+  end_job_unless(reach_end(), EXIT_FAILURE);
   if (finish()) return;
   fflush(NULL);
   _exit(EXIT_FAILURE); /* exit() may not be called again from an atexit handler */
@@ -615,10 +656,65 @@ static int join_job(const cli_options *o) {
     return EXIT_FAILURE;
   }
   dlrun_status st = dlrun_distributed_init(&d);
-  if (st) return status_error(st);
   if (dlrun_process_count() > 1)
     snprintf(progname, sizeof progname, PROGNAME "[%d]", dlrun_process_index());
+  if (st) {
+    status_error(st);
+    /* Joined but refused (the processes disagree): every process is here. */
+    dlrun_distributed_shutdown();
+    return EXIT_FAILURE;
+  }
   return PARSE_CONTINUE;
+}
+
+/* This process's trace file: `path` itself, or on process p of a job of
+ * several, p inserted before the extension of the file's name
+ * ("trace.json" -> "trace.1.json"), else appended ("trace" -> "trace.1"),
+ * so that each process writes a whole trace of its own. A malloc'd string
+ * (NULL: out of memory). */
+static char *process_trace_path(const char *path) {
+  size_t len = strlen(path), room = len + 16;
+  char *out = malloc(room);
+  if (out == NULL || dlrun_process_count() < 2) {
+    if (out) memcpy(out, path, len + 1);
+    return out;
+  }
+  const char *name = strrchr(path, '/');
+  name = name ? name + 1 : path;
+  const char *dot = strrchr(name, '.');
+  size_t stem = dot && dot > name ? (size_t)(dot - path) : len; /* ".trace" has no extension */
+  snprintf(out, room, "%.*s.%d%s", (int)stem, path, dlrun_process_index(), path + stem);
+  return out;
+}
+
+/* Whether the trace file at `trace` is the script's file (the same file,
+ * by device and inode: a hard link or another spelling too), which
+ * tracing would overwrite. */
+static int trace_is_script(const cli_options *o, const char *trace) {
+  if (o->script >= o->argc || o->script_is_stdin) return 0;
+  struct stat a, b;
+  return stat(trace, &a) == 0 && stat(o->argv[o->script], &b) == 0 && a.st_dev == b.st_dev &&
+         a.st_ino == b.st_ino;
+}
+
+/* Start tracing to this process's trace file. */
+static int start_trace(const cli_options *o) {
+  char *path = process_trace_path(o->trace);
+  int rc = PARSE_CONTINUE;
+  if (path == NULL) {
+    fprintf(stderr, "%s: not enough memory\n", progname);
+    rc = EXIT_FAILURE;
+  } else if (trace_is_script(o, path)) {
+    fprintf(stderr, "%s: the trace file \"%s\" is the script itself; give --trace another file\n",
+            progname, path);
+    rc = EXIT_FAILURE;
+  } else {
+    dlrun_status st = dlrun_trace_start(path);
+    tracing = st == DLRUN_OK;
+    if (st) rc = status_error(st);
+  }
+  free(path);
+  return rc;
 }
 
 /* Check everything that can be checked before Lua runs: the device
@@ -630,11 +726,8 @@ static int prepare(const cli_options *o) {
   cfg.devices = o->devices;
   dlrun_status st = dlrun_check_config(&cfg);
   if (st == DLRUN_OK) st = dlrun_default_set_config(&cfg);
-  if (st == DLRUN_OK && o->trace) {
-    st = dlrun_trace_start(o->trace);
-    tracing = st == DLRUN_OK;
-  }
-  return st == DLRUN_OK ? PARSE_CONTINUE : status_error(st);
+  if (st) return status_error(st);
+  return o->trace ? start_trace(o) : PARSE_CONTINUE;
 }
 
 int main(int argc, char **argv) {
@@ -670,18 +763,11 @@ int main(int argc, char **argv) {
   int ok = status == LUA_OK && lua_toboolean(L, -1);
   report(L, status, 0); /* outside protected mode: no metamethods */
   /* A peer still waiting in a collective learns that this process is done. */
-  if (ok && dlrun_process_count() > 1 && dlrun_distributed_finish("the end of the script")) {
-    status_error(DLRUN_ERR_RUNTIME);
-    ok = 0;
-  }
-  if (!ok && dlrun_process_count() > 1) {
-    /* The others would wait for this process forever: end the job. */
-    cli_progress_stop();
-    dlrun_distributed_abort(EXIT_FAILURE);
-  }
+  if (ok) ok = reach_end();
+  end_job_unless(ok, EXIT_FAILURE);
   lua_close(L); /* runs the pending __gc and __close */
+  if (o.stats) cli_print_stats(stderr); /* before leaving the job: it names this process */
   if (!finish()) ok = 0;
-  if (o.stats) cli_print_stats(stderr);
   free(o.actions);
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

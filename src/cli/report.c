@@ -24,7 +24,8 @@ static const char *human(unsigned long long bytes, char *buf, size_t n) {
   return buf;
 }
 
-/* One row per device that was used; with many devices, idle ones are
+/* One row per device of this process that was used (another process's
+ * figures are its own to print); with many devices, idle ones are
  * summarised in one line. */
 void cli_print_stats(FILE *out) {
   dlrun_runtime *rt = dlrun_default_runtime_if_started();
@@ -32,7 +33,11 @@ void cli_print_stats(FILE *out) {
     fprintf(out, "dlrun stats: no device was used\n");
     return;
   }
-  fprintf(out, "dlrun stats (%s)\n", dlrun_runtime_spec(rt));
+  fprintf(out, "dlrun stats (%s)", dlrun_runtime_spec(rt));
+  if (dlrun_process_count() > 1)
+    fprintf(out, ", process %d of %d: this process's devices", dlrun_process_index(),
+            dlrun_process_count());
+  fputc('\n', out);
   fprintf(out, "%-18s %12s %12s %12s %12s %13s %6s %14s\n", "device", "in use", "peak",
           "moved in", "moved out", "largest free", "frag", "exports alive");
   size_t idle = 0;
@@ -42,9 +47,9 @@ void cli_print_stats(FILE *out) {
     char platform[32];
     snprintf(platform, sizeof platform, "%.*s", (int)len, p);
     p += len + (p[len] == ',');
-    size_t n = dlrun_device_count(rt, platform);
+    size_t n = dlrun_local_device_count(rt, platform);
     for (size_t i = 0; i < n; i++) {
-      dlrun_device *d = dlrun_device_get(rt, platform, i);
+      dlrun_device *d = dlrun_local_device_get(rt, platform, i);
       dlrun_memory_stats m;
       dlrun_device_stats s;
       dlrun_device_memory_stats(d, DLRUN_MEM_DEVICE, &m);

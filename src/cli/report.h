@@ -8,7 +8,8 @@
 #include <lua.h>
 
 /* A per-device table of memory in use, peak, bytes moved in and out, and
- * DLPack exports still alive, for the default runtime (if it started). */
+ * DLPack exports still alive, for this process's devices of the default
+ * runtime (if it started); in a job the title names the process. */
 void cli_print_stats(FILE *out);
 
 /* While running, report transfers that take longer than a second on stderr,

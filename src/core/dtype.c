@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dtype_impl.h"
 #include "status_impl.h"
 
 static const dlrun_dtype_info dtype_table[DLRUN_DTYPE_COUNT] = {
@@ -476,4 +477,24 @@ void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out) {
     break;
   case DLRUN_DTYPE_COUNT: break;
   }
+}
+
+/* ---- comparing by value ------------------------------------------------- */
+
+int64_t dlrun_dtype_first_unequal(dlrun_dtype dtype, const void *a, const void *b, int64_t count) {
+  const dlrun_dtype_info *info = &dtype_table[dtype];
+  const unsigned char *p = a, *q = b;
+  bool by_value = info->kind == DLRUN_KIND_FLOAT || info->kind == DLRUN_KIND_COMPLEX;
+  if (!by_value && !memcmp(p, q, (size_t)count * info->size)) return -1;
+  for (int64_t i = 0; i < count; i++, p += info->size, q += info->size) {
+    if (!by_value) {
+      if (memcmp(p, q, info->size)) return i;
+      continue;
+    }
+    dlrun_scalar x, y;
+    dlrun_dtype_load(dtype, p, &x);
+    dlrun_dtype_load(dtype, q, &y);
+    if (x.re != y.re || x.im != y.im) return i;
+  }
+  return -1;
 }

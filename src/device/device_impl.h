@@ -175,7 +175,8 @@ struct dlrun_runtime {
   uint64_t accelerator_caps[DLRUN_MEM_KIND_COUNT]; /* each kind's; 0 if none */
   dlrun_memory_settings settings;
   bool sim_memory_shared;      /* DLRUN_SIM_MEMORY=shared: sim memory host-readable */
-  uint64_t memory_total;       /* capacities of all memories of all devices */
+  uint64_t memory_total;       /* capacities of all memories of all devices,
+                                  UINT64_MAX when their sum overflows */
   char memory_note[320];       /* dlrun_runtime_memory_note; empty when none */
   /* Transfer statistics (dlrun_transfer_stats_get). */
   atomic_uint_fast64_t bytes_moved, local_bytes, copies, shares, bytes_sent, bytes_received;

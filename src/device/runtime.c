@@ -189,11 +189,12 @@ static void note_overcommit(dlrun_runtime *rt, uint64_t host_ram) {
   char each[32], total[32], ram[32];
   snprintf(rt->memory_note, sizeof rt->memory_note,
            "%s memory of %s on each of %zu %s devices over-commits host RAM: the memories "
-           "of all devices add up to %s, more than the %s of RAM, so filling them may get the "
+           "of all devices add up to %s%s, more than the %s of RAM, so filling them may get the "
            "process killed instead of raising ResourceExhaustedError",
            dlrun_memory_kind_name((dlrun_memory_kind)k),
            dlrun_format_bytes(rt->accelerator_caps[k], each, sizeof each),
            g->local_count, g->platform->name,
+           rt->memory_total == UINT64_MAX ? "at least " : "",
            dlrun_format_bytes(rt->memory_total, total, sizeof total),
            dlrun_format_bytes(host_ram, ram, sizeof ram));
 }
@@ -226,7 +227,12 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
     for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
       caps[k] = capacity_of(grp->platform, (dlrun_memory_kind)k, k_count, host_ram, &sh,
                             &rt->settings, accelerators);
-      rt->memory_total += (caps[k] & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) * k_count;
+      uint64_t group_bytes;
+      /* Saturate: a total past 2^64 must still over-commit, not wrap to a small one. */
+      if (__builtin_mul_overflow(caps[k] & ~(uint64_t)(DLRUN_POOL_ALIGN - 1), (uint64_t)k_count,
+                                 &group_bytes) ||
+          __builtin_add_overflow(rt->memory_total, group_bytes, &rt->memory_total))
+        rt->memory_total = UINT64_MAX;
     }
     for (size_t p = 0; p < nproc; p++)
       for (size_t k = 0; k < k_count; k++, at++) {

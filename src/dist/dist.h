@@ -27,7 +27,7 @@ dlrun_status dlrun_dist_agree(const char *call, const char *label, const char *w
                               const char *value, bool as_value_error);
 
 /* One argument of a collective call, as text that must be equal on every
- * process ("float32[8,4]"). */
+ * process ("float32[8,4]"), compared whole, byte for byte. */
 typedef struct dlrun_dist_field {
   const char *name; /* for the message: "the source sharding" */
   const char *value;
@@ -42,7 +42,11 @@ typedef struct dlrun_dist_field {
  * call or is at another collective call ("<call> mismatch: ..."), or
  * passed a different field ("<call> mismatch: <name> differs: process 0
  * has '...', process 1 '...'"); a timeout names who did not arrive. Alone:
- * `mine`. */
+ * `mine`. Values are compared whole: up to 512 bytes in all travel in the
+ * one fixed-size record; beyond that a second exchange carries the whole
+ * text. Collectives that cannot fail once agreed on (dlrun_dist_allgather,
+ * dlrun_dist_bcast) let a caller prepare everything that may fail first and
+ * share the outcome here, in `mine`. */
 dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine, size_t nfields,
                                    const dlrun_dist_field *fields);
 
@@ -62,7 +66,9 @@ int dlrun_dist_allgather(const void *send, size_t nbytes, void *recv, char *err,
 int dlrun_dist_exchange(const dlrun_transport_piece *sends, size_t nsends,
                         const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
                         size_t errlen);
-/* nbytes at buf on process `root` into buf on every other process. */
+/* nbytes at buf on process `root` into buf on every other process. Neither
+ * this nor dlrun_dist_allgather allocates for jobs of up to 64 processes,
+ * so that no process agreed on an exchange fails to make it. */
 int dlrun_dist_bcast(void *buf, size_t nbytes, int root, char *err, size_t errlen);
 
 #endif

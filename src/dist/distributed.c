@@ -174,7 +174,12 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
     message_bytes = msg;
   }
   pthread_mutex_unlock(&mu);
-  return st;
+  if (st) return st;
+  /* Both ends of a device_put cut its messages by this size: a process
+   * that cut them otherwise would read a piece into the wrong place. */
+  char text[24];
+  snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
+  return dlrun_dist_agree("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
 }
 
 bool dlrun_distributed_joined(void) { return joined; }
@@ -201,4 +206,12 @@ void dlrun_distributed_shutdown(void) {
   left = joined || left;
   joined = false;
   pthread_mutex_unlock(&mu);
+}
+
+dlrun_status dlrun_distributed_agree(const char *call, const char *what, const char *value,
+                                     dlrun_status mine, const char *message) {
+  if (mine < DLRUN_OK || mine >= DLRUN_STATUS_COUNT) mine = DLRUN_ERR_RUNTIME;
+  if (mine) dlrun_fail(mine, "%s", message ? message : "");
+  dlrun_dist_field field = {what, value ? value : ""};
+  return dlrun_dist_agree_call(call ? call : "", mine, what ? 1 : 0, &field);
 }

@@ -29,11 +29,15 @@ int dlrun_lua_raise(lua_State *L, const char *class_name, const char *fmt, ...)
 /* The type of the value at idx as messages name it: its metatable's __name
  * when that is a string ("FILE*", "Device", "Array"), else its Lua type. */
 const char *dlrun_lua_typename(lua_State *L, int idx);
+/* Push and return how messages show the value at idx where a number was
+ * wanted: "-1", "1.5", string "0", boolean true, else its typename
+ * (errors.describe in lua/dlrun/errors.lua). */
+const char *dlrun_lua_describe(lua_State *L, int idx);
 /* TypeError: "<fn>: argument <n> (<what>) must be <expected>, got <type>". */
 int dlrun_lua_type_error(lua_State *L, const char *fn, int arg, const char *what,
                          const char *expected);
-/* The same, but a number is shown by its value ("got 1.5", "got inf"): for
- * arguments that must be particular numbers. */
+/* The same, but a number is shown by its value ("got 1.5", "got inf", as
+ * dlrun_lua_describe): for arguments that must be particular numbers. */
 int dlrun_lua_number_error(lua_State *L, const char *fn, int arg, const char *what,
                            const char *expected);
 /* TypeError "<fn>: expected at most <max> arguments, got <n>" when the
@@ -64,6 +68,18 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
  * Raises only on memory exhaustion, before taking it over. */
 void dlrun_lua_push_exported(lua_State *L, const dlrun_exported *e);
 void dlrun_lua_partitioned_open(lua_State *L);
+
+/* ---- collective entry points (lagree.c) ---- */
+/* The error value on top of the stack is this process's failed check of
+ * collective `call`: join the call's agreement with it (every other process
+ * then raises "<call> failed on process N: <Class>: <message>") and raise
+ * it here. Never returns. */
+int dlrun_lua_join_failed(lua_State *L, const char *call);
+/* Run checks(arguments...) protected, leaving its nresults results on top;
+ * its error joins the agreement of `call` (dlrun_lua_join_failed). */
+void dlrun_lua_collective_checks(lua_State *L, const char *call, lua_CFunction checks,
+                                 int nresults);
+void dlrun_lua_agree_open(lua_State *L);
 
 /* ---- runtime and devices (lruntime.c, ldevice.c) ---- */
 /* The runtime of this Lua state (the process default), created on first use. */
@@ -96,6 +112,11 @@ const char *dlrun_lua_position(const int64_t *index, int depth, char *buf, size_
 /* Whether the value at idx may be data for dl.array: a number, a boolean
  * or a table (checked further when converted). */
 int dlrun_lua_is_data(lua_State *L, int idx);
+/* Whether the table at idx has a raw key that array data cannot have: one
+ * outside 1..n, or, in a complex element {re=, im=} (one holding re), other
+ * than re and im. If so, pushes such a key (the least in the order of
+ * dlrun_lua_push_tree_keys when `least`, else the first found). */
+int dlrun_lua_find_stray_key(lua_State *L, int idx, lua_Integer n, int least);
 /* Convert the Lua value at idx into a scalar; false if it is not one. */
 int dlrun_lua_to_scalar(lua_State *L, int idx, dlrun_scalar *out);
 void dlrun_lua_push_scalar(lua_State *L, const dlrun_scalar *s);
@@ -136,6 +157,10 @@ void dlrun_lua_sharding_open(lua_State *L);
 void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
+/* Push a Lua-owned host buffer holding a's whole value, read from this
+ * process's shards (raises the fetch error when they do not cover it);
+ * returns it. */
+void *dlrun_lua_read_all(lua_State *L, dlrun_array *a);
 void dlrun_lua_array_open(lua_State *L);
 /* Add methods to Array (after dlrun_lua_array_open): other files' methods,
  * such as __dlpack__ and __partitioned__. */
@@ -151,10 +176,27 @@ int dlrun_lua_is_plain_table(lua_State *L, int idx);
 /* Pushes the value mapped from the leaf at idx; may raise. */
 typedef void (*dlrun_lua_leaf_fn)(lua_State *L, int idx, void *ctx);
 /* Push the tree at idx mapped leaf by leaf: a new table for every plain
- * table from which an Array is reachable (keys kept), leaf() of every other
+ * table from which an Array is reachable, or with `keyed` one that is not
+ * array data (dlrun_lua_find_stray_key) (keys kept), leaf() of every other
  * value. Iterative (any depth); each table and each leaf object maps once,
- * so shared subtrees stay shared and cycles stay cycles. */
-void dlrun_lua_map_tree(lua_State *L, int idx, dlrun_lua_leaf_fn leaf, void *ctx);
+ * so shared subtrees stay shared and cycles stay cycles. Leaves map in the
+ * same order on every process: breadth-first, keys in tree order; `fn`
+ * names the call in errors about keys. */
+void dlrun_lua_map_tree(lua_State *L, int idx, const char *fn, int keyed, dlrun_lua_leaf_fn leaf,
+                        void *ctx);
+/* Push a list of the keys of the table at idx in the one order every
+ * process walks trees in (lkeys.c): numbers by value, then strings
+ * byte-wise, then false and true, then Devices by id; returns how many.
+ * TypeError naming `fn` for a key of another type. */
+lua_Integer dlrun_lua_push_tree_keys(lua_State *L, int idx, const char *fn);
+/* The number of keys of the table at idx (raw, as lua_next finds them). */
+lua_Integer dlrun_lua_count_keys(lua_State *L, int idx);
+/* Whether the key at a comes before the one at b in that order (keys of
+ * other types come last, by type name alone). */
+int dlrun_lua_key_less(lua_State *L, int a, int b);
+/* How messages name the key at idx: `the key "w"`, `the key 2`, `a key of
+ * type function`. Returns buf. */
+const char *dlrun_lua_key_text(lua_State *L, int idx, char *buf, size_t n);
 
 void dlrun_lua_transfer_open(lua_State *L);
 void dlrun_lua_dlpack_open(lua_State *L);

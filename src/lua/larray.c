@@ -211,8 +211,7 @@ static int l_arange(lua_State *L) {
 
 /* ---- reading ---- */
 
-/* Copy the whole array to a Lua-owned host buffer (pushed). */
-static void *read_all(lua_State *L, dlrun_array *a) {
+void *dlrun_lua_read_all(lua_State *L, dlrun_array *a) {
   uint64_t n = dlrun_array_nbytes(a);
   void *host = lua_newuserdatauv(L, (size_t)n, 0);
   dlrun_lua_check(L, dlrun_array_read(a, 0, n, host));
@@ -221,7 +220,7 @@ static void *read_all(lua_State *L, dlrun_array *a) {
 
 static int l_tolist(lua_State *L) {
   dlrun_array *a = check_live(L, "tolist", 1);
-  void *host = read_all(L, a);
+  void *host = dlrun_lua_read_all(L, a);
   dlrun_lua_push_nested(L, dlrun_array_dtype(a), dlrun_array_ndim(a), dlrun_array_shape(a), host);
   return 1;
 }
@@ -232,7 +231,7 @@ static int l_tolist(lua_State *L) {
  * is Lua 5.5's). */
 static int l_tobytes(lua_State *L) {
   dlrun_array *a = check_live(L, "tobytes", 1);
-  void *host = read_all(L, a);
+  void *host = dlrun_lua_read_all(L, a);
   lua_pushlstring(L, host, (size_t)dlrun_array_nbytes(a));
   return 1;
 }
@@ -438,7 +437,12 @@ static int array_len(lua_State *L) {
 static int array_tostring(lua_State *L) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, "tostring");
   lua_getfield(L, LUA_REGISTRYINDEX, FORMAT_KEY);
-  lua_getfield(L, -1, dlrun_array_is_deleted(a) ? "deleted_repr" : "repr");
+  /* An array this process does not hold whole prints without values, as
+   * JAX prints one that spans processes. */
+  const char *how = dlrun_array_is_deleted(a)         ? "deleted_repr"
+                    : !dlrun_array_has_full_value(a) ? "global_repr"
+                                                      : "repr";
+  lua_getfield(L, -1, how);
   lua_pushvalue(L, 1);
   lua_call(L, 1, 1);
   return 1;

@@ -69,7 +69,7 @@ static int shape_entry(lua_State *L, int idx, const char *fn, const char *what, 
       return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d is too large (%.17g)", fn, what,
                              pos, x);
     return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d must be an integer, got %s", fn,
-                           what, pos, luaL_tolstring(L, idx, NULL));
+                           what, pos, dlrun_lua_describe(L, idx));
   }
   if (v < 0)
     return dlrun_lua_raise(L, "ValueError", "%s: %s entry %d is negative (%lld)", fn, what, pos,
@@ -181,6 +181,39 @@ static int is_complex_leaf(lua_State *L, int idx, int complex_dtype) {
   return ok;
 }
 
+/* A key that a table of array data may hold: an integer in 1..n, or, in a
+ * complex element {re=, im=} (one holding re), re or im. */
+static int is_data_key(lua_State *L, int key, lua_Integer n, int complex) {
+  if (lua_type(L, key) == LUA_TSTRING) {
+    size_t len;
+    const char *s = lua_tolstring(L, key, &len);
+    return complex && len == 2 && (!memcmp(s, "re", 2) || !memcmp(s, "im", 2));
+  }
+  if (!lua_isinteger(L, key) || complex) return 0;
+  lua_Integer i = lua_tointeger(L, key);
+  return i >= 1 && i <= n;
+}
+
+int dlrun_lua_find_stray_key(lua_State *L, int idx, lua_Integer n, int least) {
+  idx = lua_absindex(L, idx);
+  luaL_checkstack(L, 4, "no room on the Lua stack for a table's keys");
+  lua_pushliteral(L, "re");
+  int complex = lua_rawget(L, idx) != LUA_TNIL;
+  int slot = lua_gettop(L), found = 0; /* the stray key found, once there is one */
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (is_data_key(L, -1, n, complex)) continue;
+    if (!least) {
+      lua_replace(L, slot);
+      return 1;
+    }
+    if (!found++ || dlrun_lua_key_less(L, -1, slot)) lua_copy(L, -1, slot);
+  }
+  if (!found) lua_pop(L, 1);
+  return found != 0;
+}
+
 typedef struct walk {
   lua_State *L;
   const char *fn;
@@ -188,6 +221,7 @@ typedef struct walk {
   int ndim;
   int64_t dims[DLRUN_MAX_NDIM];
   int64_t index[DLRUN_MAX_NDIM]; /* position of the element being visited */
+  int keys_checked; /* once a visit has checked every table's keys */
   /* inference: what kinds of leaves were seen */
   int seen_bool, seen_int, seen_float, seen_complex;
   dlrun_dtype first_dtype; /* JAX's default for the first leaf */
@@ -258,6 +292,22 @@ static void check_size(walk *w, dlrun_dtype dtype) {
   }
 }
 
+/* Refuse the table on top (at depth, holding n elements) when it has a key
+ * that array data cannot have, naming the least such key. */
+static void check_keys(walk *w, int depth, lua_Integer n) {
+  lua_State *L = w->L;
+  if (w->keys_checked || !dlrun_lua_find_stray_key(L, -1, n, 1)) return;
+  char pos[256], key[160];
+  lua_pushliteral(L, "re");
+  int complex = lua_rawget(L, -3) != LUA_TNIL;
+  lua_pop(L, 1);
+  dlrun_lua_raise(L, "TypeError", "%s: %s%s has %s, but %s", w->fn, depth ? "element " : "data",
+                  position(w, depth, pos, sizeof pos), dlrun_lua_key_text(L, -1, key, sizeof key),
+                  complex ? "a complex element {re=, im=} has only the keys re and im"
+                          : "a table of array data has only the keys 1..n (a table with other "
+                            "keys is a tree, which dl.device_put maps key by key)");
+}
+
 /* Visit every leaf in row-major order, checking the shape; `leaf` is called
  * with the leaf on top of the stack. */
 static void visit(walk *w, int depth, void (*leaf)(walk *, int depth)) {
@@ -270,6 +320,7 @@ static void visit(walk *w, int depth, void (*leaf)(walk *, int depth)) {
                       "%s: ragged nested data: element %s is a table but the shape %s",
                       w->fn, position(w, depth, pos, sizeof pos),
                       depth ? "ends at this depth" : "is 0-d");
+    if (lua_istable(L, -1)) check_keys(w, depth, 2); /* a complex element */
     leaf(w, depth);
     return;
   }
@@ -284,6 +335,7 @@ static void visit(walk *w, int depth, void (*leaf)(walk *, int depth)) {
                     "%s: ragged nested data: element %s has length %lld, expected %lld", w->fn,
                     position(w, depth, pos, sizeof pos), (long long)n,
                     (long long)w->dims[depth]);
+  check_keys(w, depth, n);
   for (lua_Integer i = 1; i <= n; i++) {
     w->index[depth] = i - 1;
     lua_geti(L, -1, i);
@@ -356,6 +408,7 @@ void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtyp
     visit(&w, 0, infer_leaf);
     lua_pop(L, 1);
     *dtype = inferred_dtype(&w);
+    w.keys_checked = 1;
   }
   dlrun_lua_check_in(L, fn, dlrun_shape_nbytes(w.ndim, w.dims, *dtype, nbytes));
   w.dtype = *dtype;

@@ -20,11 +20,18 @@ static int l_process_count(lua_State *L) {
 
 /* sync_global_devices(name): a barrier that every process calls with the
  * same name. */
-static int l_sync_global_devices(lua_State *L) {
+static int sync_checks(lua_State *L) {
   dlrun_lua_check_nargs(L, "sync_global_devices", 1);
   if (lua_type(L, 1) != LUA_TSTRING)
     return dlrun_lua_type_error(L, "sync_global_devices", 1, "name", "a string");
-  dlrun_lua_check(L, dlrun_sync_global(lua_tostring(L, 1)));
+  return 1;
+}
+
+static int l_sync_global_devices(lua_State *L) {
+  dlrun_lua_collective_checks(L, "sync_global_devices", sync_checks, 1);
+  size_t len;
+  const char *name = lua_tolstring(L, -1, &len);
+  dlrun_lua_check(L, dlrun_sync_global_n(name, len));
   return 0;
 }
 
@@ -78,34 +85,59 @@ static int check_flag(lua_State *L, const char *fn, const char *what) {
   return lua_toboolean(L, 2);
 }
 
+/* The checks of x [, flag]: pushes the Array (x, or x's data made one: then
+ * host_input has pushed it) and the flag. */
+static int array_and_flag(lua_State *L, const char *fn, const char *what) {
+  int flag = check_flag(L, fn, what);
+  int top = lua_gettop(L);
+  if (host_input(L, 1, fn, "x") && lua_gettop(L) == top) lua_pushvalue(L, 1);
+  lua_pushinteger(L, flag);
+  return 2;
+}
+
+static int allgather_checks(lua_State *L) {
+  return array_and_flag(L, "process_allgather", "tiled");
+}
+
 /* process_allgather(x [, tiled]): x's value on every process. */
 static int l_process_allgather(lua_State *L) {
-  bool tiled = check_flag(L, "process_allgather", "tiled") == 1;
-  dlrun_array *x = host_input(L, 1, "process_allgather", "x");
+  dlrun_lua_collective_checks(L, "process_allgather", allgather_checks, 2);
+  bool tiled = lua_tointeger(L, -1) == 1;
   dlrun_array *out;
-  dlrun_lua_check(L, dlrun_process_allgather(x, tiled, &out));
+  dlrun_lua_check(L, dlrun_process_allgather(dlrun_lua_test_array(L, -2), tiled, &out));
   return push_result(L, out);
+}
+
+static int broadcast_checks(lua_State *L) {
+  return array_and_flag(L, "broadcast_one_to_all", "is_source");
 }
 
 /* broadcast_one_to_all(x [, is_source]): the source process's x on every
  * process (process 0's when is_source is nil). */
 static int l_broadcast_one_to_all(lua_State *L) {
-  int is_source = check_flag(L, "broadcast_one_to_all", "is_source");
-  dlrun_array *x = host_input(L, 1, "broadcast_one_to_all", "x");
+  dlrun_lua_collective_checks(L, "broadcast_one_to_all", broadcast_checks, 2);
+  int is_source = (int)lua_tointeger(L, -1);
   dlrun_array *out;
-  dlrun_lua_check(L, dlrun_broadcast_one_to_all(x, is_source, &out));
+  dlrun_lua_check(L, dlrun_broadcast_one_to_all(dlrun_lua_test_array(L, -2), is_source, &out));
   return push_result(L, out);
+}
+
+static int assert_equal_checks(lua_State *L) {
+  dlrun_lua_check_nargs(L, "assert_equal", 2);
+  lua_settop(L, 2);
+  if (!lua_isnil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
+    return dlrun_lua_type_error(L, "assert_equal", 2, "message", "a string");
+  int top = lua_gettop(L); /* as array_and_flag */
+  if (host_input(L, 1, "assert_equal", "x") && lua_gettop(L) == top) lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  return 2;
 }
 
 /* assert_equal(x [, message]): AssertionError on every process unless all
  * hold the same value. */
 static int l_assert_equal(lua_State *L) {
-  dlrun_lua_check_nargs(L, "assert_equal", 2);
-  if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
-    return dlrun_lua_type_error(L, "assert_equal", 2, "message", "a string");
-  const char *message = lua_tostring(L, 2);
-  dlrun_array *x = host_input(L, 1, "assert_equal", "x");
-  dlrun_lua_check(L, dlrun_assert_equal(x, message));
+  dlrun_lua_collective_checks(L, "assert_equal", assert_equal_checks, 2);
+  dlrun_lua_check(L, dlrun_assert_equal(dlrun_lua_test_array(L, -2), lua_tostring(L, -1)));
   return 0;
 }
 

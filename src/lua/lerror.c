@@ -7,6 +7,7 @@
 #include "binding.h"
 
 #define ERRORS_KEY "dlrun.errors.new"
+#define DESCRIBE_KEY "dlrun.errors.describe"
 
 void dlrun_lua_errors_open(lua_State *L) {
   lua_getglobal(L, "require");
@@ -14,7 +15,18 @@ void dlrun_lua_errors_open(lua_State *L) {
   lua_call(L, 1, 1);
   lua_getfield(L, -1, "new");
   lua_setfield(L, LUA_REGISTRYINDEX, ERRORS_KEY);
+  lua_getfield(L, -1, "describe");
+  lua_setfield(L, LUA_REGISTRYINDEX, DESCRIBE_KEY);
   lua_pop(L, 1);
+}
+
+/* errors.describe, so that both sides show values alike. */
+const char *dlrun_lua_describe(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  lua_getfield(L, LUA_REGISTRYINDEX, DESCRIBE_KEY);
+  lua_pushvalue(L, idx);
+  lua_call(L, 1, 1);
+  return lua_tostring(L, -1);
 }
 
 static int raise_message(lua_State *L, const char *class_name, const char *message) {
@@ -67,7 +79,7 @@ int dlrun_lua_number_error(lua_State *L, const char *fn, int arg, const char *wh
                            const char *expected) {
   if (lua_type(L, arg) != LUA_TNUMBER) return dlrun_lua_type_error(L, fn, arg, what, expected);
   return dlrun_lua_raise(L, "TypeError", "%s: argument %d (%s) must be %s, got %s", fn, arg,
-                         what, expected, luaL_tolstring(L, arg, NULL));
+                         what, expected, dlrun_lua_describe(L, arg));
 }
 
 void dlrun_lua_check_nargs(lua_State *L, const char *fn, int max) {

@@ -94,7 +94,7 @@ static void opt_capacity(lua_State *L, const char *key, uint64_t *bytes, double 
     lua_Integer n = lua_tointegerx(L, -1, &whole);
     if (!whole)
       dlrun_lua_raise(L, "ValueError", "configure: %s must be a whole number of bytes, got %s",
-                      key, luaL_tolstring(L, -1, NULL));
+                      key, dlrun_lua_describe(L, -1));
     if (n <= 0)
       dlrun_lua_raise(L, "ValueError", "configure: %s must be positive, got %lld", key,
                       (long long)n);
@@ -116,7 +116,7 @@ static void opt_fraction(lua_State *L, const char *key, double *fraction) {
                     "1, got %s", key, dlrun_lua_typename(L, -1));
   if (t == LUA_TNUMBER && !(*fraction > 0 && *fraction <= 1))
     dlrun_lua_raise(L, "ValueError", "configure: %s must be above 0 and at most 1, got %s", key,
-                    luaL_tolstring(L, -1, NULL));
+                    dlrun_lua_describe(L, -1));
   lua_pop(L, 1);
 }
 

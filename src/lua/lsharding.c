@@ -70,7 +70,7 @@ void dlrun_lua_check_spec(lua_State *L, int idx, const char *fn, dlrun_partition
   lua_rawget(L, idx);
   if (!dlrun_lua_to_integer(L, -1, &n) || n < 0)
     dlrun_lua_raise(L, "TypeError", "%s: the PartitionSpec's n must be a count of entries, got %s",
-                    fn, luaL_tolstring(L, -1, NULL));
+                    fn, dlrun_lua_describe(L, -1));
   lua_pop(L, 1);
   if (n > DLRUN_MAX_NDIM)
     dlrun_lua_raise(L, "ValueError", "%s: a PartitionSpec has at most %d entries", fn, DLRUN_MAX_NDIM);

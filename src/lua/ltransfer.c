@@ -82,6 +82,7 @@ static void put_leaf(lua_State *L, int idx, void *ctx) {
 
 typedef struct prefix_walk {
   const dlrun_put_options *o;
+  bool dry; /* only check the targets' tree against x's: put nothing */
   int on_path; /* stack index of a table: target tables being walked -> true */
   char path[256]; /* where the walk is, for messages; "..." ends a long one */
 } prefix_walk;
@@ -119,9 +120,9 @@ static const char *describe(lua_State *L, int idx) {
 }
 
 static void check_prefix_keys(lua_State *L, int xi, int ti, prefix_walk *w) {
-  lua_pushnil(L);
-  while (lua_next(L, ti)) {
-    lua_pop(L, 1);
+  lua_Integer n = dlrun_lua_push_tree_keys(L, ti, "device_put");
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, -1, k);
     lua_pushvalue(L, -1);
     if (lua_rawget(L, xi) == LUA_TNIL) {
       path_push(L, w, -2);
@@ -130,8 +131,9 @@ static void check_prefix_keys(lua_State *L, int xi, int ti, prefix_walk *w) {
                       "%s and x has no such key",
                       w->path);
     }
-    lua_pop(L, 1);
+    lua_pop(L, 2);
   }
+  lua_pop(L, 1);
 }
 
 /* Push x (at xi) put onto the targets at ti. */
@@ -143,9 +145,13 @@ static void put_prefix(lua_State *L, int xi, int ti, prefix_walk *w, int depth) 
                       "device_put: the target for %s must be a Device, a Sharding or a table of "
                       "them, got %s",
                       w->path, dlrun_lua_typename(L, ti));
+    if (w->dry) {
+      lua_pushnil(L);
+      return;
+    }
     dlrun_lua_push_target(L, ti, "device_put");
     put_args a = {.target_idx = lua_gettop(L), .o = w->o};
-    dlrun_lua_map_tree(L, xi, put_leaf, &a);
+    dlrun_lua_map_tree(L, xi, "device_put", 1, put_leaf, &a);
     lua_remove(L, -2);
     return;
   }
@@ -171,8 +177,11 @@ static void put_prefix(lua_State *L, int xi, int ti, prefix_walk *w, int depth) 
   lua_rawset(L, w->on_path);
   lua_newtable(L);
   int result = lua_gettop(L);
-  lua_pushnil(L);
-  while (lua_next(L, xi)) { /* key, x */
+  lua_Integer n = dlrun_lua_push_tree_keys(L, xi, "device_put");
+  for (lua_Integer k = 1; k <= n; k++) { /* in tree order: puts are collectives */
+    lua_rawgeti(L, result + 1, k);
+    lua_pushvalue(L, -1);
+    lua_rawget(L, xi); /* key, x */
     size_t len = path_push(L, w, -2);
     lua_pushvalue(L, -2);
     if (lua_rawget(L, ti) == LUA_TNIL) /* key, x, t */
@@ -184,9 +193,10 @@ static void put_prefix(lua_State *L, int xi, int ti, prefix_walk *w, int depth) 
     lua_pushvalue(L, -4);
     lua_insert(L, -2);
     lua_rawset(L, result); /* key, x, t */
-    lua_pop(L, 2);
+    lua_pop(L, 3);
     w->path[len] = 0;
   }
+  lua_settop(L, result);
   lua_pushvalue(L, ti);
   lua_pushnil(L);
   lua_rawset(L, w->on_path);
@@ -208,21 +218,112 @@ static int looks_like_options(lua_State *L, int idx) {
   return 1;
 }
 
-/* dl.device_put(x [, target] [, {donate=, may_alias=}]): target is a
- * Device, a Sharding, or a tree of them that is a prefix of x's tree. */
-static int l_device_put(lua_State *L) {
+/* device_put's own checks of its arguments: the options (at 2 or 3), and
+ * whether the target is a tree. */
+static dlrun_put_options put_arguments(lua_State *L, int *opts_idx, bool *target_tree) {
   dlrun_lua_check_nargs(L, "device_put", 3);
-  if (lua_gettop(L) < 1) return dlrun_lua_type_error(L, "device_put", 1, "x", "an Array or data");
-  int opts_idx = 3;
-  bool target_tree = dlrun_lua_is_plain_table(L, 2);
+  if (lua_gettop(L) < 1) dlrun_lua_type_error(L, "device_put", 1, "x", "an Array or data");
+  *opts_idx = 3;
+  *target_tree = dlrun_lua_is_plain_table(L, 2);
   /* device_put(x, {options}): a plain table in place of the target. */
-  if (target_tree && lua_isnoneornil(L, 3) && looks_like_options(L, 2)) {
-    opts_idx = 2;
-    target_tree = false;
+  if (*target_tree && lua_isnoneornil(L, 3) && looks_like_options(L, 2)) {
+    *opts_idx = 2;
+    *target_tree = false;
   }
-  dlrun_put_options o = check_put_options(L, opts_idx);
+  dlrun_put_options o = check_put_options(L, *opts_idx);
   if (o.donate && o.may_alias == DLRUN_ALIAS_ALLOW)
-    return dlrun_lua_raise(L, "ValueError", "may_alias and donate cannot be True at the same time.");
+    dlrun_lua_raise(L, "ValueError", "may_alias and donate cannot be True at the same time.");
+  return o;
+}
+
+/* The checks a put between processes makes before its first collective:
+ * the arguments, and a tree of targets against x's tree. */
+static int put_checks(lua_State *L) {
+  int opts_idx;
+  bool target_tree;
+  dlrun_put_options o = put_arguments(L, &opts_idx, &target_tree);
+  if (target_tree) {
+    lua_settop(L, opts_idx);
+    lua_newtable(L);
+    prefix_walk w = {.o = &o, .dry = true, .on_path = lua_gettop(L), .path = "x"};
+    put_prefix(L, 1, 2, &w, 0);
+  }
+  return 0;
+}
+
+static bool sharding_within(const dlrun_sharding *s, int process) {
+  for (size_t i = 0; i < dlrun_sharding_device_count(s); i++)
+    if (dlrun_device_process_index(dlrun_sharding_device(s, i)) != process) return false;
+  return true;
+}
+
+/* Whether the Array, Device or Sharding at v lies on process *p (the
+ * first one met sets it); a plain table not seen before is queued in todo. */
+static bool value_within(lua_State *L, int v, int *p, int seen, int todo, lua_Integer *ntodo) {
+  dlrun_array *x = dlrun_lua_test_array(L, v);
+  dlrun_device *d = dlrun_lua_test_device(L, v);
+  dlrun_sharding *s = x ? dlrun_array_sharding(x) : dlrun_lua_test_sharding(L, v);
+  if (d || s) {
+    if (*p < 0) *p = dlrun_device_process_index(d ? d : dlrun_sharding_device(s, 0));
+    return d ? dlrun_device_process_index(d) == *p : sharding_within(s, *p);
+  }
+  if (dlrun_lua_is_plain_table(L, v)) {
+    lua_pushvalue(L, v);
+    if (lua_rawget(L, seen) == LUA_TNIL) {
+      lua_pushvalue(L, v);
+      lua_pushboolean(L, 1);
+      lua_rawset(L, seen);
+      lua_pushvalue(L, v);
+      lua_rawseti(L, todo, ++*ntodo);
+    }
+    lua_pop(L, 1);
+  }
+  return true;
+}
+
+/* Whether every Array, Device and Sharding reached from the value at idx
+ * (through plain tables, each walked once: cycles end) lies on process *p
+ * (-1: the first one met). */
+static bool within_one_process(lua_State *L, int idx, int *p) {
+  luaL_checkstack(L, 8, "device_put: no room on the Lua stack");
+  int top = lua_gettop(L), seen = top + 1, todo = top + 2;
+  lua_newtable(L);
+  lua_newtable(L);
+  lua_Integer ntodo = 0;
+  bool one = value_within(L, idx, p, seen, todo, &ntodo);
+  while (one && ntodo > 0) {
+    lua_rawgeti(L, todo, ntodo); /* the table to walk, at todo + 1 */
+    lua_pushnil(L);
+    lua_rawseti(L, todo, ntodo--);
+    lua_pushnil(L);
+    while (one && lua_next(L, todo + 1)) {
+      one = value_within(L, lua_gettop(L), p, seen, todo, &ntodo);
+      lua_pop(L, 1);
+    }
+    lua_settop(L, todo);
+  }
+  lua_settop(L, top);
+  return one;
+}
+
+/* Whether the put is collective as the arguments stand, before any check:
+ * the Arrays of x and the targets (a Device, a Sharding, a tree of them;
+ * the Arrays' own shardings without one) spanning processes. */
+static bool put_spans(lua_State *L) {
+  if (dlrun_process_count() < 2) return false;
+  int p = -1;
+  return !within_one_process(L, 1, &p) || (lua_gettop(L) >= 2 && !within_one_process(L, 2, &p));
+}
+
+/* dl.device_put(x [, target] [, {donate=, may_alias=}]): target is a
+ * Device, a Sharding, or a tree of them that is a prefix of x's tree. A
+ * put of one Array between processes checks its arguments under the
+ * agreement, so that a bad one on one process fails it on every process. */
+static int l_device_put(lua_State *L) {
+  if (put_spans(L)) dlrun_lua_collective_checks(L, "device_put", put_checks, 0);
+  int opts_idx;
+  bool target_tree;
+  dlrun_put_options o = put_arguments(L, &opts_idx, &target_tree);
   lua_settop(L, opts_idx);
   if (target_tree) {
     lua_newtable(L);
@@ -236,8 +337,22 @@ static int l_device_put(lua_State *L) {
     target_idx = lua_gettop(L);
   }
   put_args args = {.target_idx = target_idx, .o = &o};
-  dlrun_lua_map_tree(L, 1, put_leaf, &args);
+  dlrun_lua_map_tree(L, 1, "device_put", 1, put_leaf, &args);
   return 1;
+}
+
+/* An array that spans processes, read from this process's shards (a
+ * replica here; else the fetch error) into a new array on the host device
+ * (the Sharding userdata at host_idx): no collective, as JAX reads it. */
+static void get_global(lua_State *L, dlrun_array *x, int host_idx) {
+  void *data = dlrun_lua_read_all(L, x);
+  dlrun_array *out;
+  dlrun_lua_check(L, dlrun_array_from_host(dlrun_lua_test_sharding(L, host_idx),
+                                           dlrun_array_dtype(x), dlrun_array_ndim(x),
+                                           dlrun_array_shape(x), data, dlrun_array_nbytes(x),
+                                           &out));
+  lua_pop(L, 1); /* the bytes */
+  dlrun_lua_push_array(L, out, host_idx);
 }
 
 /* dl.device_get(x): arrays materialised on the host cpu device (the
@@ -247,8 +362,9 @@ static void get_leaf(lua_State *L, int idx, void *ctx) {
   int host_idx = *(const int *)ctx;
   luaL_checkstack(L, 4, "device_get: no room on the Lua stack");
   dlrun_array *x = dlrun_lua_test_array(L, idx);
-  if (x) dlrun_lua_check(L, dlrun_array_block_until_ready(dlrun_lua_push_put(L, idx, x, host_idx, NULL)));
-  else lua_pushvalue(L, idx);
+  if (!x) lua_pushvalue(L, idx);
+  else if (!dlrun_sharding_is_fully_addressable(dlrun_array_sharding(x))) get_global(L, x, host_idx);
+  else dlrun_lua_check(L, dlrun_array_block_until_ready(dlrun_lua_push_put(L, idx, x, host_idx, NULL)));
 }
 
 static int l_device_get(lua_State *L) {
@@ -256,7 +372,7 @@ static int l_device_get(lua_State *L) {
   lua_settop(L, 1);
   dlrun_lua_push_device_sharding(L, dlrun_host_device(dlrun_lua_runtime(L)));
   int host_idx = 2;
-  dlrun_lua_map_tree(L, 1, get_leaf, &host_idx);
+  dlrun_lua_map_tree(L, 1, "device_get", 0, get_leaf, &host_idx);
   return 1;
 }
 

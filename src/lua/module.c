@@ -22,6 +22,7 @@ int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_partitioned_open(L);
   dlrun_lua_debug_open(L);
   dlrun_lua_distributed_open(L);
+  dlrun_lua_agree_open(L);
   lua_pushliteral(L, DLRUN_VERSION_STRING);
   lua_setfield(L, -2, "_version");
   return 1;

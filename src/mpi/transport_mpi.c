@@ -52,6 +52,47 @@ static int timed_out(const int *arrived, int pending, double timeout_s, char *er
   return DLRUN_TRANSPORT_TIMEOUT;
 }
 
+/* "<what> failed: <MPI's error string>" into err. */
+static int mpi_failed(int code, const char *what, char *err, size_t errlen) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    snprintf(text, sizeof text, "code %d", code);
+  snprintf(err, errlen, "%s failed: %s", what, text);
+  return DLRUN_TRANSPORT_FAILED;
+}
+
+/* Take back the requests of a failed call: the receives reqs[0, nrecvs),
+ * then the sends. A cancelled receive is waited for until MPI says it is
+ * complete (cancelled, or it matched a message that then arrived): only
+ * then may its buffer, the caller's, be freed. MPI guarantees that the wait
+ * of a cancelled receive returns whatever the other processes do (MPI-3.1,
+ * 3.8.4); should it still not complete within the timeout, a message could
+ * land in memory already given back, so the job ends instead. Sends only
+ * read their buffers: they are released, and a peer that is never to
+ * receive them never matches them (each call has its own tag). */
+static void take_back(MPI_Request *reqs, size_t nrecvs, size_t n, double timeout_s) {
+  for (size_t i = 0; i < nrecvs; i++)
+    if (reqs[i] != MPI_REQUEST_NULL) MPI_Cancel(&reqs[i]);
+  double deadline = now_s() + timeout_s;
+  for (size_t i = 0; i < nrecvs; i++) {
+    int done = reqs[i] == MPI_REQUEST_NULL;
+    while (!done) {
+      if (MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+      if (done) break;
+      if (now_s() > deadline) {
+        fprintf(stderr, "dlrun: a cancelled receive from another process did not complete "
+                        "within %g s; ending the job so that it cannot write into freed "
+                        "memory\n", timeout_s);
+        MPI_Abort(comm, 1);
+      }
+      sched_yield();
+    }
+  }
+  for (size_t i = nrecvs; i < n; i++)
+    if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&reqs[i]);
+}
+
 /* Bytes per message: MPI counts are int. A larger contribution goes as
  * several messages, in order. */
 #define CHUNK ((size_t)1 << 30)
@@ -62,7 +103,8 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
                       double timeout_s, char *err, size_t errlen) {
   int tag = (int)(call_seq++ % 30000u);
   unsigned char *out = recv;
-  memcpy(out + displs[rank], send, counts[rank]);
+  if (out + displs[rank] != (const unsigned char *)send) /* a broadcast's root: in place */
+    memcpy(out + displs[rank], send, counts[rank]);
   size_t nreq = 0;
   for (int r = 0; r < size; r++)
     if (r != rank) nreq += nchunks(counts[r]) + nchunks(counts[rank]);
@@ -77,52 +119,51 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
     snprintf(err, errlen, "not enough memory");
     return DLRUN_TRANSPORT_FAILED;
   }
+  for (size_t i = 0; i < nreq; i++) reqs[i] = MPI_REQUEST_NULL;
+  int rc = DLRUN_TRANSPORT_OK, e = MPI_SUCCESS;
   size_t k = 0;
-  for (int r = 0; r < size; r++) {
+  for (int r = 0; r < size && !e; r++) {
     if (r == rank) continue;
     first[r] = k;
-    for (size_t c = 0; c < nchunks(counts[r]); c++) {
+    for (size_t c = 0; c < nchunks(counts[r]) && !e; c++) {
       size_t off = c * CHUNK, n = counts[r] - off < CHUNK ? counts[r] - off : CHUNK;
-      MPI_Irecv(out + displs[r] + off, (int)n, MPI_BYTE, r, tag, comm, &reqs[k++]);
+      e = MPI_Irecv(out + displs[r] + off, (int)n, MPI_BYTE, r, tag, comm, &reqs[k++]);
+      if (e) reqs[k - 1] = MPI_REQUEST_NULL;
     }
   }
   size_t sends = k;
-  for (int r = 0; r < size; r++) {
+  for (int r = 0; r < size && !e; r++) {
     if (r == rank) continue;
-    for (size_t c = 0; c < nchunks(counts[rank]); c++) {
+    for (size_t c = 0; c < nchunks(counts[rank]) && !e; c++) {
       size_t off = c * CHUNK, n = counts[rank] - off < CHUNK ? counts[rank] - off : CHUNK;
-      MPI_Isend((const unsigned char *)send + off, (int)n, MPI_BYTE, r, tag, comm, &reqs[k++]);
+      e = MPI_Isend((const unsigned char *)send + off, (int)n, MPI_BYTE, r, tag, comm,
+                    &reqs[k++]);
+      if (e) reqs[k - 1] = MPI_REQUEST_NULL;
     }
   }
+  if (e) rc = mpi_failed(e, "posting a message", err, errlen);
   double deadline = now_s() + timeout_s;
-  int rc = DLRUN_TRANSPORT_OK, pending = size - 1;
-  while (pending > 0) {
-    for (int r = 0; r < size; r++) {
+  int pending = size - 1;
+  while (rc == DLRUN_TRANSPORT_OK && pending > 0) {
+    for (int r = 0; r < size && !e; r++) {
       if (r == rank || arrived[r]) continue;
       int done = 0;
-      MPI_Testall((int)nchunks(counts[r]), &reqs[first[r]], &done, MPI_STATUSES_IGNORE);
-      if (done) {
+      e = MPI_Testall((int)nchunks(counts[r]), &reqs[first[r]], &done, MPI_STATUSES_IGNORE);
+      if (done && !e) {
         arrived[r] = 1;
         pending--;
       }
     }
-    if (pending == 0) break;
-    if (now_s() > deadline) {
-      rc = timed_out(arrived, pending, timeout_s, err, errlen);
-      break;
-    }
-    sched_yield(); /* oversubscribed processes: let the others run */
+    if (e) rc = mpi_failed(e, "receiving a message", err, errlen);
+    else if (pending == 0) break;
+    else if (now_s() > deadline) rc = timed_out(arrived, pending, timeout_s, err, errlen);
+    else sched_yield(); /* oversubscribed processes: let the others run */
   }
-  if (rc == DLRUN_TRANSPORT_OK) {
-    /* Everyone received from everyone, so every send is matched: finish them. */
-    MPI_Waitall((int)(k - sends), &reqs[sends], MPI_STATUSES_IGNORE);
-  } else { /* a failed call: take back the receives, leave the sends */
-    for (size_t i = 0; i < k; i++) {
-      if (reqs[i] == MPI_REQUEST_NULL) continue;
-      if (i < sends) MPI_Cancel(&reqs[i]);
-      MPI_Request_free(&reqs[i]);
-    }
-  }
+  /* Everyone received from everyone, so every send is matched: finish them. */
+  if (rc == DLRUN_TRANSPORT_OK &&
+      (e = MPI_Waitall((int)(k - sends), &reqs[sends], MPI_STATUSES_IGNORE)))
+    rc = mpi_failed(e, "sending a message", err, errlen);
+  if (rc != DLRUN_TRANSPORT_OK) take_back(reqs, sends, k, timeout_s);
   free(reqs);
   free(first);
   free(arrived);
@@ -180,14 +221,18 @@ static int exchange(const dlrun_transport_piece *sends, size_t nsends,
     posted = i + 1;
     if (e != MPI_SUCCESS) {
       reqs[i] = MPI_REQUEST_NULL;
-      snprintf(err, errlen, "posting a message to process %d failed", p->peer);
-      rc = DLRUN_TRANSPORT_FAILED;
+      char what[64];
+      snprintf(what, sizeof what, "posting a message to process %d", p->peer);
+      rc = mpi_failed(e, what, err, errlen);
     }
   }
   double deadline = now_s() + timeout_s;
   while (rc == DLRUN_TRANSPORT_OK) {
-    int done = 0;
-    MPI_Testall((int)n, reqs, &done, MPI_STATUSES_IGNORE);
+    int done = 0, e = MPI_Testall((int)n, reqs, &done, MPI_STATUSES_IGNORE);
+    if (e != MPI_SUCCESS) {
+      rc = mpi_failed(e, "exchanging messages", err, errlen);
+      break;
+    }
     if (done) break;
     if (now_s() > deadline) {
       /* Who is missing: the peers of the messages still pending. */
@@ -204,13 +249,9 @@ static int exchange(const dlrun_transport_piece *sends, size_t nsends,
     }
     sched_yield(); /* oversubscribed processes: let the others run */
   }
-  for (size_t i = 0; i < posted; i++) {
-    if (rc != DLRUN_TRANSPORT_OK && reqs[i] != MPI_REQUEST_NULL) {
-      if (i < nrecvs) MPI_Cancel(&reqs[i]); /* take back the receives, leave the sends */
-      MPI_Request_free(&reqs[i]);
-    }
-    MPI_Type_free(&types[i]);
-  }
+  if (rc != DLRUN_TRANSPORT_OK)
+    take_back(reqs, nrecvs < posted ? nrecvs : posted, posted, timeout_s);
+  for (size_t i = 0; i < posted; i++) MPI_Type_free(&types[i]);
   free(reqs);
   free(types);
   free(arrived);
@@ -241,10 +282,15 @@ EXPORT int dlrun_transport_open(int abi, dlrun_transport *out, char *err, size_t
   }
   /* A communicator of dlrun's own, so that a host application's messages
    * on MPI_COMM_WORLD never meet dlrun's. Errors come back as codes. */
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  int e = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  if (e != MPI_SUCCESS) return mpi_failed(e, "MPI_Comm_dup", err, errlen);
+  if ((e = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+      (e = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
+      (e = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) {
+    MPI_Comm_free(&comm);
+    comm = MPI_COMM_NULL;
+    return mpi_failed(e, "setting up dlrun's communicator", err, errlen);
+  }
   *out = (dlrun_transport){.abi = DLRUN_TRANSPORT_ABI, .name = "mpi", .rank = rank,
                            .size = size, .allgatherv = allgatherv, .exchange = exchange,
                            .abort = abort_job,

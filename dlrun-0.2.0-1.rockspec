@@ -5,7 +5,7 @@
 -- The version is the one of include/dlrun/dlrun.h (spec/install_spec.lua checks).
 rockspec_format = "3.0"
 package = "dlrun"
-version = "0.1.0-1"
+version = "0.2.0-1"
 source = {
   -- No archive is published: `luarocks make` builds the checkout it runs in.
   url = "git+file://.",

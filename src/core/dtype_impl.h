@@ -1,0 +1,16 @@
+/* Internal: comparing elements by value, as NumPy's np.equal does. */
+#ifndef DLRUN_DTYPE_IMPL_H
+#define DLRUN_DTYPE_IMPL_H
+
+#include <stdint.h>
+
+#include "dlrun/dtype.h"
+
+/* The flat index of the first of `count` elements of `dtype` at which a and
+ * b differ as values, or -1 when every pair is equal. Floats and complex
+ * numbers compare by value (-0.0 equals 0.0; NaN equals nothing, not even
+ * itself, so an element holding NaN always differs); integers and bools by
+ * their bytes. `dtype` must be a valid dtype. */
+int64_t dlrun_dtype_first_unequal(dlrun_dtype dtype, const void *a, const void *b, int64_t count);
+
+#endif
