@@ -62,10 +62,16 @@ ifneq ($(MPI_PC),)
 LIB_MODULES += $(MPI_MOD)
 endif
 
-.PHONY: all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind check-all \
-        check-layers check-abi abi-baseline install uninstall lua-module install-lua-module
-all: deps $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES) \
-     $(LIB_MODULES)
+.PHONY: all _all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind \
+        check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
+        install-lua-module
+# The packages first, then the build in a second make: what this Makefile
+# detects when it is read (pkg-config's MPI) must see what deps.sh installed.
+all: deps
+	@+$(MAKE) --no-print-directory _all
+
+_all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES) \
+      $(LIB_MODULES)
 
 $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@mkdir -p $(dir $@)
@@ -154,9 +160,18 @@ abi-baseline: deps
 c-tests: all
 	@scripts/run-tests.sh $(BUILD) --c-only
 
-# The main demo: a pipeline on the default simulated devices.
-demo: all
+# The main demo: a pipeline on the default simulated devices. A newcomer's
+# first command: it installs (deps.sh --demo) and builds only what the
+# pipeline needs, the dlrun command (its Lua files are the source tree's).
+demo:
+	@scripts/deps.sh --demo
+	@+$(MAKE) --no-print-directory $(EXE)
 	$(EXE) examples/pipeline.lua
+
+# The README's two commands, run as a newcomer would in a minimal Debian
+# root made by debootstrap (see README, "Development").
+check-fresh:
+	@scripts/check-fresh.sh $(BUILD)
 
 # ---- install (see README, "Install") ----
 
@@ -246,8 +261,11 @@ check-valgrind: deps-hardening all
 
 check-all: test check-asan check-tsan check-valgrind
 
+# Never through a check-fresh root's mounts of /dev, /proc and /sys.
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-fuzz-cov build-bench build-rock
+	@! grep -q " $(abspath $(BUILD))/fresh/" /proc/self/mounts || \
+	  { echo "make clean: $(BUILD)/fresh has mounts (a check-fresh run); not removing $(BUILD)" >&2; exit 1; }
+	rm -rf --one-file-system $(BUILD) build-asan build-tsan build-fuzz build-fuzz-cov build-bench build-rock
 
 -include fuzz/fuzz.mk bench/bench.mk
 -include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -1,18 +1,29 @@
 #!/bin/sh
 # Installs the Debian packages dlrun needs, only those missing.
-# Usage: scripts/deps.sh [--hardening] [--check]
+# Usage: scripts/deps.sh [--demo | --hardening] [--check | --list]
+#   --demo       only what `make demo` needs: a compiler, Lua 5.4, DLPack's header
 #   --hardening  also what the sanitizer, fuzzing and valgrind targets need
 #   --check      report what is missing, install nothing
+#   --list       print the package set, one line, and install nothing
 set -u
-PKGS="gcc make libc6-dev liblua5.4-dev lua5.4 lua-busted libdlpack-dev python3-numpy python3-torch bsdutils
+DEMO_PKGS="gcc make libc6-dev liblua5.4-dev libdlpack-dev"
+PKGS="$DEMO_PKGS lua5.4 lua-busted python3-numpy python3-torch bsdutils
       binutils pkg-config man-db luarocks openmpi-bin libopenmpi-dev abigail-tools"
 check_only=""
+list_only=""
 for a in "$@"; do
   case "$a" in
+    --demo) PKGS="$DEMO_PKGS" ;;
     --hardening) PKGS="$PKGS clang-14 libclang-rt-14-dev valgrind" ;;
     --check) check_only=1 ;;
+    --list) list_only=1 ;;
+    *) echo "dlrun: scripts/deps.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
+if [ -n "$list_only" ]; then
+  echo $PKGS
+  exit 0
+fi
 
 missing=""
 for p in $PKGS; do
@@ -45,9 +56,10 @@ if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-rec
   exit 1
 fi
 # luarocks brings lua5.1, whose alternative outranks lua5.4's: keep `lua`
-# (busted's interpreter) as it was, lua5.4 when there was none.
+# (busted's interpreter) as it was, lua5.4 when there was none (and nothing
+# to keep when lua5.4 is not there either, as after --demo).
 lua_keep=${lua_before:-/usr/bin/lua5.4}
-if [ "$(readlink -e /usr/bin/lua 2>/dev/null)" != "$lua_keep" ]; then
+if [ -e "$lua_keep" ] && [ "$(readlink -e /usr/bin/lua 2>/dev/null)" != "$lua_keep" ]; then
   $SUDO update-alternatives --set lua-interpreter "$lua_keep" >&2 ||
     echo "dlrun: warning: \`lua\` is not $lua_keep; run busted with lua5.4" >&2
 fi

@@ -8,13 +8,7 @@ local function quote(s)
   return "'" .. tostring(s):gsub("'", [['\'']]) .. "'"
 end
 
-local function read_all(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local text = f:read("a")
-  f:close()
-  return text
-end
+local read_all = require("helpers").read_all
 
 local function write_file(path, text)
   local f = assert(io.open(path, "wb"))

@@ -201,18 +201,32 @@ local function shards(x)
 end
 ]]
 
--- A whole file's bytes (an error when it cannot be read), and writing them.
-function M.read_file(path)
-  local f = assert(io.open(path, "rb"))
+-- ---- files and shell lines ----
+
+-- A whole file's bytes: read_file raises when it cannot be read, read_all
+-- gives "" (the output a failed command may not have written).
+local function read_whole(path, missing)
+  local f = io.open(path, "rb")
+  if not f then return assert(missing, "cannot read " .. path) end
   local text = f:read("a")
   f:close()
   return text
 end
+function M.read_file(path) return read_whole(path, nil) end
+function M.read_all(path) return read_whole(path, "") end
 
 function M.write_file(path, text)
   local f = assert(io.open(path, "wb"))
   f:write(text)
   f:close()
+end
+
+-- What a shell command line prints on stdout.
+function M.capture(line)
+  local p = assert(io.popen(line))
+  local text = p:read("a")
+  p:close()
+  return text
 end
 
 return M

@@ -22,13 +22,7 @@ local function write_file(path, text)
   f:close()
 end
 
--- What a shell command line prints on stdout.
-local function capture(line)
-  local p = assert(io.popen(line))
-  local text = p:read("a")
-  p:close()
-  return text
-end
+local capture = helpers.capture
 
 local ROOT = capture("pwd"):gsub("\n$", "")
 local BUILD = (os.getenv("DLRUN_EXE") or ""):match("^(.*)/[^/]*$") or "build"
