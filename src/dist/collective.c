@@ -19,7 +19,10 @@ int dlrun_dist_allgatherv(const void *send, void *recv, const size_t *counts,
  * for want of memory (its peers would wait for it). */
 #define STACK_PROCESSES 64
 
-int dlrun_dist_allgather(const void *send, size_t nbytes, void *recv, char *err, size_t errlen) {
+/* An allgatherv of nbytes from every process, or (root >= 0) from root
+ * alone, all landing in place in recv. */
+static int gather_even(const void *send, void *recv, size_t nbytes, int root, char *err,
+                       size_t errlen) {
   size_t n = (size_t)dlrun_process_count(), stack[2 * STACK_PROCESSES];
   size_t *counts = n <= STACK_PROCESSES ? stack : dlrun_malloc(2 * n * sizeof *counts);
   if (!counts) {
@@ -27,12 +30,17 @@ int dlrun_dist_allgather(const void *send, size_t nbytes, void *recv, char *err,
     return DLRUN_TRANSPORT_FAILED;
   }
   for (size_t r = 0; r < n; r++) {
-    counts[r] = nbytes;
-    counts[n + r] = r * nbytes;
+    bool sends = root < 0 || r == (size_t)root;
+    counts[r] = sends ? nbytes : 0;
+    counts[n + r] = root < 0 ? r * nbytes : 0;
   }
   int rc = dlrun_dist_allgatherv(send, recv, counts, counts + n, err, errlen);
   if (counts != stack) dlrun_free(counts);
   return rc;
+}
+
+int dlrun_dist_allgather(const void *send, size_t nbytes, void *recv, char *err, size_t errlen) {
+  return gather_even(send, recv, nbytes, -1, err, errlen);
 }
 
 int dlrun_dist_exchange(const dlrun_transport_piece *sends, size_t nsends,
@@ -45,15 +53,5 @@ int dlrun_dist_exchange(const dlrun_transport_piece *sends, size_t nsends,
 /* An allgather in which only the root contributes: no list of messages to
  * allocate once every process is committed to it. */
 int dlrun_dist_bcast(void *buf, size_t nbytes, int root, char *err, size_t errlen) {
-  size_t n = (size_t)dlrun_process_count(), stack[2 * STACK_PROCESSES];
-  size_t *counts = n <= STACK_PROCESSES ? stack : dlrun_calloc(2 * n, sizeof *counts);
-  if (!counts) {
-    snprintf(err, errlen, "out of host memory allocating %zu bytes", 2 * n * sizeof *counts);
-    return DLRUN_TRANSPORT_FAILED;
-  }
-  memset(counts, 0, 2 * n * sizeof *counts);
-  counts[root] = nbytes;
-  int rc = dlrun_dist_allgatherv(buf, buf, counts, counts + n, err, errlen);
-  if (counts != stack) dlrun_free(counts);
-  return rc;
+  return gather_even(buf, buf, nbytes, root, err, errlen);
 }

@@ -115,7 +115,8 @@ int dlrun_lua_is_data(lua_State *L, int idx);
 /* Whether the table at idx has a raw key that array data cannot have: one
  * outside 1..n, or, in a complex element {re=, im=} (one holding re), other
  * than re and im. If so, pushes such a key (the least in the order of
- * dlrun_lua_push_tree_keys when `least`, else the first found). */
+ * dlrun_lua_push_tree_keys when `least`, else the first found) and returns
+ * 2 for a complex element, 1 for a list; else 0. */
 int dlrun_lua_find_stray_key(lua_State *L, int idx, lua_Integer n, int least);
 /* Convert the Lua value at idx into a scalar; false if it is not one. */
 int dlrun_lua_to_scalar(lua_State *L, int idx, dlrun_scalar *out);

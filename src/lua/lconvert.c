@@ -211,7 +211,7 @@ int dlrun_lua_find_stray_key(lua_State *L, int idx, lua_Integer n, int least) {
     if (!found++ || dlrun_lua_key_less(L, -1, slot)) lua_copy(L, -1, slot);
   }
   if (!found) lua_pop(L, 1);
-  return found != 0;
+  return !found ? 0 : complex ? 2 : 1;
 }
 
 typedef struct walk {
@@ -296,11 +296,10 @@ static void check_size(walk *w, dlrun_dtype dtype) {
  * that array data cannot have, naming the least such key. */
 static void check_keys(walk *w, int depth, lua_Integer n) {
   lua_State *L = w->L;
-  if (w->keys_checked || !dlrun_lua_find_stray_key(L, -1, n, 1)) return;
+  int stray = w->keys_checked ? 0 : dlrun_lua_find_stray_key(L, -1, n, 1);
+  if (!stray) return;
   char pos[256], key[160];
-  lua_pushliteral(L, "re");
-  int complex = lua_rawget(L, -3) != LUA_TNIL;
-  lua_pop(L, 1);
+  int complex = stray == 2;
   dlrun_lua_raise(L, "TypeError", "%s: %s%s has %s, but %s", w->fn, depth ? "element " : "data",
                   position(w, depth, pos, sizeof pos), dlrun_lua_key_text(L, -1, key, sizeof key),
                   complex ? "a complex element {re=, im=} has only the keys re and im"

@@ -85,12 +85,17 @@ static int check_flag(lua_State *L, const char *fn, const char *what) {
   return lua_toboolean(L, 2);
 }
 
-/* The checks of x [, flag]: pushes the Array (x, or x's data made one: then
- * host_input has pushed it) and the flag. */
-static int array_and_flag(lua_State *L, const char *fn, const char *what) {
-  int flag = check_flag(L, fn, what);
+/* Push argument 1 as an Array: x itself, or x's data made one (which
+ * host_input has pushed). */
+static void push_x(lua_State *L, const char *fn) {
   int top = lua_gettop(L);
   if (host_input(L, 1, fn, "x") && lua_gettop(L) == top) lua_pushvalue(L, 1);
+}
+
+/* The checks of x [, flag]: pushes the Array and the flag. */
+static int array_and_flag(lua_State *L, const char *fn, const char *what) {
+  int flag = check_flag(L, fn, what);
+  push_x(L, fn);
   lua_pushinteger(L, flag);
   return 2;
 }
@@ -127,8 +132,7 @@ static int assert_equal_checks(lua_State *L) {
   lua_settop(L, 2);
   if (!lua_isnil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
     return dlrun_lua_type_error(L, "assert_equal", 2, "message", "a string");
-  int top = lua_gettop(L); /* as array_and_flag */
-  if (host_input(L, 1, "assert_equal", "x") && lua_gettop(L) == top) lua_pushvalue(L, 1);
+  push_x(L, "assert_equal");
   lua_pushvalue(L, 2);
   return 2;
 }
