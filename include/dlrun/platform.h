@@ -1,0 +1,317 @@
+/* Platforms: the device layer's plug-in interface, one vtable per device
+ * kind (cpu, sim, opencl, ...).
+ *
+ * A platform is a device queue behind this vtable, in the manner of IREE's
+ * HAL and ggml-backend: each device has a context of the platform's own
+ * (device_init/device_destroy), memory the pools carve (reserve/release),
+ * and a queue on which work is enqueued (copy_box, fill, wait) and whose
+ * points are events. Every work slot returns a status; work that fails on
+ * the device fails its event, and whoever waits on the event sees the
+ * failure. Nothing above the device layer touches device bytes or asks a
+ * platform's name: what differs by platform is a slot here.
+ *
+ * A platform is built into libdlrun (cpu, sim) or is a module loaded at run
+ * time (libdlrun_opencl.so): the module exports
+ *   int dlrun_platform_module_open(int abi, const dlrun_platform_services *svc,
+ *                                  const dlrun_platform **out, char *err, size_t n);
+ * and is handed the services of the library that loads it (so that a
+ * module never links a second copy of dlrun). A host application may also
+ * register a platform of its own with dlrun_platform_register.
+ *
+ * Versioned: DLRUN_PLATFORM_ABI changes whenever a struct here changes
+ * layout or a slot changes meaning; registration refuses another number. */
+#ifndef DLRUN_PLATFORM_H
+#define DLRUN_PLATFORM_H
+
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "dtype.h"
+#include "export.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DLRUN_PLATFORM_ABI 1
+
+typedef struct dlrun_platform dlrun_platform;
+
+/* An event: a point in one device queue's work. Only its platform's event
+ * slots make and read one; to all other code it is an opaque value, held
+ * by value and valid as long as the device that made it. {0} (no platform)
+ * is an event that is already done. */
+typedef struct dlrun_event {
+  const dlrun_platform *platform; /* whose slots read it */
+  uintptr_t handle[2];            /* the platform's own */
+} dlrun_event;
+
+/* One end of a box copy: a block at `data` in dev's `kind` memory, or host
+ * memory when dev is NULL; its element [0...] is at global coordinates
+ * `origin`, laid out with element strides `strides` (may be negative). */
+typedef struct dlrun_box_end {
+  dlrun_device *dev;
+  dlrun_memory_kind kind;
+  const void *data;
+  const int64_t *origin, *strides;
+} dlrun_box_end;
+
+/* One piece of a copy: the box [lo, hi) (global coordinates, ndim each)
+ * read from `src`. */
+typedef struct dlrun_copy_piece {
+  dlrun_box_end src;
+  const int64_t *lo, *hi;
+} dlrun_copy_piece;
+
+/* A copy enqueued on one device's queue: pieces of esize-byte elements of
+ * rank ndim into `dst`. The device layer hands a platform only ends it can
+ * reach: each end is host memory (dev NULL) or memory of a device of this
+ * platform (device memory or its own pinned_host memory). The op and all
+ * it points to stay the caller's and valid until the work completes. */
+typedef struct dlrun_copy_op {
+  size_t esize;
+  int ndim;
+  dlrun_box_end dst;
+  size_t npieces;
+  const dlrun_copy_piece *pieces;
+  /* The caller waits for the result at once (a read): a platform that runs
+   * work on host threads may run it on the calling thread when its queue is
+   * idle. */
+  bool sync;
+} dlrun_copy_op;
+
+/* What a fill writes: one repeated element, or an arithmetic sequence
+ * (arange) whose element i is start + (first + i) * step, stored in dtype
+ * (every stored value was checked to fit when the fill was planned). */
+typedef struct dlrun_fill {
+  bool sequence;
+  size_t esize;
+  unsigned char pattern[16]; /* the element, for a repeated fill */
+  dlrun_dtype dtype;         /* a sequence: values stored in this dtype */
+  bool integral;             /* exact int64 arithmetic (start.i, step.i) */
+  dlrun_scalar start, step;
+  int64_t first;
+} dlrun_fill;
+
+/* What a memory of a device is, for capacities and listings. */
+typedef struct dlrun_memory_info {
+  uint64_t total;          /* the memory's size (global memory); 0: unknown */
+  uint64_t free;           /* free now as the driver sees it; 0: unknown */
+  uint64_t max_allocation; /* largest single block; a pool never lets a block
+                              straddle a multiple of it; 0: no limit */
+  bool host_ram;           /* the bytes are host RAM (the runtime keeps the
+                              default capacities of all such memories within
+                              host RAM together) */
+} dlrun_memory_info;
+
+/* Which operation a failure is injected into (tests; inject_failure). */
+typedef enum dlrun_work_kind { DLRUN_WORK_COPY = 0, DLRUN_WORK_FILL = 1 } dlrun_work_kind;
+
+/* The vtable. Slots are required unless marked optional. Slots taking a
+ * device are only called for devices of this process, after device_init
+ * succeeded and before device_destroy. Every status-returning slot sets the
+ * message with svc->fail on failure. */
+struct dlrun_platform {
+  int abi;                /* DLRUN_PLATFORM_ABI */
+  const char *name;       /* spec and API name: "sim", "opencl" */
+  const char *class_name; /* for tostring: "SimDevice" */
+  bool is_accelerator;    /* counts for "auto" and the default backend */
+
+  /* (optional) Whether the hardware is here: true with how many devices it
+   * has (the most "--devices NAME:N" can take), or false with why not in
+   * `why`. NULL: a simulated platform, there with as many devices as asked.
+   * `for_auto`: asked by "auto", which wants accelerators only (an OpenCL
+   * CPU device counts only when named). */
+  bool (*probe)(bool for_auto, size_t *ndevices, char *why, size_t n);
+
+  /* ---- devices ---- */
+  /* Make the context of the local_index-th device of this platform in this
+   * process (of ndevices in all here); *impl is handed to no one else and
+   * read back with svc->device_impl(dev). */
+  dlrun_status (*device_init)(dlrun_device *dev, size_t local_index, size_t ndevices,
+                              void **impl);
+  /* Free it, after every queue's work is done and every pool is gone. */
+  void (*device_destroy)(dlrun_device *dev, void *impl);
+
+  /* ---- memory ---- */
+  /* Whether dev's `kind` memory is host memory: its device addresses are
+   * host pointers any host consumer may read (it exports as the host's). */
+  bool (*is_host_memory)(const dlrun_device *dev, dlrun_memory_kind kind);
+  /* Whether host code may read dev's `kind` memory at its device addresses
+   * (true for host memory; also for a simulated memory in shared mode). */
+  bool (*host_readable)(const dlrun_device *dev, dlrun_memory_kind kind);
+  /* What dev's `kind` memory is; the default capacity of its pool when the
+   * user sets none (ndevices: this process's devices of this platform). */
+  void (*memory_info)(const dlrun_device *dev, dlrun_memory_kind kind, dlrun_memory_info *out);
+  uint64_t (*default_capacity)(const dlrun_device *dev, dlrun_memory_kind kind,
+                               size_t ndevices);
+  /* The memory under a pool (as BFC's SubAllocator): reserve `size` bytes
+   * of dev's `kind` memory, handing out device addresses in *base (never a
+   * host pointer unless is_host_memory), released when the pool goes. */
+  dlrun_status (*reserve)(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size, void **base);
+  void (*release)(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size);
+  /* (optional) Commit [data, data + size) now (preallocation); give the
+   * pages of the page-aligned [data, data + size) back, keeping the
+   * addresses, returning the bytes that were resident. NULL: cannot. */
+  dlrun_status (*commit)(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t size);
+  uint64_t (*decommit)(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t size);
+  /* Whether [data, data + n) lies in dev's `kind` memory. */
+  bool (*owns)(const dlrun_device *dev, dlrun_memory_kind kind, const void *data, uint64_t n);
+
+  /* ---- work on dev's queue ----
+   * Each enqueues after every event in waits[0..nwaits) (of any platform:
+   * the queue waits device-side; one that cannot wait on a foreign event
+   * natively is released by svc->event_then, never by a thread blocking)
+   * and after all work enqueued on dev before, and on success sets *done
+   * (may be NULL) to the point after it. On failure nothing is enqueued.
+   * Work that fails on the device fails *done: a copy that waits on a
+   * failed event fails too. `waits` is read during the call only. */
+  dlrun_status (*copy_box)(dlrun_device *dev, const dlrun_copy_op *op, const dlrun_event *waits,
+                           size_t nwaits, dlrun_event *done);
+  /* Fill nbytes at device address `data` of dev's `kind` memory. */
+  dlrun_status (*fill)(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
+                       const dlrun_fill *f, const dlrun_event *waits, size_t nwaits,
+                       dlrun_event *done);
+  /* A point after everything enqueued on dev so far and after waits. */
+  dlrun_status (*record)(dlrun_device *dev, const dlrun_event *waits, size_t nwaits,
+                         dlrun_event *done);
+
+  /* ---- events of this platform ---- */
+  /* Whether ev is complete (done or failed), without blocking. */
+  bool (*event_query)(dlrun_event ev);
+  /* Wait on the host until ev is complete; return its status (with the
+   * failure's message: device, operation and driver error). */
+  dlrun_status (*event_wait)(dlrun_event ev);
+  /* Call fn(ctx) once when ev is complete, from any thread (at once, on
+   * the calling thread, when it already is). fn must not block or call
+   * into this platform's driver. Fails only for lack of memory. */
+  dlrun_status (*event_then)(dlrun_event ev, void (*fn)(void *ctx), void *ctx);
+
+  /* ---- DLPack ---- */
+  /* The (device_type, device_id) dev's `kind` memory exports as; and which
+   * of this platform's local devices (its index, or -1) and memory kind a
+   * producer's (device_type, device_id) names. */
+  void (*dlpack_device)(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                        int32_t *id);
+  ptrdiff_t (*dlpack_lookup)(int32_t type, int32_t id, size_t ndevices, dlrun_memory_kind *kind);
+  /* (optional) The DLTensor (data, byte_offset) for the device address
+   * `addr` of dev's `kind` memory (an OpenCL buffer handle and the offset
+   * inside it). NULL: data = addr, byte_offset = 0. */
+  dlrun_status (*export_data)(const dlrun_device *dev, dlrun_memory_kind kind, const void *addr,
+                              void **data, uint64_t *byte_offset);
+  /* (optional) The device address of a producer's (data, byte_offset) of
+   * nbytes in dev's `kind` memory, or DLRUN_ERR_BUFFER naming why it is not
+   * this platform's memory (never pass an unknown handle to a driver).
+   * NULL: the address is data + byte_offset and must satisfy owns. */
+  dlrun_status (*import_data)(const dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                              uint64_t byte_offset, uint64_t nbytes, void **addr);
+  /* (optional) The DLPack stream protocol, for platforms with queues a
+   * consumer can name: the handle of dev's queue a consumer passes as
+   * `stream` to a producer; and make the consumer's queue `stream` (a
+   * handle of this platform's kind) wait for ev. NULL: only stream=None or
+   * -1, the producer waits on the host (sim, cpu). */
+  int64_t (*consumer_stream)(const dlrun_device *dev);
+  dlrun_status (*stream_wait)(const dlrun_device *dev, int64_t stream, dlrun_event ev);
+
+  /* (optional) Where a transport between processes (MPI) reads and writes
+   * the bytes at device address `data` (as a CUDA-aware MPI reaches device
+   * memory); NULL (slot or result): it cannot, and device_put between
+   * processes refuses that memory. */
+  void *(*transport_view)(const dlrun_device *dev, dlrun_memory_kind kind, const void *data);
+  /* (optional, tests) Make the next `count` operations of kind `what`
+   * enqueued on dev fail on the device, as a driver error would. */
+  dlrun_status (*inject_failure)(dlrun_device *dev, dlrun_work_kind what, unsigned count);
+};
+
+/* A timeline: the events of one in-order queue, kept by the library for
+ * platforms (every built-in one uses it). A point is a sequence number;
+ * the queue completes points in order, each done or failed with a
+ * message; waiting, querying and callbacks are the library's. */
+typedef struct dlrun_timeline dlrun_timeline;
+
+/* What the library gives a platform (the module's open gets it; a platform
+ * built against libdlrun gets it from dlrun_platform_services_get). */
+typedef struct dlrun_platform_services {
+  int abi; /* DLRUN_PLATFORM_ABI */
+  /* Record a failure message (printf format) for the calling thread and
+   * return `code`. */
+  dlrun_status (*fail)(dlrun_status code, const char *fmt, ...);
+  /* The last failure message of the calling thread. */
+  const char *(*last_error)(void);
+  /* A device's context (device_init's *impl), platform, name
+   * ("OpenclDevice(id=2)") and local index among its platform's devices. */
+  void *(*device_impl)(const dlrun_device *dev);
+  const dlrun_platform *(*device_platform)(const dlrun_device *dev);
+  const char *(*device_name)(const dlrun_device *dev);
+  uint64_t (*host_ram)(void);
+  /* The host loops: copy a box between host-addressable blocks; fill. */
+  void (*host_copy_box)(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
+                        const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
+                        const int64_t *src_origin, const int64_t *src_strides);
+  void (*host_fill)(void *data, uint64_t nbytes, const dlrun_fill *f);
+  /* Timelines (see above): create one whose events name `pl` (its slots
+   * event_query/event_wait/event_then then call the timeline_ ones);
+   * destroy (every point complete); the next point, enqueued now; complete
+   * the points up to `seq` (status DLRUN_OK: done; else failed with `msg`,
+   * which names the device, the operation and the driver's error); the
+   * point after everything begun so far. */
+  dlrun_status (*timeline_create)(const dlrun_platform *pl, dlrun_timeline **out);
+  void (*timeline_destroy)(dlrun_timeline *tl);
+  dlrun_event (*timeline_begin)(dlrun_timeline *tl);
+  void (*timeline_complete)(dlrun_timeline *tl, dlrun_event point, dlrun_status st,
+                            const char *msg);
+  dlrun_event (*timeline_last)(dlrun_timeline *tl);
+  bool (*timeline_query)(dlrun_event ev);
+  dlrun_status (*timeline_wait)(dlrun_event ev);
+  dlrun_status (*timeline_then)(dlrun_event ev, void (*fn)(void *ctx), void *ctx);
+  /* Events of any platform: complete?; wait on the host (its status);
+   * fn(ctx) once complete; its status once complete (DLRUN_OK while not). */
+  bool (*event_query)(dlrun_event ev);
+  dlrun_status (*event_wait)(dlrun_event ev);
+  dlrun_status (*event_then)(dlrun_event ev, void (*fn)(void *ctx), void *ctx);
+  dlrun_status (*event_status)(dlrun_event ev);
+  /* Memory the host cannot read: anonymous address space of `size` bytes,
+   * any access faulting (device addresses that are not host pointers). */
+  dlrun_status (*map_inaccessible)(uint64_t size, void **base);
+  void (*unmap)(void *base, uint64_t size);
+} dlrun_platform_services;
+
+/* The library's services. */
+DLRUN_API const dlrun_platform_services *dlrun_platform_services_get(void);
+
+/* Add a platform ahead of the built-in ones ("auto" prefers it). The
+ * vtable is the caller's and must outlive every runtime that uses it.
+ * ValueError when pl->abi is not DLRUN_PLATFORM_ABI, a required slot is
+ * missing or the name is taken; ResourceExhaustedError when 8 platforms
+ * are registered. Runtimes created before see no change. */
+DLRUN_API dlrun_status dlrun_platform_register(const dlrun_platform *pl);
+/* Remove a registered platform (the built-in ones stay); runtimes already
+ * using it keep working. */
+DLRUN_API void dlrun_platform_unregister(const dlrun_platform *pl);
+
+/* The platforms dlrun knows, registered, built in, or modules (loaded on
+ * first call): for each, its name, whether its hardware is here with how
+ * many devices, or why not. At most max written; returns how many there
+ * are. Strings are static or the library's, valid until the next call. */
+typedef struct dlrun_platform_status {
+  const char *name;
+  const char *class_name;
+  bool is_accelerator;
+  bool available;
+  size_t ndevices; /* when available; 0 for a simulated platform (any count) */
+  char why[200];   /* when not available */
+} dlrun_platform_status;
+DLRUN_API size_t dlrun_platforms_list(dlrun_platform_status *out, size_t max);
+
+/* A module's entry point (see the top of this file). */
+typedef int (*dlrun_platform_module_open_fn)(int abi, const dlrun_platform_services *svc,
+                                             const dlrun_platform **out, char *err, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
