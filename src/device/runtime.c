@@ -112,7 +112,7 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
     d->regions[k].kind = (dlrun_memory_kind)k;
     dlrun_region_source src = {region_reserve, region_release, &d->regions[k],
                                pl->commit ? region_commit : NULL,
-                               pl->decommit ? region_decommit : NULL};
+                               pl->decommit ? region_decommit : NULL, 0};
     dlrun_status st = dlrun_pool_create_with(label, caps[k], &src, &d->pools[k]);
     if (!st && pl->is_accelerator) st = dlrun_pool_set_hint(d->pools[k], dlrun_memory_hints[k]);
     char counter[80];
