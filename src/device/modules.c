@@ -9,6 +9,7 @@
 #include "device/modules.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,8 +24,9 @@
  * with the registry in device_impl.h. */
 size_t dlrun_platform_list(const dlrun_platform **out, size_t max);
 
-/* Until the device layer provides the services (issue 21's refactor), a
- * build without them loads no module and says so. */
+/* Until the device layer provides the services and keeps platform.h's
+ * vtables in its registry (issue 21's refactor), a build without them
+ * loads no module and lists the modules only. Remove with that merge. */
 #pragma weak dlrun_platform_services_get
 
 #define OPEN_SYMBOL "dlrun_platform_module_open"
@@ -87,6 +89,12 @@ static void summarise(size_t i, const char *tried) {
   say_why(i, "%.*s", (int)last_len, last);
 }
 
+/* The file a module handle was opened from, for messages. */
+static const char *module_path(void *h, const char *file_name) {
+  struct link_map *lm = NULL;
+  return dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name[0] ? lm->l_name : file_name;
+}
+
 static void load_one(size_t i) {
   const known_module *m = &known[i];
   char tried[2048];
@@ -100,7 +108,7 @@ static void load_one(size_t i) {
   dlrun_platform_module_open_fn open_fn;
   *(void **)&open_fn = dlsym(h, OPEN_SYMBOL);
   if (!open_fn) {
-    say_why(i, "%s has no %s", m->file, OPEN_SYMBOL);
+    say_why(i, "%s has no %s", module_path(h, m->file), OPEN_SYMBOL);
     dlclose(h);
     return;
   }
@@ -117,7 +125,8 @@ static void load_one(size_t i) {
     return;
   }
   if (!pl->name || strcmp(pl->name, m->name) != 0) {
-    say_why(i, "%s holds platform '%s', not '%s'", m->file, pl->name ? pl->name : "",
+    say_why(i, "%s holds platform '%s', not '%s'", module_path(h, m->file),
+            pl->name ? pl->name : "",
              m->name);
     return;
   }
@@ -155,7 +164,7 @@ static void status_of(const dlrun_platform *pl, dlrun_platform_status *s) {
 DLRUN_API size_t dlrun_platforms_list(dlrun_platform_status *out, size_t max) {
   dlrun_platform_modules_load();
   const dlrun_platform *pls[MAX_LISTED];
-  size_t npl = dlrun_platform_list(pls, MAX_LISTED), count = 0;
+  size_t npl = dlrun_platform_services_get ? dlrun_platform_list(pls, MAX_LISTED) : 0, count = 0;
   for (size_t i = 0; i < npl; i++, count++)
     if (count < max) status_of(pls[i], &out[count]);
   /* Modules that did not load, unless a platform of that name is there. */
