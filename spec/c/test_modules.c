@@ -72,8 +72,7 @@ static void test_find(void) {
   char want[2400];
   snprintf(want, sizeof want, "%s/libdlrun_none.so" NO_FILE "; %s/../lib/libdlrun_none.so" NO_FILE,
            here, here);
-  const char *second = strstr(tried, "; /");
-  CHECK(second && strncmp(second + 2, want, strlen(want)) == 0, "tried: %s", tried);
+  CHECK(strstr(tried, want) != NULL, "tried: %s", tried);
   CHECK(ends_with(tried, "; libdlrun_none.so" NO_FILE), "tried: %s", tried);
   setenv("DLRUN_NONE_MODULE", "/nonexistent/libdlrun_none.so", 1);
   CHECK(!dlrun_module_find("libdlrun_none.so", "DLRUN_NONE_MODULE", RTLD_NOW, tried,
@@ -106,7 +105,7 @@ static void missing(void) {
   CHECK(s && !s->available && strcmp(s->class_name, "CudaDevice") == 0, "cuda entry");
   if (s) CHECK(strcmp(s->why, "libdlrun_cuda.so" NO_FILE) == 0, "why: %s", s->why);
   /* The failed modules come after the registry's platforms, cuda last. */
-  CHECK(nlisted >= 4 && strcmp(listing[nlisted - 1].name, "cuda") == 0 &&
+  CHECK(nlisted >= 2 && strcmp(listing[nlisted - 1].name, "cuda") == 0 &&
             strcmp(listing[nlisted - 2].name, "opencl") == 0,
         "order (%zu listed)", nlisted);
   /* Only as many as asked are written; the count is all of them. */
