@@ -329,8 +329,8 @@ static void mark_allocated(dlrun_pool *pool, dlrun_block *c, uint64_t requested,
 
 static dlrun_status alloc_locked(dlrun_pool *pool, uint64_t size, void *tag, dlrun_block **out) {
   if (size == 0) return dlrun_fail(DLRUN_ERR_VALUE, "cannot allocate 0 bytes on %s", pool->label);
-  /* capacity is a multiple of 256, so rounding a size <= capacity cannot wrap. */
   if (pool->segment && size > pool->segment) return fail_segment(pool, size);
+  /* capacity is a multiple of 256, so rounding a size <= capacity cannot wrap. */
   if (size > pool->capacity) return fail_oom(pool, size);
   uint64_t rounded = round_up(size);
   dlrun_status st = dlrun_pool_ensure_mapped(pool);
