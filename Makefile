@@ -63,6 +63,9 @@ ifneq ($(MPI_PC),)
 LIB_MODULES += $(MPI_MOD)
 endif
 
+# A platform module the C tests load (spec/c/modules/).
+TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
+
 .PHONY: all _all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
         install-lua-module
@@ -72,13 +75,20 @@ all: deps
 	@+$(MAKE) --no-print-directory _all
 
 _all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES) \
-      $(LIB_MODULES)
+      $(LIB_MODULES) $(TEST_PLATFORM_MOD)
 
 $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
 	  $$(pkg-config --cflags $(MPI_PC)) -o $@ $< $$(pkg-config --libs $(MPI_PC))
+
+# A platform module for test_modules, built as a module is: public headers only.
+$(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -Iinclude \
+	  -o $@ $<
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:

@@ -38,7 +38,7 @@ public_layer() {
   case $1 in
   status | dtype | shape | debug | trace | export) echo core ;;
   distributed) echo dist ;;
-  device | runtime | stats) echo device ;;
+  device | runtime | stats | platform) echo device ;;
   sharding) echo shard ;;
   multihost) echo array ;;
   array) echo array ;;

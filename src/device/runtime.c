@@ -184,7 +184,9 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
     d->memories[k] = (pool_memory){d, (dlrun_memory_kind)k};
     dlrun_region_source src = {region_reserve, region_release, &d->memories[k],
                                pl->commit ? region_commit : NULL,
-                               pl->decommit ? region_decommit : NULL};
+                               pl->decommit ? region_decommit : NULL,
+                               /* a block never straddles the driver's largest allocation */
+                               info.max_allocation & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)};
     st = dlrun_pool_create_with(label, cap, &src, &d->pools[k]);
     if (!st && pl->is_accelerator) st = dlrun_pool_set_hint(d->pools[k], dlrun_memory_hints[k]);
     char counter[80];

@@ -8,6 +8,7 @@
 
 #include "core/status_impl.h"
 #include "device_impl.h"
+#include "modules.h"
 
 static const char *skip_space(const char *p, const char *end) {
   while (p < end && isspace((unsigned char)*p)) p++;
@@ -90,6 +91,7 @@ static dlrun_status parse_entry(const char *text, const char *p, const char *end
 
 dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out) {
   memset(out, 0, sizeof *out);
+  dlrun_platform_modules_load(); /* a spec may name a module's platform */
   if (!text) return dlrun_fail(DLRUN_ERR_VALUE, "device spec is missing");
   const char *end = text + strlen(text);
   const char *p = skip_space(text, end);
