@@ -3,6 +3,7 @@
 
 #include "core/status_impl.h"
 #include "device_impl.h"
+#include "dlrun/debug.h"
 #include "dlrun/stats.h"
 
 static const dlrun_device_group *find_group(dlrun_runtime *rt, const char *platform) {
@@ -147,4 +148,17 @@ void dlrun_runtime_synchronize(dlrun_runtime *rt) {
 
 const char *dlrun_memory_kind_name(dlrun_memory_kind kind) {
   return kind == DLRUN_MEM_PINNED_HOST ? "pinned_host" : "device";
+}
+
+dlrun_status dlrun_debug_inject_failure(dlrun_device *dev, const char *what, unsigned count) {
+  DLRUN_NONNULL(dev, "dlrun_debug_inject_failure", "dev");
+  bool copy = what && strcmp(what, "copy") == 0, fill = what && strcmp(what, "fill") == 0;
+  if (!copy && !fill)
+    return dlrun_fail(DLRUN_ERR_VALUE, "inject_failure: what must be \"copy\" or \"fill\", got "
+                      "%s%.32s%s", what ? "\"" : "", what ? what : "NULL", what ? "\"" : "");
+  if (!dev->local) return dlrun_not_local(dev);
+  if (!dev->platform->inject_failure)
+    return dlrun_fail(DLRUN_ERR_RUNTIME, "inject_failure: %s's platform (%s) cannot inject "
+                      "failures", dev->name, dev->platform->name);
+  return dev->platform->inject_failure(dev, copy ? DLRUN_WORK_COPY : DLRUN_WORK_FILL, count);
 }
