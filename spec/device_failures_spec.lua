@@ -1,6 +1,6 @@
 -- Work that fails on a device (issue 21): a copy or a fill that fails fails
 -- its event, and everything that waits for it (block_until_ready, reads,
--- export, device_put, copies that read the failed data) raises a
+-- export, device_put; copies still queued behind it fail with it) raises a
 -- RuntimeError naming the device, the operation and the driver's error.
 -- Failures are injected through the platform's own slot
 -- (dl._debug.inject_failure), so they travel the path a real driver's would.
@@ -40,11 +40,13 @@ describe("a copy that fails on the device", function()
     assert.are.equal(before, dl.live_exports())
   end)
 
-  it("fails the copies that read the failed data, with the first failure's message", function()
-    local z = dl.device_put(y, d[3])
-    expect_error("RuntimeError", COPY, function() return z:tolist() end)
-    local gathered = dl.device_put(y, dl.host_device())
-    expect_error("RuntimeError", COPY, function() return gathered:tolist() end)
+  it("makes device_put of the failed array raise, to any device", function()
+    pcall(y.block_until_ready, y) -- the failure is known from here on
+    expect_error("RuntimeError", COPY, function() return dl.device_put(y, d[3]) end)
+    expect_error("RuntimeError", COPY, function() return dl.device_put(y, dl.host_device()) end)
+    local mesh = dl.make_mesh({8}, {"x"})
+    expect_error("RuntimeError", COPY,
+                 function() return dl.device_put(y, dl.NamedSharding(mesh, dl.P())) end)
   end)
 
   it("leaves the source and the device usable: the next copy succeeds", function()
