@@ -157,6 +157,15 @@ DLRUN_API dlrun_status dlrun_device_copy_from_host(dlrun_device *dev, dlrun_memo
                                                    void *device_data, const void *host,
                                                    uint64_t nbytes);
 
+/* A test hook (beside include/dlrun/debug.h's): make the next `count`
+ * operations of kind `what` ("copy" or "fill") enqueued on dev fail on the
+ * device, as a driver error would (0 stops). The failure travels the real
+ * path, so block_until_ready, reads, export and device_put raise it.
+ * ValueError for another `what`; RuntimeError when dev's platform cannot
+ * inject failures or dev is another process's. */
+DLRUN_API dlrun_status dlrun_debug_inject_failure(dlrun_device *dev, const char *what,
+                                                  unsigned count);
+
 #ifdef __cplusplus
 }
 #endif

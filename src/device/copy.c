@@ -5,6 +5,7 @@
 #include "copy.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
@@ -45,7 +46,7 @@ struct dlrun_copy_task {
   dlrun_event *deps;   /* the sources' ready events not yet done; set when queued */
   size_t ndeps;
   uint64_t bytes;
-  bool queued, wait_at_finish;
+  bool queued;
   dlrun_waiter waiter; /* on the destination's ready event */
   dlrun_buffer *one_src;
   dlrun_event one_dep;
@@ -346,17 +347,28 @@ static void task_finished_waiter(dlrun_waiter *w) {
   task_finished((copy_task *)((char *)w - offsetof(copy_task, waiter)));
 }
 
-/* Call task_finished once the destination is ready; parking on a
- * timeline's event allocates nothing. When no callback can be had (no
- * memory), the plan's finish waits for it instead. */
-static void finish_when_ready(copy_task *t) {
+/* Call task_finished once the destination is ready (early: the plan's
+ * buffers go back before anyone sees it ready); parking on a timeline's
+ * event allocates nothing. Fails only when another platform's event can
+ * call back for lack of memory: the task has then finished here. */
+static dlrun_status finish_when_ready(copy_task *t) {
   dlrun_event ready = t->dst->ready;
   if (dlrun_event_is_timeline(ready)) {
     t->waiter.fn = task_finished_waiter;
+    t->waiter.early = true;
     if (!dlrun_timeline_park(ready, &t->waiter)) task_finished(t);
-  } else if (dlrun_event_then(ready, task_finished_ctx, t)) {
-    t->wait_at_finish = true;
+    return DLRUN_OK;
   }
+  dlrun_status st = dlrun_event_then(ready, task_finished_ctx, t);
+  if (st) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", dlrun_last_error());
+    dlrun_workers_flush(t->dst->dev->rt->workers);
+    dlrun_event_wait(ready);
+    task_finished(t);
+    st = dlrun_fail(st, "%s", why);
+  }
+  return st;
 }
 
 /* Enqueue every group of t after deps; on a failure, wait for the groups
@@ -420,7 +432,7 @@ dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
     return st;
   }
   t->queued = true;
-  finish_when_ready(t);
+  if ((st = finish_when_ready(t))) return st; /* the put fails; the task is done */
   for (size_t k = 0; k < t->npieces; k++) {
     dlrun_buffer *src = t->srcs[k];
     if (src->dev == dst) continue;
@@ -435,26 +447,13 @@ dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
   return DLRUN_OK;
 }
 
-/* Tasks whose completion could not be called back: waited for here. */
-static void finish_uncalled(copy_plan *p) {
-  for (size_t i = 0; i < p->ntasks; i++) {
-    copy_task *t = task_at(p, i);
-    if (!t->wait_at_finish) continue;
-    dlrun_event_wait(t->dst->ready);
-    t->wait_at_finish = false;
-    task_finished(t);
-  }
-}
-
 void dlrun_copy_plan_finish(copy_plan *p) {
   if (p->rt) dlrun_workers_release(p->rt->workers);
-  finish_uncalled(p);
   plan_done(p, 1);
 }
 
 void dlrun_copy_plan_abort(copy_plan *p) {
   if (p->rt) dlrun_workers_release(p->rt->workers);
-  finish_uncalled(p);
   /* The runner's hold keeps every task, and its destination, alive. */
   for (size_t i = 0; i < p->ntasks; i++)
     if (task_at(p, i)->queued) dlrun_event_wait(task_at(p, i)->dst->ready);

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "host/hostexec.h"
+#include "timeline.h"
 
 dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
                                const int64_t *strides) {
@@ -103,8 +104,10 @@ dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f) {
   dlrun_status st = b->dev->platform->fill(b->dev, b->kind, b->data, b->nbytes, f, NULL, 0,
                                            &b->ready);
   if (st) return st;
-  dlrun_buffer_retain(b); /* until the fill is done */
-  if (!(st = dlrun_event_then(b->ready, release_buffer, b))) return DLRUN_OK;
+  dlrun_buffer_retain(b); /* until the fill is done: back before b reads ready */
+  st = dlrun_event_is_timeline(b->ready) ? dlrun_timeline_then_early(b->ready, release_buffer, b)
+                                         : dlrun_event_then(b->ready, release_buffer, b);
+  if (!st) return DLRUN_OK;
   /* No memory to be called back: the fill is done before b can go. */
   char why[256];
   snprintf(why, sizeof why, "%s", dlrun_last_error());

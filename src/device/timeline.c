@@ -22,6 +22,9 @@ void dlrun_timeline_init(dlrun_timeline *tl, const dlrun_platform *pl) {
 
 void dlrun_timeline_fini(dlrun_timeline *tl) {
   dlrun_timeline_wait(dlrun_timeline_last(tl));
+  /* The thread that completed the last point may still hold the lock. */
+  pthread_mutex_lock(&tl->mu);
+  pthread_mutex_unlock(&tl->mu);
   for (dlrun_failure *f = tl->failures, *next; f; f = next) {
     next = f->next;
     dlrun_free(f);
@@ -63,12 +66,13 @@ dlrun_event dlrun_timeline_last(dlrun_timeline *tl) {
   return point(tl, seq);
 }
 
-/* Detach the waiters whose point is now complete. Called with tl->mu. */
-static dlrun_waiter *take_released(dlrun_timeline *tl, uint64_t completed) {
+/* Detach the waiters whose point is now complete (only the early ones when
+ * `early_only`). Called with tl->mu. */
+static dlrun_waiter *take_released(dlrun_timeline *tl, uint64_t completed, bool early_only) {
   dlrun_waiter *ready = NULL, **link = &tl->waiters;
   while (*link) {
     dlrun_waiter *w = *link;
-    if (w->seq <= completed) {
+    if (w->seq <= completed && (w->early || !early_only)) {
       *link = w->next;
       w->next = ready;
       ready = w;
@@ -86,9 +90,8 @@ static void run_waiters(dlrun_waiter *w) {
   }
 }
 
-/* The waiters of points up to seq run before the points are seen complete
- * (they release what the work held: whoever waits on the host then sees
- * its memory back in the pools), then any that parked meanwhile. */
+/* The early waiters of points up to seq run before the points are seen
+ * complete (they release what the work held), then every other one. */
 void dlrun_timeline_complete(dlrun_timeline *tl, dlrun_event at, dlrun_status st,
                              const char *msg) {
   uint64_t seq = (uint64_t)at.handle[1];
@@ -108,14 +111,14 @@ void dlrun_timeline_complete(dlrun_timeline *tl, dlrun_event at, dlrun_status st
     tl->lost_seq = seq;
     tl->lost_status = st;
   }
-  dlrun_waiter *first = tl->waiters ? take_released(tl, seq) : NULL;
+  dlrun_waiter *first = tl->waiters ? take_released(tl, seq, true) : NULL;
   pthread_mutex_unlock(&tl->mu);
   run_waiters(first);
   pthread_mutex_lock(&tl->mu);
   uint64_t completed = atomic_load_explicit(&tl->completed, memory_order_relaxed);
   if (seq > completed) atomic_store_explicit(&tl->completed, completed = seq, memory_order_release);
   if (tl->sleepers) pthread_cond_broadcast(&tl->cv);
-  dlrun_waiter *late = tl->waiters ? take_released(tl, completed) : NULL;
+  dlrun_waiter *late = tl->waiters ? take_released(tl, completed, false) : NULL;
   pthread_mutex_unlock(&tl->mu);
   run_waiters(late);
 }
@@ -185,16 +188,24 @@ static void run_callback(dlrun_waiter *w) {
   dlrun_free(c);
 }
 
-dlrun_status dlrun_timeline_then(dlrun_event ev, void (*fn)(void *ctx), void *ctx) {
+static dlrun_status then(dlrun_event ev, void (*fn)(void *ctx), void *ctx, bool early) {
   if (dlrun_timeline_query(ev)) {
     fn(ctx);
     return DLRUN_OK;
   }
   callback *c = dlrun_malloc(sizeof *c);
   if (!c) return dlrun_fail_oom_host(sizeof *c);
-  *c = (callback){.w = {.fn = run_callback}, .fn = fn, .ctx = ctx};
+  *c = (callback){.w = {.fn = run_callback, .early = early}, .fn = fn, .ctx = ctx};
   if (!dlrun_timeline_park(ev, &c->w)) run_callback(&c->w); /* completed meanwhile */
   return DLRUN_OK;
+}
+
+dlrun_status dlrun_timeline_then(dlrun_event ev, void (*fn)(void *ctx), void *ctx) {
+  return then(ev, fn, ctx, false);
+}
+
+dlrun_status dlrun_timeline_then_early(dlrun_event ev, void (*fn)(void *ctx), void *ctx) {
+  return then(ev, fn, ctx, true);
 }
 
 bool dlrun_event_is_timeline(dlrun_event ev) {

@@ -19,12 +19,17 @@
 
 /* A parked waiter: fn(w) runs once the point it waits for completes, on
  * the thread that completes it. The storage is the caller's (a task keeps
- * one inside it, so that parking allocates nothing). */
+ * one inside it, so that parking allocates nothing). An `early` waiter
+ * runs just before the point is seen complete: work that releases what the
+ * completed work held (buffers, plans), so that whoever waits on the host
+ * finds that memory back in its pool; inside it the point still reads
+ * pending. Every other waiter runs after, seeing the point complete. */
 typedef struct dlrun_waiter dlrun_waiter;
 struct dlrun_waiter {
   uint64_t seq;
   void (*fn)(dlrun_waiter *w);
   dlrun_waiter *next;
+  bool early;
 };
 
 typedef struct dlrun_failure dlrun_failure;
@@ -60,10 +65,12 @@ void dlrun_timeline_complete(dlrun_timeline *tl, dlrun_event point, dlrun_status
 bool dlrun_timeline_query(dlrun_event ev);
 dlrun_status dlrun_timeline_wait(dlrun_event ev);
 dlrun_status dlrun_timeline_then(dlrun_event ev, void (*fn)(void *ctx), void *ctx);
+/* The same, early (see dlrun_waiter). */
+dlrun_status dlrun_timeline_then_early(dlrun_event ev, void (*fn)(void *ctx), void *ctx);
 /* Its status once complete (with the message recorded), else DLRUN_OK. */
 dlrun_status dlrun_timeline_status(dlrun_event ev);
-/* Park w (w->fn set by the caller) until ev completes: false, with nothing
- * parked, when it already has. */
+/* Park w (w->fn and w->early set by the caller) until ev completes: false,
+ * with nothing parked, when it already has. */
 bool dlrun_timeline_park(dlrun_event ev, dlrun_waiter *w);
 
 /* Whether ev is one of a timeline's events (every built-in platform's). */

@@ -101,6 +101,7 @@ static bool park_on_dependency(dlrun_task *t) {
     dlrun_event ev = t->deps[t->next_dep++];
     if (dlrun_event_is_timeline(ev)) {
       t->waiter.fn = wake_parked;
+      t->waiter.early = false;
       if (dlrun_timeline_park(ev, &t->waiter)) return true;
     } else if (ev.platform && !ev.platform->event_query(ev)) {
       if (ev.platform->event_then(ev, wake_parked_ctx, t) == DLRUN_OK) return true;
@@ -144,6 +145,7 @@ static void after_task(dlrun_stream *s) {
   pthread_mutex_lock(&s->mu);
   bool more = s->head != NULL;
   if (!more) s->scheduled = false;
+  if (!more && s->idle_waiters) pthread_cond_broadcast(&s->idle_cv);
   pthread_mutex_unlock(&s->mu);
   if (more) requeue(s);
 }
@@ -311,10 +313,20 @@ void dlrun_stream_init(dlrun_stream *s, dlrun_workers *w, const dlrun_platform *
   *s = (dlrun_stream){.workers = w};
   dlrun_timeline_init(&s->tl, platform);
   pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->idle_cv, NULL);
 }
 
+/* Its last point complete, the worker that ran it may still be leaving
+ * the stream: destroy waits until it has. */
 void dlrun_stream_destroy(dlrun_stream *s) {
-  dlrun_timeline_fini(&s->tl); /* waits for queued work */
+  dlrun_timeline_wait(dlrun_timeline_last(&s->tl));
+  pthread_mutex_lock(&s->mu);
+  s->idle_waiters++;
+  while (s->scheduled) pthread_cond_wait(&s->idle_cv, &s->mu);
+  s->idle_waiters--;
+  pthread_mutex_unlock(&s->mu);
+  dlrun_timeline_fini(&s->tl);
+  pthread_cond_destroy(&s->idle_cv);
   pthread_mutex_destroy(&s->mu);
 }
 

@@ -42,6 +42,8 @@ struct dlrun_task {
 
 struct dlrun_stream {
   pthread_mutex_t mu;
+  pthread_cond_t idle_cv;   /* scheduled fell, and someone waits for that */
+  int idle_waiters;
   dlrun_task *head, *tail;
   bool scheduled;           /* in the ready queue, parked, or being run */
   dlrun_stream *next_ready; /* link in the workers' ready queue */
