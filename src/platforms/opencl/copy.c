@@ -1,0 +1,272 @@
+/* Box copies as OpenCL rect commands.
+ *
+ * A piece of a copy is an N-d box with element strides on each side (any
+ * sign: imported tensors may run backwards). It is planned as rects of
+ * clEnqueue{Read,Write,Copy}BufferRect, which take a contiguous row and two
+ * positive pitches per side: dimensions of extent 1 go, a dimension that
+ * runs backwards on both sides is turned round, dimensions are ordered by
+ * the destination's stride and merged where contiguous on both sides; the
+ * innermost contiguous run is the row (one element when none is), the next
+ * two dimensions whose pitches are valid on both sides are the rect's rows
+ * and slices, and any other dimension is a loop of rects. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocl.h"
+
+/* One end of the copy as the commands see it. */
+typedef struct side {
+  ocl_device *d; /* NULL: host memory */
+  dlrun_memory_kind kind;
+  const unsigned char *data;
+  bool buf; /* reached as a cl_mem (else as a host pointer) */
+} side;
+
+typedef struct dim {
+  int64_t ext, s, d; /* extent; source and destination strides in bytes */
+} dim;
+
+/* A planned piece: rects of region[0] bytes x n1 rows x n2 slices, starting
+ * at (soff, doff) plus the loops' offsets. */
+typedef struct plan {
+  int64_t soff, doff;
+  size_t region[3];
+  int64_t srow, sslice, drow, dslice;
+  int nloops;
+  dim loops[DLRUN_MAX_NDIM];
+} plan;
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+/* Whether dimension c can be the pitch dimension after one of `inner`
+ * bytes (pitch >= inner and a multiple of the pitch below, on both sides). */
+static bool pitch_fits(const dim *c, int64_t sinner, int64_t dinner, int64_t sunit,
+                       int64_t dunit) {
+  return c->s > 0 && c->d > 0 && c->s >= sinner && c->d >= dinner && c->s % sunit == 0 &&
+         c->d % dunit == 0;
+}
+
+static void plan_piece(size_t esize, int ndim, const int64_t *ext, const int64_t *ss,
+                       const int64_t *ds, int64_t soff, int64_t doff, plan *p) {
+  dim dims[DLRUN_MAX_NDIM];
+  int n = 0;
+  for (int k = 0; k < ndim; k++) {
+    if (ext[k] == 1) continue;
+    dim c = {ext[k], ss[k] * (int64_t)esize, ds[k] * (int64_t)esize};
+    if (c.s < 0 && c.d < 0) { /* backwards on both sides: turn it round */
+      soff += (c.ext - 1) * c.s;
+      doff += (c.ext - 1) * c.d;
+      c.s = -c.s;
+      c.d = -c.d;
+    }
+    dims[n++] = c;
+  }
+  /* outermost first: by destination stride, then source stride */
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0; j--) {
+      dim *a = &dims[j - 1], *b = &dims[j];
+      if (abs64(a->d) > abs64(b->d) || (abs64(a->d) == abs64(b->d) && abs64(a->s) >= abs64(b->s)))
+        break;
+      dim t = *a;
+      *a = *b;
+      *b = t;
+    }
+  /* merge a dimension into the one inside it where both sides are contiguous */
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (m > 0) {
+      dim *o = &dims[m - 1];
+      if (o->s == dims[i].ext * dims[i].s && o->d == dims[i].ext * dims[i].d) {
+        *o = (dim){o->ext * dims[i].ext, dims[i].s, dims[i].d};
+        continue;
+      }
+    }
+    dims[m++] = dims[i];
+  }
+  n = m;
+  int64_t row = (int64_t)esize;
+  if (n > 0 && dims[n - 1].s == (int64_t)esize && dims[n - 1].d == (int64_t)esize)
+    row = dims[--n].ext * (int64_t)esize;
+  *p = (plan){.soff = soff, .doff = doff, .region = {(size_t)row, 1, 1}};
+  p->srow = p->drow = row;
+  int r1 = -1, r2 = -1;
+  for (int i = n - 1; i >= 0 && r1 < 0; i--)
+    if (pitch_fits(&dims[i], row, row, 1, 1)) r1 = i;
+  if (r1 >= 0) {
+    p->region[1] = (size_t)dims[r1].ext;
+    p->srow = dims[r1].s;
+    p->drow = dims[r1].d;
+    for (int i = n - 1; i >= 0 && r2 < 0; i--)
+      if (i != r1 && pitch_fits(&dims[i], p->srow * dims[r1].ext, p->drow * dims[r1].ext,
+                                p->srow, p->drow))
+        r2 = i;
+  }
+  p->sslice = p->srow * (int64_t)p->region[1];
+  p->dslice = p->drow * (int64_t)p->region[1];
+  if (r2 >= 0) {
+    p->region[2] = (size_t)dims[r2].ext;
+    p->sslice = dims[r2].s;
+    p->dslice = dims[r2].d;
+  }
+  for (int i = 0; i < n; i++)
+    if (i != r1 && i != r2) p->loops[p->nloops++] = dims[i];
+}
+
+/* The bytes one rect spans from its start, on the source or the destination. */
+static size_t rect_span(const plan *p, bool src) {
+  int64_t row = src ? p->srow : p->drow, slice = src ? p->sslice : p->dslice;
+  return (size_t)(((int64_t)p->region[2] - 1) * slice + ((int64_t)p->region[1] - 1) * row +
+                  (int64_t)p->region[0]);
+}
+
+typedef struct copy_ctx {
+  ocl_enqueue *q; /* NULL: the checking pass */
+  const side *src, *dst;
+  const plan *p;
+} copy_ctx;
+
+/* Where a rect's side starts: a host pointer or (cl_mem, offset) with room
+ * for the rect. */
+static dlrun_status place_side(const side *s, int64_t off, size_t span, ocl_place *pl) {
+  if (!s->d) {
+    *pl = (ocl_place){.host = (unsigned char *)s->data + off};
+    return DLRUN_OK;
+  }
+  dlrun_status st = ocl_place_of(s->d, s->kind, s->data + off, s->buf, pl);
+  if (st) return st;
+  if (s->buf && pl->room < span)
+    return ocl_svc->fail(DLRUN_ERR_VALUE,
+                         "%s: a copy of %zu bytes at %p would cross the end of an OpenCL "
+                         "buffer",
+                         s->d->name, span, (const void *)(s->data + off));
+  return DLRUN_OK;
+}
+
+/* (offset, row pitch, slice pitch) as an OpenCL origin. */
+static void origin_of(size_t off, size_t row, size_t slice, size_t o[3]) {
+  o[2] = off / slice;
+  o[1] = (off % slice) / row;
+  o[0] = (off % slice) % row;
+}
+
+static cl_int enqueue_rect(ocl_enqueue *q, const plan *p, const ocl_place *s,
+                           const ocl_place *d) {
+  const size_t *region = p->region;
+  size_t sr = (size_t)p->srow, ss = (size_t)p->sslice, dr = (size_t)p->drow,
+         ds = (size_t)p->dslice;
+  size_t so[3], doo[3], zero[3] = {0, 0, 0};
+  cl_event ev = NULL;
+  cl_int err;
+  cl_command_queue cq = q->d->queue;
+  if (s->mem && d->mem) {
+    origin_of(s->offset, sr, ss, so);
+    origin_of(d->offset, dr, ds, doo);
+    err = clEnqueueCopyBufferRect(cq, s->mem, d->mem, so, doo, region, sr, ss, dr, ds,
+                                  ocl_wait_count(q), ocl_wait_list(q), &ev);
+  } else if (s->mem) {
+    origin_of(s->offset, sr, ss, so);
+    err = clEnqueueReadBufferRect(cq, s->mem, CL_FALSE, so, zero, region, sr, ss, dr, ds,
+                                  d->host, ocl_wait_count(q), ocl_wait_list(q), &ev);
+  } else {
+    origin_of(d->offset, dr, ds, doo);
+    err = clEnqueueWriteBufferRect(cq, d->mem, CL_FALSE, doo, zero, region, dr, ds, sr, ss,
+                                   s->host, ocl_wait_count(q), ocl_wait_list(q), &ev);
+  }
+  ocl_enqueued(q, err, ev);
+  return err;
+}
+
+/* One rect at (soff, doff): checked (q NULL) or enqueued. */
+static dlrun_status do_rect(copy_ctx *c, int64_t soff, int64_t doff, cl_int *err) {
+  ocl_place s, d;
+  dlrun_status st = place_side(c->src, soff, rect_span(c->p, true), &s);
+  if (!st) st = place_side(c->dst, doff, rect_span(c->p, false), &d);
+  if (st || !c->q) return st;
+  *err = enqueue_rect(c->q, c->p, &s, &d);
+  return DLRUN_OK;
+}
+
+/* Every rect of the plan, the loops' index running like an odometer. */
+static dlrun_status each_rect(copy_ctx *c, cl_int *err) {
+  const plan *p = c->p;
+  int64_t idx[DLRUN_MAX_NDIM] = {0};
+  int64_t soff = p->soff, doff = p->doff;
+  for (;;) {
+    dlrun_status st = do_rect(c, soff, doff, err);
+    if (st || *err) return st;
+    int k = p->nloops - 1;
+    for (; k >= 0; k--) {
+      soff += p->loops[k].s;
+      doff += p->loops[k].d;
+      if (++idx[k] < p->loops[k].ext) break;
+      soff -= p->loops[k].ext * p->loops[k].s;
+      doff -= p->loops[k].ext * p->loops[k].d;
+      idx[k] = 0;
+    }
+    if (k < 0) return DLRUN_OK;
+  }
+}
+
+static side side_of(const dlrun_box_end *e) {
+  side s = {.kind = e->kind, .data = e->data};
+  if (e->dev) {
+    s.d = ocl_dev(e->dev);
+    s.buf = e->kind == DLRUN_MEM_DEVICE;
+  }
+  return s;
+}
+
+/* Both ends host memory: the pinned one goes through its cl_mem
+ * (CL_MEM_USE_HOST_PTR), so that the copy is a command of the queue. */
+static dlrun_status host_pair(side *a, side *b, const char *name) {
+  if (a->buf || b->buf) return DLRUN_OK;
+  if (a->d) a->buf = true;
+  else if (b->d) b->buf = true;
+  else
+    return ocl_svc->fail(DLRUN_ERR_RUNTIME,
+                         "%s: a copy between two host memories is not OpenCL work", name);
+  return DLRUN_OK;
+}
+
+/* Run every piece's rects through one pass (checking or enqueueing). */
+static dlrun_status each_piece(const dlrun_copy_op *op, side *dst, ocl_enqueue *q, cl_int *err) {
+  int nd = op->ndim;
+  for (size_t i = 0; i < op->npieces; i++) {
+    const dlrun_copy_piece *pc = &op->pieces[i];
+    int64_t ext[DLRUN_MAX_NDIM], soff = 0, doff = 0;
+    bool empty = false;
+    for (int k = 0; k < nd; k++) {
+      ext[k] = pc->hi[k] - pc->lo[k];
+      empty |= ext[k] <= 0;
+      soff += (pc->lo[k] - pc->src.origin[k]) * pc->src.strides[k];
+      doff += (pc->lo[k] - op->dst.origin[k]) * op->dst.strides[k];
+    }
+    if (empty) continue;
+    side src = side_of(&pc->src), d = *dst;
+    dlrun_status st = host_pair(&src, &d, dst->d ? dst->d->name : "OpenCL");
+    if (st) return st;
+    plan p;
+    plan_piece(op->esize, nd, ext, pc->src.strides, op->dst.strides,
+               soff * (int64_t)op->esize, doff * (int64_t)op->esize, &p);
+    copy_ctx c = {.q = q, .src = &src, .dst = &d, .p = &p};
+    if ((st = each_rect(&c, err)) || *err) return st;
+  }
+  return DLRUN_OK;
+}
+
+dlrun_status ocl_copy_box(dlrun_device *dev, const dlrun_copy_op *op, const dlrun_event *waits,
+                          size_t nwaits, dlrun_event *done) {
+  ocl_device *d = ocl_dev(dev);
+  if (op->ndim < 0 || op->ndim > DLRUN_MAX_NDIM)
+    return ocl_svc->fail(DLRUN_ERR_VALUE, "%s: a copy of rank %d", d->name, op->ndim);
+  side dst = side_of(&op->dst);
+  cl_int err = CL_SUCCESS;
+  /* First every rect's places (buffers made now, bounds checked), so that a
+   * failure enqueues nothing. */
+  dlrun_status st = each_piece(op, &dst, NULL, &err);
+  ocl_enqueue q;
+  if (!st) st = ocl_begin(d, "copy", DLRUN_WORK_COPY, waits, nwaits, &q);
+  if (st) return st;
+  if (ocl_op_runs(&q)) each_piece(op, &dst, &q, &err);
+  return ocl_end(&q, err, done);
+}
