@@ -149,11 +149,10 @@ dlrun_status ocl_place_of(ocl_device *d, dlrun_memory_kind kind, const void *add
   cl_int err = CL_SUCCESS;
   uint64_t seglen = 0;
   pthread_mutex_lock(&d->mem_lock);
-  ocl_range *r = range_of(d, kind, addr, 0);
+  ocl_range *r = range_of(d, kind, addr, 1);
   if (r) {
     uint64_t off = (uint64_t)((const unsigned char *)addr - r->base);
     size_t i = (size_t)(off / r->seg);
-    if (i == r->nsegs) i--; /* the end of the range */
     uint64_t start = (uint64_t)i * r->seg;
     seglen = r->size - start < r->seg ? r->size - start : r->seg;
     *out = (ocl_place){.offset = (size_t)(off - start), .room = (size_t)(seglen - (off - start))};

@@ -1,0 +1,785 @@
+/* The OpenCL platform module (libdlrun_opencl.so) on its own: dlopened and
+ * driven through its vtable, as the device layer will drive it, on pocl's
+ * pthread devices (POCL_DEVICES="pthread pthread pthread pthread"). Skips
+ * (passing) when the module was not built or no OpenCL device is here.
+ *
+ * TODO(issue 21): the services below are this file's own minimal ones (a
+ * timeline, events, messages); switch to dlrun_platform_services_get() once
+ * the library has it, keeping only the fake devices. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dlrun/platform.h"
+
+/* ---- services: messages, fake devices ---- */
+
+static _Thread_local char last_msg[1024];
+
+static dlrun_status t_fail(dlrun_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+  va_end(ap);
+  return code;
+}
+static const char *t_last_error(void) { return last_msg; }
+
+typedef struct fake_device {
+  void *impl;
+  const dlrun_platform *pl;
+  char name[64];
+} fake_device;
+
+static void *t_device_impl(const dlrun_device *dev) { return ((const fake_device *)dev)->impl; }
+static const dlrun_platform *t_device_platform(const dlrun_device *dev) {
+  return ((const fake_device *)dev)->pl;
+}
+static const char *t_device_name(const dlrun_device *dev) {
+  return ((const fake_device *)dev)->name;
+}
+static uint64_t t_host_ram(void) { return 8ull << 30; }
+
+static void t_host_fill(void *data, uint64_t nbytes, const dlrun_fill *f) {
+  unsigned char *p = data;
+  for (uint64_t i = 0; i < nbytes / f->esize; i++) {
+    if (!f->sequence) {
+      memcpy(p + i * f->esize, f->pattern, f->esize);
+      continue;
+    }
+    int64_t k = f->first + (int64_t)i;
+    dlrun_scalar v = f->integral
+                         ? (dlrun_scalar){.kind = DLRUN_SCALAR_INT, .i = f->start.i + k * f->step.i}
+                         : (dlrun_scalar){.kind = DLRUN_SCALAR_FLOAT,
+                                          .re = f->start.re + (double)k * f->step.re};
+    dlrun_dtype_store(f->dtype, p + i * f->esize, &v);
+  }
+}
+
+/* ---- services: a minimal timeline ---- */
+
+typedef struct t_callback {
+  uint64_t seq;
+  void (*fn)(void *);
+  void *ctx;
+  struct t_callback *next;
+} t_callback;
+
+typedef struct t_failure {
+  uint64_t seq;
+  dlrun_status st;
+  char msg[512];
+  struct t_failure *next;
+} t_failure;
+
+struct dlrun_timeline {
+  const dlrun_platform *pl;
+  pthread_mutex_t m;
+  pthread_cond_t c;
+  uint64_t begun, completed;
+  int out_of_order; /* completions that skipped a point: must stay 0 */
+  t_callback *cbs;
+  t_failure *fails;
+};
+
+static dlrun_timeline *tl_of(dlrun_event ev) { return (dlrun_timeline *)ev.handle[0]; }
+
+static dlrun_status t_timeline_create(const dlrun_platform *pl, dlrun_timeline **out) {
+  dlrun_timeline *tl = calloc(1, sizeof *tl);
+  tl->pl = pl;
+  pthread_mutex_init(&tl->m, NULL);
+  pthread_cond_init(&tl->c, NULL);
+  *out = tl;
+  return DLRUN_OK;
+}
+
+static void t_timeline_destroy(dlrun_timeline *tl) {
+  while (tl->fails) {
+    t_failure *f = tl->fails;
+    tl->fails = f->next;
+    free(f);
+  }
+  pthread_mutex_destroy(&tl->m);
+  pthread_cond_destroy(&tl->c);
+  free(tl);
+}
+
+static dlrun_event t_timeline_begin(dlrun_timeline *tl) {
+  pthread_mutex_lock(&tl->m);
+  uint64_t s = ++tl->begun;
+  pthread_mutex_unlock(&tl->m);
+  return (dlrun_event){tl->pl, {(uintptr_t)tl, s}};
+}
+
+static dlrun_event t_timeline_last(dlrun_timeline *tl) {
+  return (dlrun_event){tl->pl, {(uintptr_t)tl, tl->begun}};
+}
+
+static void t_timeline_complete(dlrun_timeline *tl, dlrun_event point, dlrun_status st,
+                                const char *msg) {
+  pthread_mutex_lock(&tl->m);
+  if (point.handle[1] != tl->completed + 1) tl->out_of_order++;
+  tl->completed = point.handle[1];
+  if (st) {
+    t_failure *f = calloc(1, sizeof *f);
+    f->seq = point.handle[1];
+    f->st = st;
+    snprintf(f->msg, sizeof f->msg, "%s", msg ? msg : "");
+    f->next = tl->fails;
+    tl->fails = f;
+  }
+  t_callback *ready = NULL, **p = &tl->cbs;
+  while (*p) {
+    if ((*p)->seq <= tl->completed) {
+      t_callback *c = *p;
+      *p = c->next;
+      c->next = ready;
+      ready = c;
+    } else {
+      p = &(*p)->next;
+    }
+  }
+  pthread_cond_broadcast(&tl->c);
+  pthread_mutex_unlock(&tl->m);
+  while (ready) {
+    t_callback *c = ready;
+    ready = c->next;
+    c->fn(c->ctx);
+    free(c);
+  }
+}
+
+static bool t_query(dlrun_event ev) {
+  if (!ev.platform) return true;
+  dlrun_timeline *tl = tl_of(ev);
+  pthread_mutex_lock(&tl->m);
+  bool done = ev.handle[1] <= tl->completed;
+  pthread_mutex_unlock(&tl->m);
+  return done;
+}
+
+static dlrun_status t_status_locked(dlrun_timeline *tl, uint64_t seq) {
+  for (t_failure *f = tl->fails; f; f = f->next)
+    if (f->seq == seq) return t_fail(f->st, "%s", f->msg);
+  return DLRUN_OK;
+}
+
+static dlrun_status t_wait(dlrun_event ev) {
+  if (!ev.platform) return DLRUN_OK;
+  dlrun_timeline *tl = tl_of(ev);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 20;
+  pthread_mutex_lock(&tl->m);
+  int rc = 0;
+  while (ev.handle[1] > tl->completed && rc != ETIMEDOUT)
+    rc = pthread_cond_timedwait(&tl->c, &tl->m, &until);
+  dlrun_status st = ev.handle[1] > tl->completed
+                        ? t_fail(DLRUN_ERR_RUNTIME, "test: timed out waiting for an event")
+                        : t_status_locked(tl, ev.handle[1]);
+  pthread_mutex_unlock(&tl->m);
+  return st;
+}
+
+static dlrun_status t_status(dlrun_event ev) {
+  if (!ev.platform) return DLRUN_OK;
+  dlrun_timeline *tl = tl_of(ev);
+  pthread_mutex_lock(&tl->m);
+  dlrun_status st = ev.handle[1] <= tl->completed ? t_status_locked(tl, ev.handle[1]) : DLRUN_OK;
+  pthread_mutex_unlock(&tl->m);
+  return st;
+}
+
+static dlrun_status t_then(dlrun_event ev, void (*fn)(void *), void *ctx) {
+  if (!ev.platform) {
+    fn(ctx);
+    return DLRUN_OK;
+  }
+  dlrun_timeline *tl = tl_of(ev);
+  pthread_mutex_lock(&tl->m);
+  if (ev.handle[1] <= tl->completed) {
+    pthread_mutex_unlock(&tl->m);
+    fn(ctx);
+    return DLRUN_OK;
+  }
+  t_callback *c = calloc(1, sizeof *c);
+  *c = (t_callback){ev.handle[1], fn, ctx, tl->cbs};
+  tl->cbs = c;
+  pthread_mutex_unlock(&tl->m);
+  return DLRUN_OK;
+}
+
+static dlrun_status t_map_inaccessible(uint64_t size, void **base) {
+  void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return t_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "test: mmap failed");
+  *base = p;
+  return DLRUN_OK;
+}
+static void t_unmap(void *base, uint64_t size) { munmap(base, size); }
+
+static const dlrun_platform_services services = {
+    .abi = DLRUN_PLATFORM_ABI,
+    .fail = t_fail,
+    .last_error = t_last_error,
+    .device_impl = t_device_impl,
+    .device_platform = t_device_platform,
+    .device_name = t_device_name,
+    .host_ram = t_host_ram,
+    .host_fill = t_host_fill,
+    .timeline_create = t_timeline_create,
+    .timeline_destroy = t_timeline_destroy,
+    .timeline_begin = t_timeline_begin,
+    .timeline_complete = t_timeline_complete,
+    .timeline_last = t_timeline_last,
+    .timeline_query = t_query,
+    .timeline_wait = t_wait,
+    .timeline_then = t_then,
+    .event_query = t_query,
+    .event_wait = t_wait,
+    .event_then = t_then,
+    .event_status = t_status,
+    .map_inaccessible = t_map_inaccessible,
+    .unmap = t_unmap,
+};
+
+/* ---- the module ---- */
+
+static const dlrun_platform *pl;
+static fake_device devs[4];
+static dlrun_device *dev[4];
+static const dlrun_platform foreign = {.abi = DLRUN_PLATFORM_ABI, .name = "foreign"};
+
+static const dlrun_platform *open_module(const char *path, void **handle) {
+  *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!*handle) return NULL;
+  dlrun_platform_module_open_fn open = (dlrun_platform_module_open_fn)(uintptr_t)dlsym(
+      *handle, "dlrun_platform_module_open");
+  const dlrun_platform *out = NULL;
+  char err[200] = "";
+  if (!open || open(DLRUN_PLATFORM_ABI, &services, &out, err, sizeof err)) return NULL;
+  return out;
+}
+
+/* ---- helpers ---- */
+
+static dlrun_status wait_ev(dlrun_event ev) { return pl->event_wait(ev); }
+
+static const int64_t zeros[4] = {0, 0, 0, 0};
+
+/* Copy n bytes of dev d's memory at addr to host, on dev q's queue. */
+static dlrun_status read_bytes(int q, int d, dlrun_memory_kind kind, const void *addr,
+                               void *host, int64_t n) {
+  const int64_t one = 1, hi = n;
+  dlrun_copy_piece pc = {.src = {dev[d], kind, addr, zeros, &one}, .lo = zeros, .hi = &hi};
+  dlrun_copy_op op = {.esize = 1, .ndim = 1, .dst = {NULL, 0, host, zeros, &one}, .npieces = 1,
+                      .pieces = &pc};
+  dlrun_event ev;
+  dlrun_status st = pl->copy_box(dev[q], &op, NULL, 0, &ev);
+  return st ? st : wait_ev(ev);
+}
+
+/* Copy n host bytes to dev d's memory at addr, on dev q's queue. */
+static dlrun_status write_bytes(int q, int d, dlrun_memory_kind kind, void *addr,
+                                const void *host, int64_t n, const dlrun_event *waits,
+                                size_t nwaits, dlrun_event *done) {
+  const int64_t one = 1, hi = n;
+  dlrun_copy_piece pc = {.src = {NULL, 0, host, zeros, &one}, .lo = zeros, .hi = &hi};
+  dlrun_copy_op op = {.esize = 1, .ndim = 1, .dst = {dev[d], kind, addr, zeros, &one},
+                      .npieces = 1, .pieces = &pc};
+  return pl->copy_box(dev[q], &op, waits, nwaits, done);
+}
+
+/* An array laid out with element strides `st` over a block: the byte
+ * offset of element idx from element [0...]. */
+static int64_t elem_off(int nd, const int64_t *idx, const int64_t *st, size_t esize) {
+  int64_t o = 0;
+  for (int k = 0; k < nd; k++) o += idx[k] * st[k];
+  return o * (int64_t)esize;
+}
+
+/* The reference copy of box [lo, hi) on the host. */
+static void ref_copy(int nd, size_t esize, const int64_t *lo, const int64_t *hi, unsigned char *dst,
+                     const int64_t *dst_st, const unsigned char *src, const int64_t *src_st) {
+  int64_t idx[4];
+  memcpy(idx, lo, sizeof(int64_t) * (size_t)nd);
+  for (;;) {
+    memcpy(dst + elem_off(nd, idx, dst_st, esize), src + elem_off(nd, idx, src_st, esize), esize);
+    int k = nd - 1;
+    for (; k >= 0; k--) {
+      if (++idx[k] < hi[k]) break;
+      idx[k] = lo[k];
+    }
+    if (k < 0) return;
+  }
+}
+
+/* The span of an array of shape `shape` with strides st: the lowest
+ * element offset (<= 0) and one past the highest byte. */
+static void span_of(int nd, const int64_t *shape, const int64_t *st, size_t esize, int64_t *low,
+                    int64_t *high) {
+  *low = 0;
+  *high = (int64_t)esize;
+  for (int k = 0; k < nd; k++) {
+    int64_t reach = (shape[k] - 1) * st[k] * (int64_t)esize;
+    if (reach < 0) *low += reach;
+    else *high += reach;
+  }
+}
+
+/* One layout case: host A -> dev0 -> dev1 -> host B over box [lo, hi). */
+typedef struct layout_case {
+  int nd;
+  size_t esize;
+  int64_t shape[4], lo[4], hi[4];
+  int64_t host_st[4], dev0_st[4], dev1_st[4], out_st[4];
+} layout_case;
+
+static unsigned char *dev_mem[4]; /* device memory reserved per device */
+#define DEV_BYTES (8u << 20)
+
+static void run_layout(const layout_case *c) {
+  int nd = c->nd;
+  size_t es = c->esize;
+  int64_t lows[4], highs[4];
+  const int64_t *sts[4] = {c->host_st, c->dev0_st, c->dev1_st, c->out_st};
+  for (int i = 0; i < 4; i++) span_of(nd, c->shape, sts[i], es, &lows[i], &highs[i]);
+  unsigned char *a = malloc((size_t)(highs[0] - lows[0]));
+  unsigned char *b = malloc((size_t)(highs[3] - lows[3]));
+  unsigned char *ref = malloc((size_t)(highs[3] - lows[3]));
+  for (int64_t i = 0; i < highs[0] - lows[0]; i++) a[i] = (unsigned char)(i * 7 + 3);
+  memset(b, 0xEE, (size_t)(highs[3] - lows[3]));
+  memset(ref, 0xEE, (size_t)(highs[3] - lows[3]));
+  unsigned char *a0 = a - lows[0], *b0 = b - lows[3], *r0 = ref - lows[3];
+  /* device blocks start 4 KiB in, element [0...] placed past the low reach */
+  unsigned char *d0 = dev_mem[0] + 4096 - lows[1], *d1 = dev_mem[1] + 4096 - lows[2];
+  ref_copy(nd, es, c->lo, c->hi, r0, c->out_st, a0, c->host_st);
+
+  dlrun_copy_piece p0 = {.src = {NULL, 0, a0, zeros, c->host_st}, .lo = c->lo, .hi = c->hi};
+  dlrun_copy_op op0 = {.esize = es, .ndim = nd, .dst = {dev[0], DLRUN_MEM_DEVICE, d0, zeros,
+                                                         c->dev0_st}, .npieces = 1, .pieces = &p0};
+  dlrun_copy_piece p1 = {.src = {dev[0], DLRUN_MEM_DEVICE, d0, zeros, c->dev0_st}, .lo = c->lo,
+                         .hi = c->hi};
+  dlrun_copy_op op1 = {.esize = es, .ndim = nd, .dst = {dev[1], DLRUN_MEM_DEVICE, d1, zeros,
+                                                         c->dev1_st}, .npieces = 1, .pieces = &p1};
+  dlrun_copy_piece p2 = {.src = {dev[1], DLRUN_MEM_DEVICE, d1, zeros, c->dev1_st}, .lo = c->lo,
+                         .hi = c->hi};
+  dlrun_copy_op op2 = {.esize = es, .ndim = nd, .dst = {NULL, 0, b0, zeros, c->out_st},
+                       .npieces = 1, .pieces = &p2};
+  dlrun_event e0, e1, e2;
+  dlrun_status st = pl->copy_box(dev[0], &op0, NULL, 0, &e0);
+  CHECK(!st, "host->dev0: %s", last_msg);
+  if (!st) st = pl->copy_box(dev[1], &op1, &e0, 1, &e1); /* on dev1, after dev0's event */
+  CHECK(!st, "dev0->dev1: %s", last_msg);
+  if (!st) st = pl->copy_box(dev[1], &op2, &e1, 1, &e2);
+  CHECK(!st, "dev1->host: %s", last_msg);
+  if (!st) st = wait_ev(e2);
+  CHECK(!st, "wait: %s", last_msg);
+  int64_t n = highs[3] - lows[3], bad = -1;
+  for (int64_t i = 0; i < n && bad < 0; i++)
+    if (b[i] != ref[i]) bad = i;
+  CHECK(bad < 0, "rank %d esize %zu: byte %lld is %d, expected %d", nd, es, (long long)bad,
+        bad >= 0 ? b[bad] : 0, bad >= 0 ? ref[bad] : 0);
+  free(a);
+  free(b);
+  free(ref);
+}
+
+/* Fill n elements at dev0 offset `at` with f and compare to the host's fill. */
+static void run_fill(const char *what, const dlrun_fill *f, size_t at, size_t n) {
+  size_t nbytes = n * f->esize;
+  unsigned char *got = malloc(nbytes + 64), *want = malloc(nbytes);
+  t_host_fill(want, nbytes, f);
+  dlrun_event ev;
+  dlrun_status st = pl->fill(dev[0], DLRUN_MEM_DEVICE, dev_mem[0] + at, nbytes, f, NULL, 0, &ev);
+  if (!st) st = wait_ev(ev);
+  CHECK(!st, "%s: %s", what, last_msg);
+  if (!st) st = read_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0] + at, got, (int64_t)nbytes);
+  CHECK(!st, "%s: read: %s", what, last_msg);
+  size_t bad = SIZE_MAX;
+  for (size_t i = 0; i < nbytes && bad == SIZE_MAX; i++)
+    if (got[i] != want[i]) bad = i;
+  CHECK(bad == SIZE_MAX, "%s: byte %zu is 0x%02x, expected 0x%02x", what, bad,
+        bad != SIZE_MAX ? got[bad] : 0, bad != SIZE_MAX ? want[bad] : 0);
+  free(got);
+  free(want);
+}
+
+static dlrun_fill sequence(dlrun_dtype dt, bool integral, double start, double step,
+                           int64_t first) {
+  dlrun_fill f = {.sequence = true, .esize = dlrun_dtype_get(dt)->size, .dtype = dt,
+                  .integral = integral, .first = first};
+  if (integral) {
+    f.start = (dlrun_scalar){.kind = DLRUN_SCALAR_INT, .i = (int64_t)start};
+    f.step = (dlrun_scalar){.kind = DLRUN_SCALAR_INT, .i = (int64_t)step};
+  } else {
+    f.start = (dlrun_scalar){.kind = DLRUN_SCALAR_FLOAT, .re = start};
+    f.step = (dlrun_scalar){.kind = DLRUN_SCALAR_FLOAT, .re = step};
+  }
+  return f;
+}
+
+/* probe in a child whose ICD loader finds no vendor: its reason. */
+static void probe_without_icd(const char *path, char *why, size_t n) {
+  int fd[2];
+  why[0] = '\0';
+  if (pipe(fd)) return;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    setenv("OCL_ICD_VENDORS", "/nonexistent", 1);
+    void *h;
+    const dlrun_platform *p = open_module(path, &h);
+    char buf[200] = "module did not open";
+    size_t nd = 0;
+    if (p && p->probe(false, &nd, buf, sizeof buf)) snprintf(buf, sizeof buf, "available");
+    ssize_t w = write(fd[1], buf, strlen(buf));
+    _exit(w < 0);
+  }
+  close(fd[1]);
+  ssize_t r = read(fd[0], why, n - 1);
+  why[r > 0 ? r : 0] = '\0';
+  close(fd[0]);
+  waitpid(pid, NULL, 0);
+}
+
+/* Whether reading addr faults (in a child). */
+static bool read_faults(const void *addr) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    volatile const unsigned char *p = addr;
+    _exit(*p == 0x5A ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  setenv("POCL_DEVICES", "pthread pthread pthread pthread", 0);
+  char path[4096];
+  snprintf(path, sizeof path, "%s", argv[0]);
+  char *slash = strrchr(path, '/');
+  snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+           "../libdlrun_opencl.so");
+  if (access(path, R_OK)) {
+    printf("skip - %s not built (no OpenCL headers or ICD loader)\n", path);
+    return check_summary("opencl_module");
+  }
+
+  TEST("probe: no ICD gives clGetPlatformIDs' -1001 as the reason") {
+    char why[256];
+    probe_without_icd(path, why, sizeof why);
+    CHECK(!strcmp(why, "no OpenCL driver (ICD) is installed (clGetPlatformIDs: -1001)"), "%s",
+          why);
+  }
+
+  void *handle;
+  pl = open_module(path, &handle);
+  TEST("open: the vtable") {
+    CHECK(pl != NULL, "%s", dlerror());
+    if (!pl) return check_summary("opencl_module");
+    CHECK(!strcmp(pl->name, "opencl") && !strcmp(pl->class_name, "OpenclDevice"), "%s",
+          pl->name);
+    CHECK(pl->is_accelerator && pl->abi == DLRUN_PLATFORM_ABI, "abi %d", pl->abi);
+    dlrun_platform_module_open_fn open = (dlrun_platform_module_open_fn)(uintptr_t)dlsym(
+        handle, "dlrun_platform_module_open");
+    const dlrun_platform *out = NULL;
+    char err[200];
+    CHECK(open(DLRUN_PLATFORM_ABI + 1, &services, &out, err, sizeof err) != 0 && !out,
+          "another ABI accepted");
+    CHECK_STR_CONTAINS(err, "platform ABI");
+  }
+
+  size_t ndev = 0;
+  TEST("probe: 4 pthread devices by name, none for auto") {
+    char why[256] = "";
+    CHECK(pl->probe(false, &ndev, why, sizeof why) && ndev == 4, "%zu devices: %s", ndev, why);
+    size_t na = 99;
+    CHECK(!pl->probe(true, &na, why, sizeof why), "auto took %zu devices", na);
+    CHECK_STR_CONTAINS(why, "has no GPU or accelerator");
+    setenv("DLRUN_OPENCL_PLATFORM", "7", 1);
+    CHECK(!pl->probe(false, &na, why, sizeof why), "platform 7 accepted");
+    CHECK_STR_CONTAINS(why, "DLRUN_OPENCL_PLATFORM=7 is not a platform index (have 0: ");
+    setenv("DLRUN_OPENCL_PLATFORM", "no such driver", 1);
+    CHECK(!pl->probe(false, &na, why, sizeof why), "a bad name accepted");
+    CHECK_STR_CONTAINS(why, "DLRUN_OPENCL_PLATFORM=no such driver names no OpenCL platform");
+    setenv("DLRUN_OPENCL_PLATFORM", "portable", 1);
+    CHECK(pl->probe(false, &na, why, sizeof why) && na == 4, "by name: %s", why);
+    setenv("DLRUN_OPENCL_PLATFORM", "0", 1);
+    CHECK(pl->probe(false, &na, why, sizeof why) && na == 4, "by index: %s", why);
+    unsetenv("DLRUN_OPENCL_PLATFORM");
+  }
+  if (ndev < 4) {
+    printf("skip - fewer than 4 OpenCL devices\n");
+    return check_summary("opencl_module");
+  }
+
+  TEST("device_init: 4 devices, their memory") {
+    for (int i = 0; i < 4; i++) {
+      devs[i].pl = pl;
+      snprintf(devs[i].name, sizeof devs[i].name, "OpenclDevice(id=%d)", i);
+      dev[i] = (dlrun_device *)&devs[i];
+      dlrun_status st = pl->device_init(dev[i], (size_t)i, 4, &devs[i].impl);
+      CHECK(!st, "init %d: %s", i, last_msg);
+    }
+    dlrun_memory_info mi;
+    pl->memory_info(dev[0], DLRUN_MEM_DEVICE, &mi);
+    CHECK(mi.total > 0 && mi.max_allocation > 0 && mi.max_allocation <= mi.total && !mi.host_ram,
+          "total %llu max %llu", (unsigned long long)mi.total,
+          (unsigned long long)mi.max_allocation);
+    uint64_t cap = pl->default_capacity(dev[0], DLRUN_MEM_DEVICE, 4);
+    CHECK(cap == (mi.total / 2 / 4 & ~4095ull), "capacity %llu of %llu", (unsigned long long)cap,
+          (unsigned long long)mi.total); /* pocl's devices share host RAM */
+    pl->memory_info(dev[0], DLRUN_MEM_PINNED_HOST, &mi);
+    CHECK(mi.host_ram && pl->is_host_memory(dev[0], DLRUN_MEM_PINNED_HOST) &&
+              !pl->is_host_memory(dev[0], DLRUN_MEM_DEVICE),
+          "pinned_host is host memory");
+  }
+
+  TEST("reserve: device addresses fault on the host, owns") {
+    for (int i = 0; i < 2; i++) {
+      void *b = NULL;
+      CHECK(!pl->reserve(dev[i], DLRUN_MEM_DEVICE, DEV_BYTES, &b), "%s", last_msg);
+      dev_mem[i] = b;
+    }
+    CHECK(read_faults(dev_mem[0] + 100), "a host read of device memory did not fault");
+    CHECK(pl->owns(dev[0], DLRUN_MEM_DEVICE, dev_mem[0] + 10, 100), "owns");
+    CHECK(!pl->owns(dev[0], DLRUN_MEM_DEVICE, dev_mem[1], 1), "owns dev1's memory");
+    CHECK(!pl->owns(dev[0], DLRUN_MEM_DEVICE, dev_mem[0] + DEV_BYTES - 4, 8), "owns past the end");
+  }
+
+  TEST("copy: host -> dev0 -> dev1 -> host, 1-D to 4-D boxes, odd and negative strides") {
+    const layout_case cases[] = {
+        {1, 4, {100}, {3}, {97}, {1}, {1}, {1}, {1}},
+        {1, 2, {50}, {0}, {50}, {3}, {-1}, {2}, {-5}},
+        {2, 4, {7, 9}, {1, 2}, {6, 9}, {9, 1}, {11, 1}, {1, 7}, {-10, 1}},
+        {2, 8, {5, 6}, {0, 0}, {5, 6}, {6, 1}, {-6, -1}, {6, 1}, {1, 5}},
+        {3, 4, {4, 5, 6}, {1, 0, 1}, {4, 5, 5}, {30, 6, 1}, {48, 8, 1}, {1, 4, 20}, {-40, 8, -1}},
+        {3, 1, {3, 4, 5}, {0, 1, 0}, {3, 4, 5}, {20, 5, 1}, {-7, -100, 21}, {20, 5, 1}, {33, 7, 1}},
+        {4, 2, {3, 4, 5, 6}, {1, 0, 1, 2}, {3, 3, 5, 6}, {120, 30, 6, 1}, {160, 35, 7, 1},
+         {1, 3, 12, 60}, {-200, 40, -8, 1}},
+        {4, 16, {2, 3, 2, 5}, {0, 0, 0, 0}, {2, 3, 2, 5}, {30, 10, 5, 1}, {30, 10, 5, 1},
+         {-31, 10, -5, 1}, {1, 2, 6, 12}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_layout(&cases[i]);
+  }
+
+  TEST("copy: several pieces into one destination, and a pinned_host end") {
+    void *pin = NULL;
+    CHECK(!pl->reserve(dev[0], DLRUN_MEM_PINNED_HOST, 1 << 20, &pin), "%s", last_msg);
+    CHECK(pin && !read_faults(pin), "pinned_host memory is host memory");
+    unsigned char src[64], out[64];
+    for (int i = 0; i < 64; i++) src[i] = (unsigned char)(200 - i);
+    memset(pin, 0, 64);
+    const int64_t one = 1, lo0 = 0, hi0 = 32, lo1 = 32, hi1 = 64;
+    dlrun_copy_piece pcs[2] = {
+        {.src = {NULL, 0, src, zeros, &one}, .lo = &lo0, .hi = &hi0},
+        {.src = {NULL, 0, src, zeros, &one}, .lo = &lo1, .hi = &hi1},
+    };
+    dlrun_copy_op op = {.esize = 1, .ndim = 1, .dst = {dev[0], DLRUN_MEM_PINNED_HOST, pin, zeros,
+                                                       &one}, .npieces = 2, .pieces = pcs};
+    dlrun_event ev;
+    dlrun_status st = pl->copy_box(dev[0], &op, NULL, 0, &ev);
+    if (!st) st = wait_ev(ev);
+    CHECK(!st && !memcmp(pin, src, 64), "host -> pinned_host: %s", last_msg);
+    st = write_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0] + 512, pin, 64, NULL, 0, &ev);
+    if (!st) st = wait_ev(ev);
+    if (!st) st = read_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0] + 512, out, 64);
+    CHECK(!st && !memcmp(out, src, 64), "pinned_host -> device -> host: %s", last_msg);
+    pl->release(dev[0], DLRUN_MEM_PINNED_HOST, pin, 1 << 20);
+  }
+
+  TEST("fill: repeated elements of every size, aligned and not") {
+    for (size_t es = 1; es <= 16; es *= 2) {
+      dlrun_fill f = {.esize = es};
+      for (size_t i = 0; i < es; i++) f.pattern[i] = (unsigned char)(0x11 * (i + 1));
+      char what[64];
+      snprintf(what, sizeof what, "%zu-byte pattern", es);
+      run_fill(what, &f, 4096, 1000);
+      snprintf(what, sizeof what, "%zu-byte pattern at an odd offset", es);
+      run_fill(what, &f, 8192 + 1, 333);
+      memset(f.pattern, 0x7C, es);
+      snprintf(what, sizeof what, "%zu-byte uniform pattern", es);
+      run_fill(what, &f, 16384, 777);
+    }
+  }
+
+  TEST("fill: sequences of every dtype (kernels), at an offset of the sequence") {
+    struct {
+      dlrun_dtype dt;
+      bool integral;
+      double start, step;
+    } seqs[] = {
+        {DLRUN_BOOL, true, 0, 1},          {DLRUN_INT8, true, -100, 1},
+        {DLRUN_INT16, true, 30000, -29},   {DLRUN_INT32, true, -7, 123457},
+        {DLRUN_INT64, true, -5e15, 3e12},  {DLRUN_UINT8, true, 3, 1},
+        {DLRUN_UINT16, true, 60000, -11},  {DLRUN_UINT32, true, 7, 4000000},
+        {DLRUN_UINT64, true, 1, 1e15},     {DLRUN_INT32, false, -300, 3},
+        {DLRUN_UINT64, false, 2, 5e14},    {DLRUN_FLOAT16, false, -3.3, 0.0123},
+        {DLRUN_BFLOAT16, false, 1.1, 0.37}, {DLRUN_FLOAT32, false, 0.1, 1.0 / 3},
+        {DLRUN_FLOAT64, false, 1e-3, 2.5e-7}, {DLRUN_COMPLEX64, false, -1, 0.3},
+        {DLRUN_COMPLEX128, false, 5, -0.1},
+    };
+    for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++) {
+      dlrun_fill f = sequence(seqs[i].dt, seqs[i].integral, seqs[i].start, seqs[i].step, 17);
+      char what[64];
+      snprintf(what, sizeof what, "arange %s%s", dlrun_dtype_get(seqs[i].dt)->name,
+               seqs[i].integral ? "" : " (doubles)");
+      size_t n = seqs[i].dt == DLRUN_BOOL                                   ? 2
+                 : seqs[i].dt == DLRUN_INT8 || seqs[i].dt == DLRUN_UINT8 ? 200
+                                                                         : 900;
+      f.first = seqs[i].dt == DLRUN_BOOL ? 0 : 17;
+      run_fill(what, &f, 65536, n);
+    }
+    dlrun_fill f = sequence(DLRUN_INT16, true, 5, 3, 0);
+    run_fill("arange int16 at an odd offset (computed on the host)", &f, 4097, 100);
+  }
+
+  TEST("DLPack: export as (cl_mem, offset), import back, refuse unknown pointers") {
+    int32_t type, id;
+    pl->dlpack_device(dev[2], DLRUN_MEM_DEVICE, &type, &id);
+    CHECK(type == 4 && id == 2, "(%d, %d)", type, id);
+    pl->dlpack_device(dev[2], DLRUN_MEM_PINNED_HOST, &type, &id);
+    CHECK(type == 1 && id == 0, "(%d, %d)", type, id);
+    dlrun_memory_kind k = DLRUN_MEM_PINNED_HOST;
+    CHECK(pl->dlpack_lookup(4, 3, 4, &k) == 3 && k == DLRUN_MEM_DEVICE, "lookup (4, 3)");
+    CHECK(pl->dlpack_lookup(4, 4, 4, &k) == -1 && pl->dlpack_lookup(2, 0, 4, &k) == -1,
+          "lookup refuses (4, 4) and (2, 0)");
+    void *data = NULL, *addr = NULL;
+    uint64_t off = 0;
+    CHECK(!pl->export_data(dev[0], DLRUN_MEM_DEVICE, dev_mem[0] + 12288, &data, &off), "%s",
+          last_msg);
+    CHECK(data && off == 12288, "offset %llu", (unsigned long long)off);
+    CHECK(!pl->import_data(dev[0], DLRUN_MEM_DEVICE, data, off, 256, &addr), "%s", last_msg);
+    CHECK(addr == dev_mem[0] + 12288, "import gave %p, not %p", addr, (void *)(dev_mem[0] + 12288));
+    int local = 0;
+    dlrun_status st = pl->import_data(dev[0], DLRUN_MEM_DEVICE, &local, 0, 4, &addr);
+    CHECK(st == DLRUN_ERR_BUFFER, "an unknown pointer: status %d", st);
+    CHECK_STR_CONTAINS(last_msg, "is not an OpenCL buffer of dlrun");
+    st = pl->import_data(dev[1], DLRUN_MEM_DEVICE, data, off, 256, &addr);
+    CHECK(st == DLRUN_ERR_BUFFER, "another device's buffer: status %d", st);
+    CHECK_STR_CONTAINS(last_msg, "belongs to OpenclDevice(id=0)");
+    st = pl->import_data(dev[0], DLRUN_MEM_DEVICE, data, DEV_BYTES - 8, 16, &addr);
+    CHECK(st == DLRUN_ERR_BUFFER, "past the end: status %d", st);
+    CHECK_STR_CONTAINS(last_msg, "past the end of the OpenCL buffer");
+  }
+
+  TEST("waits: a foreign event gates the queue; failed waits fail the op") {
+    dlrun_timeline *ftl;
+    t_timeline_create(&foreign, &ftl);
+    unsigned char src[32], out[32];
+    for (int i = 0; i < 32; i++) src[i] = (unsigned char)(i + 1);
+    dlrun_event fe = t_timeline_begin(ftl), ev;
+    dlrun_status st = write_bytes(2, 0, DLRUN_MEM_DEVICE, dev_mem[0] + 20480, src, 32, &fe, 1, &ev);
+    CHECK(!st, "%s", last_msg);
+    if (st) return check_summary("opencl_module");
+    usleep(50000);
+    CHECK(!pl->event_query(ev), "the copy completed before the foreign event");
+    t_timeline_complete(ftl, fe, DLRUN_OK, NULL);
+    st = wait_ev(ev);
+    if (!st) st = read_bytes(2, 0, DLRUN_MEM_DEVICE, dev_mem[0] + 20480, out, 32);
+    CHECK(!st && !memcmp(src, out, 32), "after the foreign event: %s", last_msg);
+
+    fe = t_timeline_begin(ftl);
+    st = write_bytes(2, 0, DLRUN_MEM_DEVICE, dev_mem[0] + 20480, src, 32, &fe, 1, &ev);
+    t_timeline_complete(ftl, fe, DLRUN_ERR_RUNTIME, "Foreign(id=0): copy failed: boom");
+    st = wait_ev(ev);
+    CHECK(st == DLRUN_ERR_RUNTIME, "status %d", st);
+    CHECK(!strcmp(last_msg, "OpenclDevice(id=2): copy waited on failed work: Foreign(id=0): copy "
+                            "failed: boom"),
+          "%s", last_msg);
+    /* already failed when the op is enqueued */
+    st = write_bytes(3, 1, DLRUN_MEM_DEVICE, dev_mem[1], src, 32, &fe, 1, &ev);
+    CHECK(!st, "%s", last_msg);
+    st = wait_ev(ev);
+    CHECK(!strcmp(last_msg, "OpenclDevice(id=3): copy waited on failed work: Foreign(id=0): copy "
+                            "failed: boom"),
+          "%s", last_msg);
+    /* the queue goes on */
+    st = write_bytes(3, 1, DLRUN_MEM_DEVICE, dev_mem[1], src, 32, NULL, 0, &ev);
+    if (!st) st = wait_ev(ev);
+    CHECK(!st, "after a failed wait: %s", last_msg);
+    t_timeline_destroy(ftl);
+  }
+
+  TEST("inject_failure: a copy and a fill fail through the completion path") {
+    unsigned char src[16] = {1, 2, 3}, out[16];
+    dlrun_event ev, ev2;
+    CHECK(!pl->inject_failure(dev[0], DLRUN_WORK_COPY, 1), "%s", last_msg);
+    dlrun_status st = write_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0], src, 16, NULL, 0, &ev);
+    CHECK(!st, "enqueue: %s", last_msg);
+    /* dev1 waits for the failed copy */
+    if (!st) st = write_bytes(1, 1, DLRUN_MEM_DEVICE, dev_mem[1], src, 16, &ev, 1, &ev2);
+    st = wait_ev(ev);
+    CHECK(st == DLRUN_ERR_RUNTIME, "status %d", st);
+    CHECK(!strcmp(last_msg, "OpenclDevice(id=0): copy failed: CL_OUT_OF_RESOURCES (-5)"), "%s",
+          last_msg);
+    st = wait_ev(ev2);
+    CHECK(!strcmp(last_msg, "OpenclDevice(id=1): copy waited on failed work: OpenclDevice(id=0): "
+                            "copy failed: CL_OUT_OF_RESOURCES (-5)"),
+          "%s", last_msg);
+    st = read_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0], out, 16); /* the next one works */
+    CHECK(!st, "the copy after: %s", last_msg);
+
+    CHECK(!pl->inject_failure(dev[0], DLRUN_WORK_FILL, 1), "%s", last_msg);
+    dlrun_fill f = {.esize = 4, .pattern = {1, 2, 3, 4}};
+    st = pl->fill(dev[0], DLRUN_MEM_DEVICE, dev_mem[0], 64, &f, NULL, 0, &ev);
+    CHECK(!st, "enqueue: %s", last_msg);
+    st = wait_ev(ev);
+    CHECK(!strcmp(last_msg, "OpenclDevice(id=0): fill failed: CL_OUT_OF_RESOURCES (-5)"), "%s",
+          last_msg);
+    st = pl->fill(dev[0], DLRUN_MEM_DEVICE, dev_mem[0], 64, &f, NULL, 0, &ev);
+    if (!st) st = wait_ev(ev);
+    CHECK(!st, "the fill after: %s", last_msg);
+  }
+
+  TEST("record, stream protocol, native handles, completion order") {
+    dlrun_event ev;
+    CHECK(!pl->record(dev[3], NULL, 0, &ev) && !wait_ev(ev), "record: %s", last_msg);
+    int64_t s = pl->consumer_stream(dev[1]);
+    CHECK(s != 0, "stream");
+    unsigned char src[8] = {9, 8, 7}, out[8];
+    dlrun_event w;
+    dlrun_status st = write_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0], src, 8, NULL, 0, &w);
+    CHECK(!st && !pl->stream_wait(dev[0], s, w), "stream_wait: %s", last_msg);
+    st = pl->stream_wait(dev[0], 12345, w);
+    CHECK(st == DLRUN_ERR_BUFFER, "a bad stream: status %d", st);
+    CHECK_STR_CONTAINS(last_msg, "stream 12345 is not the queue of an OpenCL device of dlrun");
+    CHECK(!read_bytes(1, 0, DLRUN_MEM_DEVICE, dev_mem[0], out, 8) && !memcmp(src, out, 8), "%s",
+          last_msg);
+    dlrun_status (*handles)(const dlrun_device *, void **, size_t) =
+        (dlrun_status(*)(const dlrun_device *, void **, size_t))(uintptr_t)dlsym(
+            handle, "dlrun_opencl_module_handles");
+    void *h[3] = {0};
+    CHECK(handles && !handles(dev[1], h, 3) && h[0] && (intptr_t)h[1] == s && h[2], "handles");
+  }
+
+  TEST("device_destroy: every point completed, in order") {
+    pl->release(dev[0], DLRUN_MEM_DEVICE, dev_mem[0], DEV_BYTES);
+    pl->release(dev[1], DLRUN_MEM_DEVICE, dev_mem[1], DEV_BYTES);
+    for (int i = 0; i < 4; i++) {
+      dlrun_event last;
+      CHECK(!pl->record(dev[i], NULL, 0, &last), "%s", last_msg);
+      dlrun_timeline *tl = tl_of(last);
+      wait_ev(last);
+      CHECK(tl->out_of_order == 0 && tl->completed == tl->begun, "device %d: %d out of order", i,
+            tl->out_of_order);
+      pl->device_destroy(dev[i], devs[i].impl);
+    }
+  }
+  dlclose(handle);
+  return check_summary("opencl_module");
+}
