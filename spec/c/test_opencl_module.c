@@ -430,6 +430,35 @@ static dlrun_fill sequence(dlrun_dtype dt, bool integral, double start, double s
   return f;
 }
 
+/* Two threads enqueue copies on devices 0 and 1, each after the other's
+ * latest event (cross-device native waits, completions racing). */
+typedef struct race {
+  pthread_mutex_t m;
+  dlrun_event last[2];
+  int failures;
+} race;
+static race the_race = {.m = PTHREAD_MUTEX_INITIALIZER};
+
+static void *racer(void *arg) {
+  int me = (int)(intptr_t)arg, other = 1 - me;
+  static unsigned char srcs[2][256]; /* read by the copies after this returns */
+  unsigned char *src = srcs[me];
+  memset(src, me + 1, 256);
+  for (int i = 0; i < 200; i++) {
+    pthread_mutex_lock(&the_race.m);
+    dlrun_event w = the_race.last[other];
+    pthread_mutex_unlock(&the_race.m);
+    dlrun_event ev;
+    dlrun_status st = write_bytes(me, me, DLRUN_MEM_DEVICE, dev_mem[me] + 32768 + (size_t)(i % 8) * 256,
+                                  src, 256, &w, 1, &ev);
+    pthread_mutex_lock(&the_race.m);
+    if (st) the_race.failures++;
+    else the_race.last[me] = ev;
+    pthread_mutex_unlock(&the_race.m);
+  }
+  return NULL;
+}
+
 /* probe in a child whose ICD loader finds no vendor: its reason. */
 static void probe_without_icd(const char *path, char *why, size_t n) {
   int fd[2];
@@ -786,6 +815,21 @@ int main(int argc, char **argv) {
     st = pl->fill(dev[0], DLRUN_MEM_DEVICE, dev_mem[0], 64, &f, NULL, 0, &ev);
     if (!st) st = wait_ev(ev);
     CHECK(!st, "the fill after: %s", last_msg);
+  }
+
+  TEST("two threads, two devices, each op after the other device's latest") {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, racer, (void *)(intptr_t)i);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    CHECK(the_race.failures == 0, "%d enqueues failed: %s", the_race.failures, last_msg);
+    for (int i = 0; i < 2; i++) {
+      dlrun_status st = wait_ev(the_race.last[i]);
+      CHECK(!st, "device %d: %s", i, last_msg);
+    }
+    unsigned char out[256];
+    dlrun_status st = read_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0] + 32768, out, 256);
+    CHECK(!st && out[0] == 1 && out[255] == 1, "dev0's bytes: %d %d: %s", out[0], out[255],
+          st ? last_msg : "");
   }
 
   TEST("record, stream protocol, native handles, completion order") {
