@@ -9,8 +9,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -483,16 +481,21 @@ static void probe_without_icd(const char *path, char *why, size_t n) {
   waitpid(pid, NULL, 0);
 }
 
-/* Whether reading addr faults (in a child). */
-static bool read_faults(const void *addr) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    volatile const unsigned char *p = addr;
-    _exit(*p == 0x5A ? 0 : 1);
+/* Whether the host may read addr: its mapping's permissions in
+ * /proc/self/maps (a read of a "---p" mapping faults). */
+static bool host_can_read(const void *addr) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  bool readable = false;
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && (uintptr_t)addr >= lo &&
+        (uintptr_t)addr < hi)
+      readable = perms[0] == 'r';
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+  if (f) fclose(f);
+  return readable;
 }
 
 int main(int argc, char **argv) {
@@ -579,13 +582,13 @@ int main(int argc, char **argv) {
           "pinned_host is host memory");
   }
 
-  TEST("reserve: device addresses fault on the host, owns") {
+  TEST("reserve: device addresses are not readable on the host, owns") {
     for (int i = 0; i < 2; i++) {
       void *b = NULL;
       CHECK(!pl->reserve(dev[i], DLRUN_MEM_DEVICE, DEV_BYTES, &b), "%s", last_msg);
       dev_mem[i] = b;
     }
-    CHECK(read_faults(dev_mem[0] + 100), "a host read of device memory did not fault");
+    CHECK(!host_can_read(dev_mem[0] + 100), "device memory is readable on the host");
     CHECK(pl->owns(dev[0], DLRUN_MEM_DEVICE, dev_mem[0] + 10, 100), "owns");
     CHECK(!pl->owns(dev[0], DLRUN_MEM_DEVICE, dev_mem[1], 1), "owns dev1's memory");
     CHECK(!pl->owns(dev[0], DLRUN_MEM_DEVICE, dev_mem[0] + DEV_BYTES - 4, 8), "owns past the end");
@@ -610,7 +613,7 @@ int main(int argc, char **argv) {
   TEST("copy: several pieces into one destination, and a pinned_host end") {
     void *pin = NULL;
     CHECK(!pl->reserve(dev[0], DLRUN_MEM_PINNED_HOST, 1 << 20, &pin), "%s", last_msg);
-    CHECK(pin && !read_faults(pin), "pinned_host memory is host memory");
+    CHECK(pin && host_can_read(pin), "pinned_host memory is host memory");
     unsigned char src[64], out[64];
     for (int i = 0; i < 64; i++) src[i] = (unsigned char)(200 - i);
     memset(pin, 0, 64);
@@ -788,7 +791,7 @@ int main(int argc, char **argv) {
 
   TEST("inject_failure: a copy and a fill fail through the completion path") {
     unsigned char src[16] = {1, 2, 3}, out[16];
-    dlrun_event ev, ev2;
+    dlrun_event ev = {0}, ev2 = {0};
     CHECK(!pl->inject_failure(dev[0], DLRUN_WORK_COPY, 1), "%s", last_msg);
     dlrun_status st = write_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0], src, 16, NULL, 0, &ev);
     CHECK(!st, "enqueue: %s", last_msg);
