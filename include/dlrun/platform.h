@@ -222,6 +222,11 @@ struct dlrun_platform {
    * memory); NULL (slot or result): it cannot, and device_put between
    * processes refuses that memory. */
   void *(*transport_view)(const dlrun_device *dev, dlrun_memory_kind kind, const void *data);
+  /* (optional) The driver's own handles of dev, for host applications that
+   * use its exported memory (OpenCL: cl_context, cl_command_queue,
+   * cl_device_id, in that order): at most n written, borrowed, valid while
+   * the runtime lives. NULL: none. */
+  dlrun_status (*native_handles)(const dlrun_device *dev, void **handles, size_t n);
   /* (optional, tests) Make the next `count` operations of kind `what`
    * enqueued on dev fail on the device, as a driver error would. */
   dlrun_status (*inject_failure)(dlrun_device *dev, dlrun_work_kind what, unsigned count);
