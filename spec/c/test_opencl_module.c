@@ -849,11 +849,13 @@ int main(int argc, char **argv) {
     CHECK_STR_CONTAINS(last_msg, "stream 12345 is not the queue of an OpenCL device of dlrun");
     CHECK(!read_bytes(1, 0, DLRUN_MEM_DEVICE, dev_mem[0], out, 8) && !memcmp(src, out, 8), "%s",
           last_msg);
-    dlrun_status (*handles)(const dlrun_device *, void **, size_t) =
-        (dlrun_status(*)(const dlrun_device *, void **, size_t))(uintptr_t)dlsym(
-            handle, "dlrun_opencl_module_handles");
-    void *h[3] = {0};
-    CHECK(handles && !handles(dev[1], h, 3) && h[0] && (intptr_t)h[1] == s && h[2], "handles");
+    void *h[4] = {0};
+    CHECK(pl->native_handles && !pl->native_handles(dev[1], h, 4) && h[0] &&
+              (intptr_t)h[1] == s && h[2] && !h[3],
+          "handles");
+    void *h0[4] = {0};
+    CHECK(!pl->native_handles(dev[0], h0, 2) && h0[0] == h[0] && h0[1] != h[1] && !h0[2],
+          "2 handles of dev0: the shared context, its own queue");
   }
 
   TEST("device_destroy: every point completed, in order") {

@@ -123,6 +123,7 @@ const dlrun_platform ocl_platform = {
     .consumer_stream = ocl_consumer_stream,
     .stream_wait = ocl_stream_wait,
     .transport_view = NULL,
+    .native_handles = ocl_native_handles,
     .inject_failure = ocl_inject_failure,
 };
 
@@ -136,11 +137,4 @@ EXPORT int dlrun_platform_module_open(int abi, const dlrun_platform_services *sv
   ocl_svc = svc;
   *out = &ocl_platform;
   return 0;
-}
-
-/* The handles dlrun_opencl_handles gives (include/dlrun/opencl.h): until
- * platform.h has a native_handles slot, libdlrun finds this by dlsym. */
-EXPORT dlrun_status dlrun_opencl_module_handles(const dlrun_device *dev, void **handles,
-                                                size_t n) {
-  return ocl_native_handles(dev, handles, n);
 }

@@ -60,9 +60,11 @@ static void note_wait_failure(ocl_op *op, const char *msg) {
   pthread_mutex_unlock(&op->flock);
 }
 
-/* The failure message of the complete, failed event ev. */
+/* The status of the complete event ev, and its failure's message. Only a
+ * failed event is waited for (complete: returns at once), for the message. */
 static const char *failure_of(dlrun_event ev, dlrun_status *st) {
-  *st = ocl_svc->event_wait(ev); /* complete: returns at once, the message set */
+  *st = ocl_svc->event_status(ev);
+  if (*st) *st = ocl_svc->event_wait(ev);
   return *st ? ocl_svc->last_error() : NULL;
 }
 
