@@ -158,7 +158,17 @@ static cl_int enqueue_rect(ocl_enqueue *q, const plan *p, const ocl_place *s,
   cl_event ev = NULL;
   cl_int err;
   cl_command_queue cq = q->d->queue;
-  if (s->mem && d->mem) {
+  if (region[1] == 1 && region[2] == 1) { /* one run: the plain commands */
+    if (s->mem && d->mem)
+      err = clEnqueueCopyBuffer(cq, s->mem, d->mem, s->offset, d->offset, region[0],
+                                ocl_wait_count(q), ocl_wait_list(q), &ev);
+    else if (s->mem)
+      err = clEnqueueReadBuffer(cq, s->mem, CL_FALSE, s->offset, region[0], d->host,
+                                ocl_wait_count(q), ocl_wait_list(q), &ev);
+    else
+      err = clEnqueueWriteBuffer(cq, d->mem, CL_FALSE, d->offset, region[0], s->host,
+                                 ocl_wait_count(q), ocl_wait_list(q), &ev);
+  } else if (s->mem && d->mem) {
     origin_of(s->offset, sr, ss, so);
     origin_of(d->offset, dr, ds, doo);
     err = clEnqueueCopyBufferRect(cq, s->mem, d->mem, so, doo, region, sr, ss, dr, ds,
