@@ -69,7 +69,7 @@ static void read_device_info(ocl_device *d) {
   d->global_mem = u;
   u = 0;
   clGetDeviceInfo(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof u, &u, NULL);
-  d->max_alloc = u;
+  d->max_alloc = u & ~(cl_ulong)4095; /* the pool's segments: a multiple of its alignment */
   clGetDeviceInfo(d->id, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof b, &b, NULL);
   d->unified = b == CL_TRUE;
   clGetDeviceInfo(d->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp, &fp, NULL);
