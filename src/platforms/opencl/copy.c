@@ -8,7 +8,9 @@
  * the destination's stride and merged where contiguous on both sides; the
  * innermost contiguous run is the row (one element when none is), the next
  * two dimensions whose pitches are valid on both sides are the rect's rows
- * and slices, and any other dimension is a loop of rects. */
+ * and slices, and any other dimension is a loop of rects. Between two
+ * buffers, where that would be many commands (a dimension running
+ * backwards on one side, a transpose), a kernel copies the box instead. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +36,8 @@ typedef struct plan {
   int64_t srow, sslice, drow, dslice;
   int nloops;
   dim loops[DLRUN_MAX_NDIM];
+  int ndims; /* the merged dimensions, outermost first (the kernel's) */
+  dim dims[DLRUN_MAX_NDIM];
 } plan;
 
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
@@ -84,11 +88,17 @@ static void plan_piece(size_t esize, int ndim, const int64_t *ext, const int64_t
     dims[m++] = dims[i];
   }
   n = m;
+  p->ndims = n;
+  memcpy(p->dims, dims, sizeof(dim) * (size_t)n);
   int64_t row = (int64_t)esize;
   if (n > 0 && dims[n - 1].s == (int64_t)esize && dims[n - 1].d == (int64_t)esize)
     row = dims[--n].ext * (int64_t)esize;
-  *p = (plan){.soff = soff, .doff = doff, .region = {(size_t)row, 1, 1}};
+  p->soff = soff;
+  p->doff = doff;
+  p->region[0] = (size_t)row;
+  p->region[1] = p->region[2] = 1;
   p->srow = p->drow = row;
+  p->nloops = 0;
   int r1 = -1, r2 = -1;
   for (int i = n - 1; i >= 0 && r1 < 0; i--)
     if (pitch_fits(&dims[i], row, row, 1, 1)) r1 = i;
@@ -238,8 +248,78 @@ static dlrun_status host_pair(side *a, side *b, const char *name) {
   return DLRUN_OK;
 }
 
-/* Run every piece's rects through one pass (checking or enqueueing). */
-static dlrun_status each_piece(const dlrun_copy_op *op, side *dst, ocl_enqueue *q, cl_int *err) {
+/* One pass over a copy: checking (q NULL: every place resolved, buffers
+ * made, whether the kernel is needed) or enqueueing. */
+typedef struct copy_pass {
+  ocl_enqueue *q;
+  cl_kernel kernel; /* the strided copy, when needed */
+  bool need_kernel;
+  cl_int err;
+} copy_pass;
+
+static int64_t rect_count(const plan *p) {
+  int64_t n = 1;
+  for (int i = 0; i < p->nloops; i++) n *= p->loops[i].ext;
+  return n;
+}
+
+/* The lowest and one past the highest byte of the box from its element 0. */
+static void box_reach(const plan *p, size_t esize, bool src, int64_t *lo, int64_t *hi) {
+  *lo = 0;
+  *hi = (int64_t)esize;
+  for (int i = 0; i < p->ndims; i++) {
+    int64_t r = (p->dims[i].ext - 1) * (src ? p->dims[i].s : p->dims[i].d);
+    if (r < 0) *lo += r;
+    else *hi += r;
+  }
+}
+
+/* A piece between two buffers as one launch of the strided copy kernel. */
+static dlrun_status kernel_piece(copy_pass *cp, const side *src, const side *dst, const plan *p,
+                                 size_t esize) {
+  int64_t slo, shi, dlo, dhi;
+  box_reach(p, esize, true, &slo, &shi);
+  box_reach(p, esize, false, &dlo, &dhi);
+  ocl_place sp, dp;
+  dlrun_status st = place_side(src, p->soff + slo, (size_t)(shi - slo), &sp);
+  if (!st) st = place_side(dst, p->doff + dlo, (size_t)(dhi - dlo), &dp);
+  if (st || !cp->q) {
+    cp->need_kernel = true;
+    return st;
+  }
+  cl_ulong so = (cl_ulong)((int64_t)sp.offset - slo), dof = (cl_ulong)((int64_t)dp.offset - dlo);
+  cl_uint es = (cl_uint)esize;
+  cl_long4 ext = {{1, 1, 1, 1}}, ss = {{0, 0, 0, 0}}, ds = {{0, 0, 0, 0}};
+  size_t n = 1;
+  for (int i = 0; i < p->ndims; i++) {
+    int at = 4 - p->ndims + i;
+    ext.s[at] = p->dims[i].ext;
+    ss.s[at] = p->dims[i].s;
+    ds.s[at] = p->dims[i].d;
+    n *= (size_t)p->dims[i].ext;
+  }
+  cl_kernel k = cp->kernel;
+  cl_int err = clSetKernelArg(k, 0, sizeof sp.mem, &sp.mem);
+  if (!err) err = clSetKernelArg(k, 1, sizeof so, &so);
+  if (!err) err = clSetKernelArg(k, 2, sizeof dp.mem, &dp.mem);
+  if (!err) err = clSetKernelArg(k, 3, sizeof dof, &dof);
+  if (!err) err = clSetKernelArg(k, 4, sizeof es, &es);
+  if (!err) err = clSetKernelArg(k, 5, sizeof ext, &ext);
+  if (!err) err = clSetKernelArg(k, 6, sizeof ss, &ss);
+  if (!err) err = clSetKernelArg(k, 7, sizeof ds, &ds);
+  cl_event ev = NULL;
+  ocl_enqueue *q = cp->q;
+  if (!err)
+    err = clEnqueueNDRangeKernel(q->d->queue, k, 1, NULL, &n, NULL, ocl_wait_count(q),
+                                 ocl_wait_list(q), &ev);
+  ocl_enqueued(q, err, ev);
+  cp->err = err;
+  return DLRUN_OK;
+}
+
+/* Run every piece through one pass: rects, or the kernel between two
+ * buffers when rects would be many small commands. */
+static dlrun_status each_piece(const dlrun_copy_op *op, side *dst, copy_pass *cp) {
   int nd = op->ndim;
   for (size_t i = 0; i < op->npieces; i++) {
     const dlrun_copy_piece *pc = &op->pieces[i];
@@ -258,8 +338,13 @@ static dlrun_status each_piece(const dlrun_copy_op *op, side *dst, ocl_enqueue *
     plan p;
     plan_piece(op->esize, nd, ext, pc->src.strides, op->dst.strides,
                soff * (int64_t)op->esize, doff * (int64_t)op->esize, &p);
-    copy_ctx c = {.q = q, .src = &src, .dst = &d, .p = &p};
-    if ((st = each_rect(&c, err)) || *err) return st;
+    if (src.buf && d.buf && p.ndims <= 4 && rect_count(&p) > 8) {
+      st = kernel_piece(cp, &src, &d, &p, op->esize);
+    } else {
+      copy_ctx c = {.q = cp->q, .src = &src, .dst = &d, .p = &p};
+      st = each_rect(&c, &cp->err);
+    }
+    if (st || cp->err) return st;
   }
   return DLRUN_OK;
 }
@@ -270,13 +355,15 @@ dlrun_status ocl_copy_box(dlrun_device *dev, const dlrun_copy_op *op, const dlru
   if (op->ndim < 0 || op->ndim > DLRUN_MAX_NDIM)
     return ocl_svc->fail(DLRUN_ERR_VALUE, "%s: a copy of rank %d", d->name, op->ndim);
   side dst = side_of(&op->dst);
-  cl_int err = CL_SUCCESS;
-  /* First every rect's places (buffers made now, bounds checked), so that a
-   * failure enqueues nothing. */
-  dlrun_status st = each_piece(op, &dst, NULL, &err);
+  /* First every place (buffers made now, bounds checked) and the kernel, so
+   * that a failure enqueues nothing. */
+  copy_pass cp = {0};
+  dlrun_status st = each_piece(op, &dst, &cp);
+  if (!st && cp.need_kernel) st = ocl_kernel_of(d, OCL_COPY_STRIDED, &cp.kernel);
   ocl_enqueue q;
   if (!st) st = ocl_begin(d, "copy", DLRUN_WORK_COPY, waits, nwaits, &q);
   if (st) return st;
-  if (ocl_op_runs(&q)) each_piece(op, &dst, &q, &err);
-  return ocl_end(&q, err, done);
+  cp.q = &q;
+  if (ocl_op_runs(&q)) each_piece(op, &dst, &cp);
+  return ocl_end(&q, cp.err, done);
 }

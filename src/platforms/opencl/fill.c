@@ -10,45 +10,6 @@
 
 #include "ocl.h"
 
-/* The fill program of the shared context, built on first use (state lock). */
-static cl_int build_program(char *log, size_t n) {
-  if (ocl_state.program) return ocl_state.program_status;
-  const char *src = ocl_fill_source;
-  cl_int err;
-  ocl_state.program = clCreateProgramWithSource(ocl_state.context, 1, &src, NULL, &err);
-  if (!ocl_state.program) return err;
-  err = clBuildProgram(ocl_state.program, (cl_uint)ocl_state.ndevs, ocl_state.devs, "", NULL,
-                       NULL);
-  if (err != CL_SUCCESS) {
-    log[0] = '\0';
-    clGetProgramBuildInfo(ocl_state.program, ocl_state.devs[0], CL_PROGRAM_BUILD_LOG, n, log,
-                          NULL);
-    log[n - 1] = '\0';
-  }
-  ocl_state.program_status = err;
-  return err;
-}
-
-/* d's kernel `which`, made on first use. */
-static dlrun_status kernel_of(ocl_device *d, int which, cl_kernel *out) {
-  char log[512] = "";
-  pthread_mutex_lock(&ocl_state.lock);
-  cl_int err = build_program(log, sizeof log);
-  pthread_mutex_unlock(&ocl_state.lock);
-  if (err != CL_SUCCESS)
-    return ocl_svc->fail(DLRUN_ERR_RUNTIME, "%s: building the fill kernels failed: %s (%d)%s%s",
-                         d->name, ocl_error_name(err), err, log[0] ? ": " : "", log);
-  pthread_mutex_lock(&d->lock);
-  if (!d->kernels[which])
-    d->kernels[which] = clCreateKernel(ocl_state.program, ocl_kernel_names[which], &err);
-  *out = d->kernels[which];
-  pthread_mutex_unlock(&d->lock);
-  if (!*out)
-    return ocl_svc->fail(DLRUN_ERR_RUNTIME, "%s: the fill kernel %s: %s (%d)", d->name,
-                         ocl_kernel_names[which], ocl_error_name(err), err);
-  return DLRUN_OK;
-}
-
 static int log2_size(size_t esize) {
   switch (esize) {
   case 1: return 0;
@@ -188,7 +149,7 @@ dlrun_status ocl_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uin
   cl_int err = CL_SUCCESS;
   dlrun_status st = each_part(d, kind, data, nbytes, f, NULL, NULL, &err);
   int which = f->sequence && nbytes ? sequence_kernel(d, f) : -1;
-  if (!st && which >= 0) st = kernel_of(d, which, &k);
+  if (!st && which >= 0) st = ocl_kernel_of(d, which, &k);
   ocl_enqueue q;
   if (!st) st = ocl_begin(d, "fill", DLRUN_WORK_FILL, waits, nwaits, &q);
   if (st) return st;

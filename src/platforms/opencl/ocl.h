@@ -17,15 +17,17 @@
 
 #include "dlrun/platform.h"
 
-/* The sequence kernels (kernels.c): by integer size, int64 arithmetic
- * (I), or double arithmetic stored as an integer (D) or a float type. */
+/* The kernels (kernels.c): sequences by integer size, int64 arithmetic
+ * (I), or double arithmetic stored as an integer (D) or a float type; the
+ * strided box copy. */
 enum {
   OCL_SEQ_I1, OCL_SEQ_I2, OCL_SEQ_I4, OCL_SEQ_I8,
   OCL_SEQ_D1, OCL_SEQ_D2, OCL_SEQ_D4, OCL_SEQ_D8,
   OCL_SEQ_F16, OCL_SEQ_BF16, OCL_SEQ_F32, OCL_SEQ_F64, OCL_SEQ_C64, OCL_SEQ_C128,
+  OCL_COPY_STRIDED, /* a box copy between buffers that rects do not fit */
   OCL_KERNEL_COUNT
 };
-extern const char ocl_fill_source[];
+extern const char ocl_kernel_source[];
 extern const char *const ocl_kernel_names[OCL_KERNEL_COUNT];
 
 
@@ -180,5 +182,8 @@ dlrun_status ocl_copy_box(dlrun_device *dev, const dlrun_copy_op *op, const dlru
 dlrun_status ocl_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
                       const dlrun_fill *f, const dlrun_event *waits, size_t nwaits,
                       dlrun_event *done);
+/* d's kernel `which`, made on first use (the program built once); takes
+ * d->lock: call before ocl_begin. */
+dlrun_status ocl_kernel_of(ocl_device *d, int which, cl_kernel *out);
 
 #endif
