@@ -274,7 +274,41 @@ static void box_reach(const plan *p, size_t esize, bool src, int64_t *lo, int64_
   }
 }
 
-/* A piece between two buffers as one launch of the strided copy kernel. */
+/* The strided copy kernel over the box of p, from byte so of smem to byte
+ * dof of dmem (the offsets of the box's element 0). */
+static cl_int launch_kernel(copy_pass *cp, cl_mem smem, cl_ulong so, cl_mem dmem, cl_ulong dof,
+                            const plan *p, size_t esize) {
+  cl_uint es = (cl_uint)esize;
+  cl_long4 ext = {{1, 1, 1, 1}}, ss = {{0, 0, 0, 0}}, ds = {{0, 0, 0, 0}};
+  size_t n = 1;
+  for (int i = 0; i < p->ndims; i++) {
+    int at = 4 - p->ndims + i;
+    ext.s[at] = p->dims[i].ext;
+    ss.s[at] = p->dims[i].s;
+    ds.s[at] = p->dims[i].d;
+    n *= (size_t)p->dims[i].ext;
+  }
+  cl_kernel k = cp->kernel;
+  cl_int err = clSetKernelArg(k, 0, sizeof smem, &smem);
+  if (!err) err = clSetKernelArg(k, 1, sizeof so, &so);
+  if (!err) err = clSetKernelArg(k, 2, sizeof dmem, &dmem);
+  if (!err) err = clSetKernelArg(k, 3, sizeof dof, &dof);
+  if (!err) err = clSetKernelArg(k, 4, sizeof es, &es);
+  if (!err) err = clSetKernelArg(k, 5, sizeof ext, &ext);
+  if (!err) err = clSetKernelArg(k, 6, sizeof ss, &ss);
+  if (!err) err = clSetKernelArg(k, 7, sizeof ds, &ds);
+  cl_event ev = NULL;
+  ocl_enqueue *q = cp->q;
+  if (!err)
+    err = clEnqueueNDRangeKernel(q->d->queue, k, 1, NULL, &n, NULL, ocl_wait_count(q),
+                                 ocl_wait_list(q), &ev);
+  ocl_enqueued(q, err, ev);
+  return err;
+}
+
+/* A piece into a buffer by the kernel: from a buffer directly, from host
+ * memory through a buffer holding the bytes the box spans there (one
+ * write; the buffer goes when the commands using it are done). */
 static dlrun_status kernel_piece(copy_pass *cp, const side *src, const side *dst, const plan *p,
                                  size_t esize) {
   int64_t slo, shi, dlo, dhi;
@@ -287,34 +321,35 @@ static dlrun_status kernel_piece(copy_pass *cp, const side *src, const side *dst
     cp->need_kernel = true;
     return st;
   }
-  cl_ulong so = (cl_ulong)((int64_t)sp.offset - slo), dof = (cl_ulong)((int64_t)dp.offset - dlo);
-  cl_uint es = (cl_uint)esize;
-  cl_long4 ext = {{1, 1, 1, 1}}, ss = {{0, 0, 0, 0}}, ds = {{0, 0, 0, 0}};
-  size_t n = 1;
-  for (int i = 0; i < p->ndims; i++) {
-    int at = 4 - p->ndims + i;
-    ext.s[at] = p->dims[i].ext;
-    ss.s[at] = p->dims[i].s;
-    ds.s[at] = p->dims[i].d;
-    n *= (size_t)p->dims[i].ext;
+  cl_ulong dof = (cl_ulong)((int64_t)dp.offset - dlo);
+  if (src->buf) {
+    cp->err = launch_kernel(cp, sp.mem, (cl_ulong)((int64_t)sp.offset - slo), dp.mem, dof, p,
+                            esize);
+    return DLRUN_OK;
   }
-  cl_kernel k = cp->kernel;
-  cl_int err = clSetKernelArg(k, 0, sizeof sp.mem, &sp.mem);
-  if (!err) err = clSetKernelArg(k, 1, sizeof so, &so);
-  if (!err) err = clSetKernelArg(k, 2, sizeof dp.mem, &dp.mem);
-  if (!err) err = clSetKernelArg(k, 3, sizeof dof, &dof);
-  if (!err) err = clSetKernelArg(k, 4, sizeof es, &es);
-  if (!err) err = clSetKernelArg(k, 5, sizeof ext, &ext);
-  if (!err) err = clSetKernelArg(k, 6, sizeof ss, &ss);
-  if (!err) err = clSetKernelArg(k, 7, sizeof ds, &ds);
+  size_t span = (size_t)(shi - slo);
+  cl_mem staged = clCreateBuffer(ocl_state.context, CL_MEM_READ_ONLY, span, NULL, &cp->err);
+  if (!staged) return DLRUN_OK;
   cl_event ev = NULL;
-  ocl_enqueue *q = cp->q;
-  if (!err)
-    err = clEnqueueNDRangeKernel(q->d->queue, k, 1, NULL, &n, NULL, ocl_wait_count(q),
-                                 ocl_wait_list(q), &ev);
-  ocl_enqueued(q, err, ev);
-  cp->err = err;
+  cp->err = clEnqueueWriteBuffer(cp->q->d->queue, staged, CL_FALSE, 0, span, sp.host,
+                                 ocl_wait_count(cp->q), ocl_wait_list(cp->q), &ev);
+  ocl_enqueued(cp->q, cp->err, ev);
+  if (!cp->err) cp->err = launch_kernel(cp, staged, (cl_ulong)-slo, dp.mem, dof, p, esize);
+  clReleaseMemObject(staged);
   return DLRUN_OK;
+}
+
+/* Whether the kernel copies p rather than rects: into a buffer, where
+ * rects would be many commands, and from host memory only when the bytes
+ * the box spans there are few more than it has (they are all written). */
+static bool by_kernel(const side *src, const side *dst, const plan *p, size_t esize) {
+  if (!dst->buf || p->ndims > 4 || rect_count(p) <= 8) return false;
+  if (src->buf) return true;
+  int64_t lo, hi, n = 1;
+  box_reach(p, esize, true, &lo, &hi);
+  for (int i = 0; i < p->ndims; i++) n *= p->dims[i].ext;
+  uint64_t span = (uint64_t)(hi - lo);
+  return span <= 2 * (uint64_t)n * esize + 4096 && span <= dst->d->max_alloc;
 }
 
 /* Run every piece through one pass: rects, or the kernel between two
@@ -338,7 +373,7 @@ static dlrun_status each_piece(const dlrun_copy_op *op, side *dst, copy_pass *cp
     plan p;
     plan_piece(op->esize, nd, ext, pc->src.strides, op->dst.strides,
                soff * (int64_t)op->esize, doff * (int64_t)op->esize, &p);
-    if (src.buf && d.buf && p.ndims <= 4 && rect_count(&p) > 8) {
+    if (by_kernel(&src, &d, &p, op->esize)) {
       st = kernel_piece(cp, &src, &d, &p, op->esize);
     } else {
       copy_ctx c = {.q = cp->q, .src = &src, .dst = &d, .p = &p};
