@@ -306,9 +306,10 @@ static cl_int launch_kernel(copy_pass *cp, cl_mem smem, cl_ulong so, cl_mem dmem
   return err;
 }
 
-/* A piece into a buffer by the kernel: from a buffer directly, from host
- * memory through a buffer holding the bytes the box spans there (one
- * write; the buffer goes when the commands using it are done). */
+/* A piece by the kernel: between buffers directly; from host memory
+ * through a buffer holding the bytes the box spans there (one write), into
+ * host memory through one the kernel fills (one read). A staging buffer goes
+ * when the commands using it are done. */
 static dlrun_status kernel_piece(copy_pass *cp, const side *src, const side *dst, const plan *p,
                                  size_t esize) {
   int64_t slo, shi, dlo, dhi;
@@ -322,9 +323,23 @@ static dlrun_status kernel_piece(copy_pass *cp, const side *src, const side *dst
     return st;
   }
   cl_ulong dof = (cl_ulong)((int64_t)dp.offset - dlo);
-  if (src->buf) {
+  if (src->buf && dst->buf) {
     cp->err = launch_kernel(cp, sp.mem, (cl_ulong)((int64_t)sp.offset - slo), dp.mem, dof, p,
                             esize);
+    return DLRUN_OK;
+  }
+  if (src->buf) { /* into host memory the box fills exactly: kernel, then one read */
+    size_t span = (size_t)(dhi - dlo);
+    cl_mem staged = clCreateBuffer(ocl_state.context, CL_MEM_READ_WRITE, span, NULL, &cp->err);
+    if (!staged) return DLRUN_OK;
+    cp->err = launch_kernel(cp, sp.mem, (cl_ulong)((int64_t)sp.offset - slo), staged,
+                            (cl_ulong)-dlo, p, esize);
+    cl_event ev = NULL;
+    if (!cp->err)
+      cp->err = clEnqueueReadBuffer(cp->q->d->queue, staged, CL_FALSE, 0, span, dp.host, 0, NULL,
+                                    &ev);
+    ocl_enqueued(cp->q, cp->err, ev);
+    clReleaseMemObject(staged);
     return DLRUN_OK;
   }
   size_t span = (size_t)(shi - slo);
@@ -339,17 +354,20 @@ static dlrun_status kernel_piece(copy_pass *cp, const side *src, const side *dst
   return DLRUN_OK;
 }
 
-/* Whether the kernel copies p rather than rects: into a buffer, where
- * rects would be many commands, and from host memory only when the bytes
- * the box spans there are few more than it has (they are all written). */
+/* Whether the kernel copies p rather than rects, where rects would be many
+ * commands: between buffers; from host memory when the bytes the box spans
+ * there are few more than it has (they are all written to a buffer); into
+ * host memory only when the box fills the bytes it spans there (they are
+ * all read back). */
 static bool by_kernel(const side *src, const side *dst, const plan *p, size_t esize) {
-  if (!dst->buf || p->ndims > 4 || rect_count(p) <= 8) return false;
-  if (src->buf) return true;
+  if ((!src->buf && !dst->buf) || p->ndims > 4 || rect_count(p) <= 8) return false;
+  if (src->buf && dst->buf) return true;
   int64_t lo, hi, n = 1;
-  box_reach(p, esize, true, &lo, &hi);
+  box_reach(p, esize, !src->buf, &lo, &hi);
   for (int i = 0; i < p->ndims; i++) n *= p->dims[i].ext;
-  uint64_t span = (uint64_t)(hi - lo);
-  return span <= 2 * (uint64_t)n * esize + 4096 && span <= dst->d->max_alloc;
+  uint64_t span = (uint64_t)(hi - lo), bytes = (uint64_t)n * esize;
+  uint64_t room = (src->buf ? src->d : dst->d)->max_alloc;
+  return span <= room && (src->buf ? span == bytes : span <= 2 * bytes + 4096);
 }
 
 /* Run every piece through one pass: rects, or the kernel between two
