@@ -499,6 +499,7 @@ static void probe_without_icd(const char *path, char *why, size_t n) {
   int fd[2];
   why[0] = '\0';
   if (pipe(fd)) return;
+  fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
     close(fd[0]);
