@@ -24,7 +24,8 @@ CFLAGS_ALL += $(DLPACK_CFLAGS)
 VERSION  := $(shell sed -n 's/.*DLRUN_VERSION_STRING "\(.*\)".*/\1/p' include/dlrun/dlrun.h)
 ABI      := $(shell sed -n 's/.*define DLRUN_ABI_VERSION \([0-9][0-9]*\).*/\1/p' include/dlrun/dlrun.h)
 
-CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*.c src/shard/*.c \
+CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*.c src/device/*/*.c \
+              src/shard/*.c \
               src/array/*.c src/dlpack/*.c))
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
@@ -75,6 +76,9 @@ ifeq ($(OPENCL_OK),yes)
 LIB_MODULES += $(OPENCL_MOD)
 endif
 
+# A platform module the C tests load (spec/c/modules/).
+TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
+
 .PHONY: all _all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
         install-lua-module
@@ -84,7 +88,7 @@ all: deps
 	@+$(MAKE) --no-print-directory _all
 
 _all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES) \
-      $(LIB_MODULES)
+      $(LIB_MODULES) $(TEST_PLATFORM_MOD)
 
 $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@mkdir -p $(dir $@)
@@ -98,6 +102,13 @@ $(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h include/dlrun/platform.h
 	@$(CC) -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=120 $(OPT) $(SAN) $(WARN) -fPIC \
 	  -fvisibility=hidden -shared -pthread -Iinclude $$(pkg-config --cflags OpenCL) -o $@ \
 	  $(OPENCL_SRC) $$(pkg-config --libs OpenCL)
+
+# A platform module for test_modules, built as a module is: public headers only.
+$(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -Iinclude \
+	  -o $@ $<
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:

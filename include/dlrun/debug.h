@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #include "export.h"
+#include "runtime.h"
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +28,14 @@ DLRUN_API void dlrun_debug_fail_alloc(dlrun_alloc_kind kind, int64_t k);
 DLRUN_API int64_t dlrun_debug_alloc_count(dlrun_alloc_kind kind);
 /* Whether the set failure has happened. */
 DLRUN_API int dlrun_debug_alloc_failed(dlrun_alloc_kind kind);
+
+/* Make the next `count` operations of kind `what` ("copy" or "fill")
+ * enqueued on dev fail on the device, as a driver error would (0 stops):
+ * the failure travels the real path, so block_until_ready, reads, export
+ * and device_put raise it. ValueError for another `what`; RuntimeError
+ * when dev's platform cannot inject failures or dev is another process's. */
+DLRUN_API dlrun_status dlrun_debug_inject_failure(dlrun_device *dev, const char *what,
+                                                  unsigned count);
 
 #ifdef __cplusplus
 }

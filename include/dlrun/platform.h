@@ -41,6 +41,9 @@ extern "C" {
 
 typedef struct dlrun_platform dlrun_platform;
 
+/* Bytes of dlrun_copy_op.reserved. */
+#define DLRUN_COPY_OP_RESERVED 192
+
 /* An event: a point in one device queue's work. Only its platform's event
  * slots make and read one; to all other code it is an opaque value, held
  * by value and valid as long as the device that made it. {0} (no platform)
@@ -68,7 +71,7 @@ typedef struct dlrun_copy_piece {
 } dlrun_copy_piece;
 
 /* A copy enqueued on one device's queue: pieces of esize-byte elements of
- * rank ndim into `dst`. The device layer hands a platform only ends it can
+ * rank ndim into `dst` (none: a marker, the point after its waits). The device layer hands a platform only ends it can
  * reach: each end is host memory (dev NULL) or memory of a device of this
  * platform (device memory or its own pinned_host memory). The op and all
  * it points to stay the caller's and valid until the work completes. */
@@ -82,6 +85,15 @@ typedef struct dlrun_copy_op {
    * work on host threads may run it on the calling thread when its queue is
    * idle. */
   bool sync;
+  /* The platform's own, from copy_box until the work completes: room for
+   * its bookkeeping of this op, so that enqueueing need not allocate (host
+   * execution keeps its queue node here). */
+  union {
+    unsigned char bytes[DLRUN_COPY_OP_RESERVED];
+    uint64_t align_u64;
+    void *align_ptr;
+    double align_double;
+  } reserved;
 } dlrun_copy_op;
 
 /* What a fill writes: one repeated element, or an arithmetic sequence
@@ -168,9 +180,10 @@ struct dlrun_platform {
    * natively is released by svc->event_then, never by a thread blocking)
    * and after all work enqueued on dev before, and on success sets *done
    * (may be NULL) to the point after it. On failure nothing is enqueued.
-   * Work that fails on the device fails *done: a copy that waits on a
-   * failed event fails too. `waits` is read during the call only. */
-  dlrun_status (*copy_box)(dlrun_device *dev, const dlrun_copy_op *op, const dlrun_event *waits,
+   * Work that fails on the device fails *done: work that waits on a
+   * failed event fails too, with that event's message. `waits` stays the
+   * caller's and valid until *done completes. */
+  dlrun_status (*copy_box)(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event *waits,
                            size_t nwaits, dlrun_event *done);
   /* Fill nbytes at device address `data` of dev's `kind` memory. */
   dlrun_status (*fill)(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "device/host/hostexec.h"
 #include "device/platform_impl.h"
 #include "dlrun/dlrun.h"
 
 static size_t present; /* devices the probe reports; 0: absent */
 
-static bool probe_test(size_t *ndevices, char *why, size_t n) {
+static bool probe_test(bool for_auto, size_t *ndevices, char *why, size_t n) {
+  (void)for_auto;
   *ndevices = present;
   if (present == 0) snprintf(why, n, "no probe_test driver is loaded");
   return present > 0;
@@ -101,25 +103,51 @@ static void test_registry(void) {
 }
 
 /* A platform with events of its own kind (as a CUDA backend's would be):
- * the handle points at a flag that some other agent sets. */
+ * the handle points at a flag that some other agent sets; callbacks come
+ * from a thread of its own. */
 static dlrun_platform native_events;
 static bool native_query(dlrun_event ev) { return atomic_load((atomic_int *)ev.handle[0]) != 0; }
-static void native_synchronize(dlrun_event ev) {
+static dlrun_status native_wait(dlrun_event ev) {
   while (!native_query(ev)) usleep(1000);
+  return DLRUN_OK;
+}
+typedef struct native_callback {
+  dlrun_event ev;
+  void (*fn)(void *);
+  void *ctx;
+} native_callback;
+static void *call_when_set(void *p) {
+  native_callback *c = p;
+  native_wait(c->ev);
+  c->fn(c->ctx);
+  free(c);
+  return NULL;
+}
+static dlrun_status native_then(dlrun_event ev, void (*fn)(void *), void *ctx) {
+  native_callback *c = malloc(sizeof *c);
+  *c = (native_callback){ev, fn, ctx};
+  pthread_t t;
+  pthread_create(&t, NULL, call_when_set, c);
+  pthread_detach(t);
+  return DLRUN_OK;
 }
 static void *set_later(void *flag) {
   usleep(50 * 1000);
   atomic_store((atomic_int *)flag, 1);
   return NULL;
 }
-static void mark(void *ctx) { atomic_store((atomic_int *)ctx, 2); }
+static dlrun_status mark(void *ctx, dlrun_status prior) {
+  atomic_store((atomic_int *)ctx, 2);
+  return prior;
+}
 
 static void test_events(void) {
   TEST("a host stream waits for another platform's event through that platform") {
     native_events = dlrun_sim_platform;
     native_events.name = "native_events";
     native_events.event_query = native_query;
-    native_events.event_synchronize = native_synchronize;
+    native_events.event_wait = native_wait;
+    native_events.event_then = native_then;
     dlrun_runtime *rt = runtime_for("sim:1");
     CHECK(rt != NULL, "%s", dlrun_last_error());
     if (!rt) return;
@@ -128,11 +156,12 @@ static void test_events(void) {
     CHECK(!dlrun_event_done(foreign), "a pending foreign event reads done");
     dlrun_task node;
     dlrun_event done;
-    CHECK(dlrun_device_submit(dlrun_device_get(rt, "sim", 0), &node, &foreign, 1, mark, &ran,
-                              &done) == DLRUN_OK, "%s", dlrun_last_error());
+    dlrun_host_queue *q = dlrun_device_get(rt, "sim", 0)->impl;
+    CHECK(dlrun_stream_submit(&q->stream, &node, &foreign, 1, mark, &ran, &done) == DLRUN_OK,
+          "%s", dlrun_last_error());
     pthread_t setter;
     pthread_create(&setter, NULL, set_later, &flag);
-    dlrun_event_wait(done);
+    CHECK(dlrun_event_wait(done) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(atomic_load(&flag) == 1 && atomic_load(&ran) == 2, "the task ran before its event");
     CHECK(dlrun_event_done(foreign) && dlrun_event_done(done), "events not done");
     pthread_join(setter, NULL);

@@ -741,6 +741,251 @@ static void test_traces(void) {
   }
 }
 
+/* ---- Segments: a range made of pieces no block may straddle ---- */
+
+static dlrun_status seg_reserve(void *ctx, uint64_t size, void **base) {
+  (void)ctx;
+  return dlrun_map_range(size, true, base);
+}
+
+static void seg_release(void *ctx, void *base, uint64_t size) {
+  (void)ctx;
+  dlrun_unmap_range(base, size);
+}
+
+static dlrun_pool *make_segmented(const char *label, uint64_t capacity, uint64_t segment) {
+  dlrun_region_source src = {seg_reserve, seg_release, NULL, NULL, NULL, segment};
+  dlrun_pool *pool = NULL;
+  dlrun_status st = dlrun_pool_create_with(label, capacity, &src, &pool);
+  CHECK(st == DLRUN_OK && pool, "create: %s", dlrun_last_error());
+  return pool;
+}
+
+/* The chunks, as "offset+size" (free) or "offset+size*" (allocated). */
+static int describe_chunk(void *ctx, uint64_t offset, uint64_t size, uint64_t requested,
+                          bool allocated, void *tag) {
+  (void)requested;
+  (void)tag;
+  char *out = ctx;
+  size_t len = strlen(out);
+  snprintf(out + len, 512 - len, "%s%" PRIu64 "+%" PRIu64 "%s", len ? " " : "", offset, size,
+           allocated ? "*" : "");
+  return 0;
+}
+
+static const char *layout(dlrun_pool *pool, char out[512]) {
+  out[0] = '\0';
+  dlrun_pool_visit(pool, describe_chunk, out);
+  return out;
+}
+
+static void test_segment_create(void) {
+  dlrun_region_source src = {seg_reserve, seg_release, NULL, NULL, NULL, 1000};
+  dlrun_pool *pool = (dlrun_pool *)1;
+  CHECK(dlrun_pool_create_with("S", 8 * KIB, &src, &pool) == DLRUN_ERR_VALUE && !pool,
+        "segment 1000 accepted");
+  CHECK(strcmp(dlrun_last_error(),
+               "the segment of pool S must be a multiple of 256 bytes, got 1000") == 0,
+        "message: %s", dlrun_last_error());
+  /* A segment of at least the capacity is none: one chunk, any size fits. */
+  pool = make_segmented("S", 8 * KIB, 8 * KIB);
+  if (!pool) return;
+  CHECK(dlrun_pool_free_chunk_count(pool) == 1, "chunks");
+  dlrun_block *b = must_alloc(pool, 8 * KIB);
+  CHECK(b && dlrun_block_size(b) == 8 * KIB, "whole");
+  dlrun_pool_destroy(pool);
+}
+
+static void test_segment_layout(void) {
+  char text[512];
+  dlrun_pool *pool = make_segmented("S", 10 * KIB, 4 * KIB); /* 4 + 4 + 2 KiB */
+  if (!pool) return;
+  CHECK(dlrun_pool_free_chunk_count(pool) == 3, "unmapped chunks");
+  CHECK(strcmp(layout(pool, text), "0+4096 4096+4096 8192+2048") == 0, "unmapped: %s", text);
+  dlrun_pool_stats s = stats_of(pool);
+  CHECK(s.largest_free_block_bytes == 4096 && s.fragmentation == 0.0 && s.free_bytes == 10240,
+        "unmapped stats: largest %" PRIu64 " frag %g", s.largest_free_block_bytes,
+        s.fragmentation);
+  dlrun_block *a = must_alloc(pool, 3 * KIB);
+  if (!a) return;
+  void *base = dlrun_block_ptr(a);
+  CHECK(strcmp(layout(pool, text), "0+3072* 3072+1024 4096+4096 8192+2048") == 0, "%s", text);
+  /* Best fit is the 2 KiB last segment, not the 1 KiB gap joined to the next one. */
+  dlrun_block *b = must_alloc(pool, 2 * KIB), *c = must_alloc(pool, 4 * KIB);
+  if (!b || !c) return;
+  CHECK(off(b, base) == 8192 && off(c, base) == 4096, "b at %" PRIu64 ", c at %" PRIu64,
+        off(b, base), off(c, base));
+  expect_consistent(pool);
+  /* 2 KiB more would fit in no segment although 1 KiB is free... */
+  dlrun_block *d = NULL;
+  CHECK(dlrun_pool_alloc(pool, 2 * KIB, &d) == DLRUN_ERR_RESOURCE_EXHAUSTED && !d, "2 KiB fit");
+  dlrun_pool_free(pool, c);
+  dlrun_pool_free(pool, a);
+  /* ...and the 1 KiB gap and the freed segment stay apart. */
+  CHECK(strcmp(layout(pool, text), "0+4096 4096+4096 8192+2048*") == 0, "%s", text);
+  dlrun_pool_free(pool, b);
+  CHECK(dlrun_pool_free_chunk_count(pool) == 3, "chunks after freeing all");
+  CHECK(strcmp(layout(pool, text), "0+4096 4096+4096 8192+2048") == 0, "%s", text);
+  expect_consistent(pool);
+  dlrun_pool_destroy(pool);
+}
+
+/* Freeing in any order merges up to a boundary, never across it. */
+static void test_segment_coalescing(void) {
+  static const int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                   {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  char text[512];
+  for (int o = 0; o < 6; o++) {
+    dlrun_pool *pool = make_segmented("S", 8 * KIB, 4 * KIB);
+    if (!pool) return;
+    /* Three blocks that fill segment 0 exactly, then one in segment 1. */
+    dlrun_block *b[3] = {must_alloc(pool, 1 * KIB), must_alloc(pool, 2 * KIB),
+                         must_alloc(pool, 1 * KIB)};
+    dlrun_block *next = must_alloc(pool, 1 * KIB);
+    if (!b[0] || !b[1] || !b[2] || !next) return;
+    void *base = dlrun_block_ptr(b[0]);
+    CHECK(off(b[2], base) == 3072 && off(next, base) == 4096, "placement");
+    dlrun_pool_free(pool, next);
+    for (int i = 0; i < 3; i++) {
+      dlrun_pool_free(pool, b[orders[o][i]]);
+      expect_consistent(pool);
+    }
+    CHECK(strcmp(layout(pool, text), "0+4096 4096+4096") == 0, "order %d: %s", o, text);
+    dlrun_pool_destroy(pool);
+  }
+}
+
+static void test_segment_oversize(void) {
+  dlrun_pool *pool = make_segmented("OpenclDevice(id=0)", 10 * KIB, 4 * KIB);
+  if (!pool) return;
+  dlrun_block *b = (dlrun_block *)1;
+  CHECK(dlrun_pool_alloc(pool, 4 * KIB + 1, &b) == DLRUN_ERR_RESOURCE_EXHAUSTED && !b, "status");
+  CHECK(strcmp(dlrun_last_error(),
+               "Out of memory on OpenclDevice(id=0) while allocating 4097 bytes (4.00KiB): the "
+               "request exceeds the largest block OpenclDevice(id=0) can hold (4096 bytes, "
+               "4.00KiB: the device's maximum allocation).") == 0,
+        "message: %s", dlrun_last_error());
+  /* Larger than the capacity too: the segment is what no setting can change. */
+  CHECK(dlrun_pool_alloc(pool, 1 * MIB, &b) == DLRUN_ERR_RESOURCE_EXHAUSTED, "status");
+  CHECK_STR_CONTAINS(dlrun_last_error(), "allocating 1048576 bytes (1.00MiB): the request "
+                                         "exceeds the largest block");
+  CHECK(stats_of(pool).bytes_reserved == 0 && stats_of(pool).num_allocs == 0, "nothing mapped");
+  b = must_alloc(pool, 4 * KIB); /* exactly a segment fits */
+  CHECK(b && dlrun_block_size(b) == 4096, "a whole segment");
+  dlrun_pool_destroy(pool);
+}
+
+/* The advice's capacity: a block that would cross a boundary starts after it. */
+static void test_segment_advice(void) {
+  dlrun_pool *pool = make_segmented("S", 20 * KIB, 8 * KIB);
+  if (!pool || dlrun_pool_set_hint(pool, "device_memory") != DLRUN_OK) return;
+  dlrun_block *a = must_alloc(pool, 8 * KIB), *b = must_alloc(pool, 8 * KIB);
+  dlrun_block *c = must_alloc(pool, 1 * KIB), *d = NULL;
+  if (!a || !b || !c) return;
+  CHECK(dlrun_pool_alloc(pool, 8 * KIB, &d) == DLRUN_ERR_RESOURCE_EXHAUSTED, "status");
+  CHECK_STR_CONTAINS(dlrun_last_error(), "; raise device_memory to at least 32768 bytes "
+                                         "(32.00KiB).");
+  dlrun_pool_destroy(pool);
+}
+
+static void test_segment_stats(void) {
+  dlrun_pool *pool = make_segmented("S", 16 * KIB, 4 * KIB);
+  if (!pool) return;
+  dlrun_block *a = must_alloc(pool, 3 * KIB), *b = must_alloc(pool, 4 * KIB);
+  dlrun_block *c = must_alloc(pool, 4 * KIB), *d = must_alloc(pool, 4 * KIB);
+  if (!a || !b || !c || !d) return;
+  dlrun_pool_free(pool, b);
+  dlrun_pool_free(pool, d);
+  /* Free: 1 KiB at 3 KiB, whole segments at 4 and 12 KiB: nothing lost. */
+  dlrun_pool_stats s = stats_of(pool);
+  CHECK(s.free_bytes == 9 * KIB && s.largest_free_block_bytes == 4 * KIB &&
+            s.fragmentation == 0.0,
+        "free %" PRIu64 " largest %" PRIu64 " frag %g", s.free_bytes,
+        s.largest_free_block_bytes, s.fragmentation);
+  dlrun_pool_destroy(pool);
+  /* 2 KiB blocks at 0, 2 and 14 KiB, whole segments at 4 and 8 KiB; free
+   * those at 2 and 14 KiB: 4 KiB free in all, 2 in one block. */
+  pool = make_segmented("S", 16 * KIB, 4 * KIB);
+  if (!pool) return;
+  dlrun_block *blocks[6];
+  const uint64_t sizes[6] = {2 * KIB, 2 * KIB, 4 * KIB, 4 * KIB, 2 * KIB, 2 * KIB};
+  for (int i = 0; i < 6; i++)
+    if (!(blocks[i] = must_alloc(pool, sizes[i]))) return;
+  CHECK(off(blocks[1], dlrun_block_ptr(blocks[0])) == 2 * KIB &&
+            off(blocks[5], dlrun_block_ptr(blocks[0])) == 14 * KIB,
+        "placement");
+  dlrun_pool_free(pool, blocks[1]);
+  dlrun_pool_free(pool, blocks[5]);
+  s = stats_of(pool);
+  CHECK(s.free_bytes == 4 * KIB && s.largest_free_block_bytes == 2 * KIB &&
+            s.fragmentation == 0.5,
+        "free %" PRIu64 " largest %" PRIu64 " frag %g", s.free_bytes,
+        s.largest_free_block_bytes, s.fragmentation);
+  CHECK(dlrun_pool_fits(pool, 2 * KIB) && !dlrun_pool_fits(pool, 2 * KIB + 1), "fits");
+  expect_consistent(pool);
+  dlrun_pool_destroy(pool);
+}
+
+typedef struct seg_check {
+  uint64_t segment, largest_free;
+  int straddles;
+} seg_check;
+
+static int check_segment_chunk(void *ctx, uint64_t offset, uint64_t size, uint64_t requested,
+                               bool allocated, void *tag) {
+  (void)requested;
+  (void)tag;
+  seg_check *k = ctx;
+  if (offset / k->segment != (offset + size - 1) / k->segment) k->straddles++;
+  if (!allocated && size > k->largest_free) k->largest_free = size;
+  return 0;
+}
+
+/* Random allocations and frees: no block ever straddles a boundary, and a
+ * request fails only when no free chunk could hold it. */
+static void run_segment_trace(uint64_t seed, int ops) {
+  const uint64_t segment = 64 * KIB, capacity = 1 * MIB + 40 * KIB;
+  dlrun_pool *pool = make_segmented("S", capacity, segment);
+  if (!pool) return;
+  enum { LIVE = 256 };
+  dlrun_block *live[LIVE] = {0};
+  uint64_t rng = seed;
+  int straddled = 0, wrong_oom = 0, oom = 0, allocs = 0;
+  for (int op = 0; op < ops; op++) {
+    size_t slot = (size_t)rng_below(&rng, LIVE);
+    if (live[slot]) {
+      dlrun_pool_free(pool, live[slot]);
+      live[slot] = NULL;
+      continue;
+    }
+    uint64_t size = rng_size(&rng, 16); /* up to 128 KiB: some exceed the segment */
+    seg_check k = {segment, 0, 0};
+    dlrun_pool_visit(pool, check_segment_chunk, &k);
+    straddled += k.straddles;
+    dlrun_status st = dlrun_pool_alloc(pool, size, &live[slot]);
+    if (st == DLRUN_OK) {
+      allocs++;
+    } else {
+      oom++;
+      if (size <= segment && round256(size) <= k.largest_free) wrong_oom++;
+    }
+    if (op % 500 == 0) expect_consistent(pool);
+  }
+  seg_check k = {segment, 0, 0};
+  dlrun_pool_visit(pool, check_segment_chunk, &k);
+  straddled += k.straddles;
+  CHECK(straddled == 0, "%d chunks straddled a boundary", straddled);
+  CHECK(wrong_oom == 0, "%d requests failed with a free chunk large enough", wrong_oom);
+  CHECK(allocs > ops / 4 && oom > 0, "allocs %d, failures %d", allocs, oom);
+  expect_consistent(pool);
+  for (size_t i = 0; i < LIVE; i++) dlrun_pool_free(pool, live[i]);
+  CHECK(dlrun_pool_free_chunk_count(pool) == 17, "chunks after freeing all: %zu",
+        dlrun_pool_free_chunk_count(pool));
+  dlrun_pool_stats s = stats_of(pool);
+  CHECK(s.largest_free_block_bytes == segment && s.fragmentation == 0.0, "empty stats");
+  dlrun_pool_destroy(pool);
+}
+
 /* Each body runs inside TEST and may return early on a failed precondition
  * (a `break` inside TEST would skip its accounting). */
 int main(void) {
@@ -757,6 +1002,21 @@ int main(void) {
   TEST("pools reserve their range only at the first allocation") test_lazy();
   TEST("fragmentation of a known layout") test_fragmentation();
   TEST("64 threads allocating and freeing on one pool") test_threads();
+  TEST("segments: creation checks the segment; one of at least the capacity is none")
+    test_segment_create();
+  TEST("segments: one free chunk per segment, best fit within segments") test_segment_layout();
+  TEST("segments: freeing in any order merges up to a boundary, not across")
+    test_segment_coalescing();
+  TEST("segments: a request larger than a segment names the maximum allocation")
+    test_segment_oversize();
+  TEST("segments: out-of-memory advice counts a block that cannot straddle")
+    test_segment_advice();
+  TEST("segments: largest free block and fragmentation") test_segment_stats();
+  for (uint64_t seed = 1; seed <= 4; seed++) {
+    char name[96];
+    snprintf(name, sizeof name, "segments: random trace never straddles (seed %" PRIu64 ")", seed);
+    TEST(name) run_segment_trace(seed, 20000);
+  }
   test_traces();
   printf("  pool tests took %.2fs\n", now_seconds() - t0);
   return check_summary("pool");

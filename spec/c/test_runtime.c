@@ -9,6 +9,7 @@
 #include "check.h"
 #include "core/trace_impl.h"
 #include "device/device_impl.h"
+#include "device/host/hostexec.h"
 #include "dlrun/dlrun.h"
 
 static dlrun_runtime *make_runtime(const char *spec, uint64_t memory) {
@@ -129,11 +130,25 @@ typedef struct order_ctx {
   pthread_mutex_t *mu;
 } order_ctx;
 
-static void append(void *p) {
+static dlrun_status append(void *p, dlrun_status prior) {
   order_ctx *c = p;
   pthread_mutex_lock(c->mu);
   c->log[(*c->n)++] = c->value;
   pthread_mutex_unlock(c->mu);
+  return prior;
+}
+
+/* Queue a task on a host-executed device's stream. */
+static dlrun_status device_submit(dlrun_device *d, dlrun_task *node, const dlrun_event *deps,
+                                  size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done) {
+  dlrun_host_queue *q = d->impl;
+  return dlrun_stream_submit(&q->stream, node, deps, ndeps, fn, ctx, done);
+}
+
+static dlrun_event device_record(dlrun_device *d) {
+  dlrun_event ev = {0};
+  dlrun_device_record(d, &ev);
+  return ev;
 }
 
 /* A task that blocks its stream until the test opens the gate. */
@@ -143,11 +158,12 @@ typedef struct gate {
   int open;
 } gate;
 
-static void wait_gate(void *p) {
+static dlrun_status wait_gate(void *p, dlrun_status prior) {
   gate *g = p;
   pthread_mutex_lock(&g->mu);
   while (!g->open) pthread_cond_wait(&g->cv, &g->mu);
   pthread_mutex_unlock(&g->mu);
+  return prior;
 }
 
 static void open_gate(gate *g) {
@@ -170,7 +186,7 @@ static void test_streams(void) {
     dlrun_event last = {0};
     for (int i = 0; i < N; i++) {
       ctx[i] = (order_ctx){.log = log, .n = &n, .value = i, .mu = &mu};
-      CHECK(dlrun_device_submit(d, &ctx[i].node, NULL, 0, append, &ctx[i], &last) == DLRUN_OK,
+      CHECK(device_submit(d, &ctx[i].node, NULL, 0, append, &ctx[i], &last) == DLRUN_OK,
             "submit");
     }
     dlrun_event_wait(last);
@@ -194,7 +210,7 @@ static void test_streams(void) {
         dlrun_device *d = dlrun_device_get(rt, "sim", (size_t)i);
         ctx[k * 512 + i] = (order_ctx){.log = log, .n = &n, .value = i * PER + k, .mu = &mu};
         order_ctx *c = &ctx[k * 512 + i];
-        CHECK(dlrun_device_submit(d, &c->node, NULL, 0, append, c, NULL) == DLRUN_OK, "submit");
+        CHECK(device_submit(d, &c->node, NULL, 0, append, c, NULL) == DLRUN_OK, "submit");
       }
     for (int i = 0; i < 512; i++) dlrun_device_synchronize(dlrun_device_get(rt, "sim", (size_t)i));
     CHECK(n == 512 * PER, "ran %d", n);
@@ -222,17 +238,17 @@ static void test_streams(void) {
     order_ctx after = {.log = log, .n = &n, .value = 2, .mu = &mu};
     order_ctx free_run = {.log = log, .n = &n, .value = 3, .mu = &mu};
     dlrun_event deps[2];
-    CHECK(dlrun_device_submit(a, &gate_node, NULL, 0, wait_gate, &g, NULL) == DLRUN_OK, "gate");
-    CHECK(dlrun_device_submit(a, &first.node, NULL, 0, append, &first, &deps[0]) == DLRUN_OK,
+    CHECK(device_submit(a, &gate_node, NULL, 0, wait_gate, &g, NULL) == DLRUN_OK, "gate");
+    CHECK(device_submit(a, &first.node, NULL, 0, append, &first, &deps[0]) == DLRUN_OK,
           "first");
-    deps[1] = dlrun_device_record(c); /* nothing queued on c: done */
+    deps[1] = device_record(c); /* nothing queued on c: done */
     CHECK(dlrun_event_done(deps[1]), "an event of an idle stream is done");
     CHECK(!dlrun_event_done(deps[0]), "the gated event is pending");
     dlrun_event done;
-    CHECK(dlrun_device_submit(b, &after.node, deps, 2, append, &after, &done) == DLRUN_OK,
+    CHECK(device_submit(b, &after.node, deps, 2, append, &after, &done) == DLRUN_OK,
           "after");
     /* With a's stream held and b's parked, the workers still run c's work. */
-    CHECK(dlrun_device_submit(c, &free_run.node, NULL, 0, append, &free_run, NULL) == DLRUN_OK,
+    CHECK(device_submit(c, &free_run.node, NULL, 0, append, &free_run, NULL) == DLRUN_OK,
           "free");
     dlrun_device_synchronize(c);
     CHECK(n == 1 && log[0] == 3, "c ran first (n=%d)", n);

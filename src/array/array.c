@@ -169,9 +169,9 @@ dlrun_status dlrun_array_block_until_ready(dlrun_array *a) {
   for (size_t i = 0; live && i < a->nshards; i++)
     events[i] = a->bufs[i] ? a->bufs[i]->ready : (dlrun_event){0};
   pthread_mutex_unlock(&a->mu);
-  if (live) dlrun_events_wait(events, a->nshards);
+  dlrun_status st = live ? dlrun_events_wait(events, a->nshards) : deleted_error(a);
   dlrun_free(events);
-  return live ? DLRUN_OK : deleted_error(a);
+  return st;
 }
 
 void dlrun_array_shard_index(const dlrun_array *a, size_t i, dlrun_device **device, int64_t *lo,

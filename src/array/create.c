@@ -34,7 +34,10 @@ dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, 
     dlrun_sharding_shard_index(sharding, i, ndim, dims, lo, hi);
     dlrun_box_end dst = dlrun_buffer_end(b, lo, shard_strides);
     dlrun_box_end src = dlrun_host_end(data, zero_origin, host_strides);
-    dlrun_copy_box(esize, ndim, lo, hi, &dst, &src);
+    if ((st = dlrun_copy_sync(esize, ndim, lo, hi, &dst, &src))) {
+      dlrun_array_release(a);
+      return st;
+    }
   }
   *out = a;
   return DLRUN_OK;

@@ -16,6 +16,7 @@ typedef struct read_ctx {
   dlrun_buffer **bufs;
   size_t esize;
   char *dst;                  /* where the current box starts */
+  dlrun_status st;            /* the first failure (a device's): the rest is skipped */
   int64_t box_lo[DLRUN_MAX_NDIM], box_strides[DLRUN_MAX_NDIM];
   int64_t shard_lo[DLRUN_MAX_NDIM], shard_hi[DLRUN_MAX_NDIM];
 } read_ctx;
@@ -51,18 +52,19 @@ static int read_piece(void *p, const int64_t *lo, const int64_t *hi, const size_
   read_ctx *c = p;
   size_t i = holders[local_holder(c->a->sharding, holders, nholders)]; /* covers() */
   dlrun_buffer *b = c->bufs[i];
-  dlrun_event_wait(b->ready);
+  if ((c->st = dlrun_event_wait(b->ready))) return 1;
   dlrun_sharding_shard_index(c->a->sharding, i, c->a->ndim, c->a->dims, c->shard_lo, c->shard_hi);
   int64_t scratch[DLRUN_MAX_NDIM];
   const int64_t *strides = dlrun_buffer_layout(b, c->a->ndim, c->a->shard_dims, scratch);
   dlrun_box_end dst = dlrun_host_end(c->dst, c->box_lo, c->box_strides);
   dlrun_box_end src = dlrun_buffer_end(b, c->shard_lo, strides);
-  dlrun_copy_box(c->esize, c->a->ndim, lo, hi, &dst, &src);
-  return 0;
+  c->st = dlrun_copy_sync(c->esize, c->a->ndim, lo, hi, &dst, &src);
+  return c->st != DLRUN_OK;
 }
 
 /* Copy the box [lo, hi) to c->dst (row-major) and advance c->dst. */
 static void read_box(read_ctx *c, const dlrun_grid *g, const int64_t *lo, const int64_t *hi) {
+  if (c->st) return;
   int64_t count = 1, shape[DLRUN_MAX_NDIM];
   for (int d = 0; d < c->a->ndim; d++) {
     c->box_lo[d] = lo[d];
@@ -81,7 +83,7 @@ static void read_range(read_ctx *c, const dlrun_grid *g, int depth, int64_t *lo,
                        int64_t s, int64_t e) {
   const int64_t *dims = c->a->dims;
   int ndim = c->a->ndim;
-  if (s >= e) return;
+  if (s >= e || c->st) return;
   if (depth == ndim) {
     read_box(c, g, lo, hi);
     return;
@@ -141,6 +143,7 @@ dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes, 
     int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
     read_range(&c, &g, 0, lo, hi, (int64_t)(offset / esize), (int64_t)((offset + nbytes) / esize));
     dlrun_buffers_release(c.bufs, a->nshards);
+    st = c.st;
   }
   dlrun_grid_free(&g);
   return st;

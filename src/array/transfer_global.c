@@ -230,10 +230,19 @@ static dlrun_status agree(dlrun_array *src, dlrun_sharding *dst, const dlrun_put
   return dlrun_dist_agree_call("device_put", mine, sizeof fields / sizeof *fields, fields);
 }
 
-/* Make the messages go; the sources they read must be written first. */
+/* Wait until the sources the messages read are written; a failure to
+ * write one (a device's) is this process's failure, agreed on with the
+ * others before any message goes. */
+static dlrun_status sources_written(const gplanner *p) {
+  for (size_t i = 0; i < p->src->nshards; i++) {
+    dlrun_status st = p->src_bufs[i] ? dlrun_event_wait(p->src_bufs[i]->ready) : DLRUN_OK;
+    if (st) return st;
+  }
+  return DLRUN_OK;
+}
+
+/* Make the messages go (the sources they read are written: sources_written). */
 static dlrun_status exchange(gplanner *p) {
-  for (size_t i = 0; i < p->src->nshards; i++)
-    if (p->src_bufs[i]) dlrun_event_wait(p->src_bufs[i]->ready);
   char err[320] = "";
   int rc = dlrun_dist_exchange(p->sends.v, p->sends.n, p->recvs.v, p->recvs.n, err, sizeof err);
   if (rc != DLRUN_TRANSPORT_OK) return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
@@ -346,6 +355,7 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
     st = dlrun_copy_plan_run(p.copies);
     p.copies = NULL;
   }
+  if (!st) st = sources_written(&p);
   dlrun_status planned = dlrun_dist_agree_call("device_put (planned)", st, 0, NULL);
   if (!st) st = planned;
   if (!st) st = exchange(&p);

@@ -23,6 +23,7 @@
 #include <lualib.h>
 
 #include "dlrun/dlrun.h"
+#include "platforms.h"
 #include "report.h"
 
 #define PROGNAME "dlrun"
@@ -107,6 +108,9 @@ static void print_usage(FILE *out) {
         "                        (Open MPI or MPICH), else run alone; mpi: join (a job\n"
         "                        of one when not launched); off: run alone. An\n"
         "                        uncaught error on one process ends the whole job\n"
+        "  --list-devices        list the platforms dlrun knows (sim, cpu, modules such\n"
+        "                        as opencl) with their devices, or why they are not\n"
+        "                        available, and exit\n"
         "  --version             print the version and exit\n"
         "  -h, --help            print this help and exit\n"
         "  --                    stop handling options\n"
@@ -123,6 +127,8 @@ static void print_usage(FILE *out) {
         "                        (default 300)\n"
         "  DLRUN_MPI_MODULE      the MPI transport module to load (default: the\n"
         "                        libdlrun_mpi.so installed beside dlrun)\n"
+        "  DLRUN_OPENCL_MODULE   the OpenCL platform module to load (default: the\n"
+        "                        libdlrun_opencl.so installed beside dlrun)\n"
         "  LUA_INIT_5_4, LUA_INIT  Lua code, or @file, run before the script\n",
         out);
 }
@@ -200,6 +206,7 @@ static int parse_long(cli_options *o, int *i) {
     print_version();
     return EXIT_SUCCESS;
   }
+  if (strcmp(arg, "--list-devices") == 0) return dlrun_cli_list_devices(stdout);
   if (match_long(arg, "--devices", &value)) {
     const char *spec = option_value(o, i, value);
     if (spec == NULL) return usage_error("option '%s' needs a value", "--devices");

@@ -85,17 +85,9 @@ const int64_t *dlrun_buffer_layout(const dlrun_buffer *b, int ndim, const int64_
 void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides);
 
 /* ---- operations on device bytes ----
- * They run on the calling thread; callers order them (streams, events). */
-
-/* One end of a box copy: a block at `data` in dev's `kind` memory, or host
- * memory when dev is NULL; its element [0...] is at global coordinates
- * `origin`, laid out with element strides `strides`. */
-typedef struct dlrun_box_end {
-  dlrun_device *dev;
-  dlrun_memory_kind kind;
-  const void *data;
-  const int64_t *origin, *strides;
-} dlrun_box_end;
+ * They go to the device queue that can reach the memories involved
+ * (dispatch.c): the platform of device memory the host cannot read, else
+ * the destination's device. */
 
 /* The end for buffer b, whose block starts at `origin` with `strides`. */
 dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
@@ -103,30 +95,32 @@ dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
 /* The end for host memory. */
 dlrun_box_end dlrun_host_end(const void *data, const int64_t *origin, const int64_t *strides);
 
-/* Copy the N-d box [lo, hi) (global coordinates) of esize-byte elements
- * from src to dst: host to device, device to host, device to device. */
-void dlrun_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
-                    const dlrun_box_end *dst, const dlrun_box_end *src);
+/* Where a copy from src to dst runs: on `queue`'s device queue, with the
+ * ends as that platform sees them (an end in another platform's host
+ * memory becomes plain host memory); or, between device memories of two
+ * different platforms, in two steps through host memory (staged: the
+ * first on src_queue into a host block, the second on queue from it). */
+typedef struct dlrun_copy_route {
+  dlrun_device *queue;
+  dlrun_device *src_queue; /* staged only */
+  bool staged;
+  dlrun_box_end dst, src;
+} dlrun_copy_route;
+void dlrun_copy_route_of(const dlrun_box_end *dst, const dlrun_box_end *src,
+                         dlrun_copy_route *out);
 
-/* What a device-side fill writes: one repeated element, or an arithmetic
- * sequence (arange) whose element i is start + (first + i) * step. */
-typedef struct dlrun_fill {
-  bool sequence;
-  size_t esize;
-  unsigned char pattern[16]; /* the element, for a repeated fill */
-  dlrun_dtype dtype;         /* a sequence: values stored in this dtype */
-  bool integral;             /* exact int64 arithmetic (start.i, step.i) */
-  dlrun_scalar start, step;
-  int64_t first;
-} dlrun_fill;
+/* Copy the N-d box [lo, hi) (global coordinates) of esize-byte elements
+ * from src to dst now: host to device, device to host, device to device,
+ * between platforms (staged). Returns when it is done, with the device's
+ * failure if it failed. */
+dlrun_status dlrun_copy_sync(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
+                             const dlrun_box_end *dst, const dlrun_box_end *src);
 
 /* Element i of a sequence fill (also what the planner checks up front, so
  * that every stored value fits). */
 dlrun_scalar dlrun_fill_value(const dlrun_fill *f, int64_t i);
 
-/* Fill the whole of buffer b, now. */
-void dlrun_buffer_fill(dlrun_buffer *b, const dlrun_fill *f);
-/* Queue the fill of b on its device's stream; b's ready event becomes the
+/* Queue the fill of b on its device's queue; b's ready event becomes the
  * fill's. On failure nothing is queued. */
 dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f);
 
@@ -163,15 +157,26 @@ bool dlrun_memory_is_host(const dlrun_device *dev, dlrun_memory_kind kind);
  * device memory only as itself. */
 bool dlrun_memory_same_place(const dlrun_device *have, dlrun_memory_kind have_kind,
                              const dlrun_device *want, dlrun_memory_kind want_kind);
+/* The DLTensor (data, byte_offset) of b's memory (its platform's handle
+ * and offset, or its address and 0). */
+dlrun_status dlrun_buffer_export_data(const dlrun_buffer *b, void **data, uint64_t *byte_offset);
+/* A producer's (data, byte_offset) in dev's `kind` memory, for a platform
+ * whose memory is named by handles (import_data): *handled true, and the
+ * address of element 0 in *elem0, whose tensor reaches `below` bytes
+ * before it and spans `span` bytes in all; BufferError naming why when the
+ * handle is not the platform's. *handled false: the platform's addresses
+ * are plain (the caller checks them with dlrun_memory_owns). */
+dlrun_status dlrun_memory_import(const dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                                 uint64_t byte_offset, uint64_t below, uint64_t span,
+                                 const void **elem0, bool *handled);
+/* The DLPack stream protocol: whether dev's platform has queues a consumer
+ * names (else only stream nil or -1); make the consumer's queue `stream`
+ * wait for ev; the handle of dev's queue, passed as `stream` to a
+ * producer (0 when the platform has none). */
+bool dlrun_device_has_streams(const dlrun_device *dev);
+dlrun_status dlrun_device_stream_wait(const dlrun_device *dev, int64_t stream, dlrun_event ev);
+int64_t dlrun_device_consumer_stream(const dlrun_device *dev);
 /* Whether the host can read dev's `kind` memory at its device addresses. */
 bool dlrun_memory_host_readable(const dlrun_device *dev, dlrun_memory_kind kind);
-
-/* The host copy loop under the platforms' copy slots (boxcopy.c): both
- * blocks host-addressable. */
-void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
-                         const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
-                         const int64_t *src_origin, const int64_t *src_strides);
-/* The host fill under the platforms' fill slots. */
-void dlrun_host_fill(void *data, uint64_t nbytes, const dlrun_fill *f);
 
 #endif

@@ -3,37 +3,53 @@
 #include <string.h>
 
 #include "copy.h"
+
+#include <stddef.h>
+
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "core/trace_impl.h"
+#include "host/stream.h"
+#include "timeline.h"
 
-struct copy_unit {
-  size_t piece;     /* index into the task's pieces */
-  int64_t lo0, hi0; /* the part [lo0, hi0) of the piece along dimension `dim` */
-  int dim;
-};
-typedef struct copy_unit copy_unit;
+/* A run of a task's pieces that one device queue copies: the task's own
+ * destination queue in the common case; the source's for device memory
+ * only its platform reaches; and for a piece between two device platforms,
+ * two steps through a host block (staged). */
+typedef struct copy_group {
+  dlrun_device *queue;
+  dlrun_copy_op op;
+  const dlrun_event *after; /* a staged second step: the first step's done */
+  dlrun_event done;
+} copy_group;
 
 /* One destination's copies. Its storage is a slot of the plan's block,
- * sized to the rank; the common task (one piece, one unit, at most one
+ * sized to the rank; the common task (one piece, one group, at most one
  * dependency) needs nothing else. Piece i reads srcs[i]; its coordinates
  * are coords(t, i): the source block's origin, then lo, then hi. */
 struct dlrun_copy_task {
-  dlrun_task node; /* its place in the destination stream's queue */
   dlrun_copy_plan *plan;
   dlrun_buffer *dst; /* a reference, released with the plan */
   size_t npieces, cap;
   dlrun_buffer **srcs;
   int64_t *piece_coords;
-  copy_unit *units; /* the pieces cut for parallel copying; made with the plan */
-  size_t nunits;
-  dlrun_event *deps; /* the sources' ready events not yet done; set when queued */
+  /* Made when sealed: the pieces as the queues see them, with their
+   * source strides; the groups; staging blocks (host memory). */
+  dlrun_copy_piece *pieces, one_piece;
+  int64_t *src_strides;
+  copy_group *groups, one_group;
+  size_t ngroups;
+  dlrun_event *dones;  /* the groups' done events, when they are joined */
+  dlrun_copy_op join;  /* the join on the destination's queue: a copy of no pieces */
+  void **stages;       /* staging blocks, one per staged piece */
+  size_t nstages;
+  dlrun_event *deps;   /* the sources' ready events not yet done; set when queued */
   size_t ndeps;
-  bool queued;
+  uint64_t bytes;
+  bool queued, wait_at_finish;
+  dlrun_waiter waiter; /* on the destination's ready event */
   dlrun_buffer *one_src;
-  copy_unit one_unit;
   dlrun_event one_dep;
-  int64_t own[]; /* dst_lo, dst_strides, then the first piece's coordinates */
+  int64_t own[]; /* dst_lo, dst_strides, then the first piece's coordinates and strides */
 };
 typedef struct dlrun_copy_task copy_task;
 
@@ -72,7 +88,11 @@ void dlrun_copy_plan_free(copy_plan *p) {
   if (!p) return;
   for (size_t i = 0; i < p->ntasks; i++) {
     copy_task *t = task_at(p, i);
-    if (t->units != &t->one_unit) dlrun_free(t->units);
+    if (t->pieces != &t->one_piece) dlrun_free(t->pieces);
+    if (t->groups != &t->one_group) dlrun_free(t->groups);
+    for (size_t k = 0; k < t->nstages; k++) dlrun_free(t->stages[k]);
+    dlrun_free(t->stages);
+    dlrun_free(t->dones);
     if (t->deps != &t->one_dep) dlrun_free(t->deps);
     if (t->srcs != &t->one_src) {
       dlrun_free(t->srcs);
@@ -89,7 +109,7 @@ dlrun_status dlrun_copy_plan_create(size_t ntasks, int ndim, size_t esize,
                                     copy_plan **out) {
   size_t nd = (size_t)ndim;
   size_t head = ALIGN16(sizeof(copy_plan) + nd * sizeof(int64_t));
-  size_t stride = ALIGN16(sizeof(copy_task) + 5 * nd * sizeof(int64_t));
+  size_t stride = ALIGN16(sizeof(copy_task) + 6 * nd * sizeof(int64_t));
   size_t size = head + ntasks * stride;
   copy_plan *p = ntasks <= (SIZE_MAX - head) / stride ? dlrun_malloc(size) : NULL;
   *out = p;
@@ -110,8 +130,8 @@ dlrun_status dlrun_copy_plan_add_task(copy_plan *p, dlrun_buffer *dst, const int
   size_t nd = (size_t)p->ndim;
   copy_task *t = task_at(p, p->ntasks++);
   *t = (copy_task){.plan = p, .dst = dst, .cap = 1, .srcs = &t->one_src,
-                   .piece_coords = t->own + 2 * nd, .units = &t->one_unit,
-                   .deps = &t->one_dep};
+                   .piece_coords = t->own + 2 * nd, .src_strides = t->own + 5 * nd,
+                   .pieces = &t->one_piece, .groups = &t->one_group, .deps = &t->one_dep};
   dlrun_buffer_retain(dst);
   memcpy(t->own, lo, nd * sizeof *lo);
   memcpy(t->own + nd, strides, nd * sizeof *strides);
@@ -170,80 +190,143 @@ static uint64_t piece_bytes(const copy_task *t, size_t i) {
   return box_bytes(t->plan->esize, nd, c + nd, c + 2 * nd);
 }
 
-/* Large pieces are cut along their outermost splittable dimension into
- * units of about this many bytes, so that idle workers can share one
- * device's copy. */
-#define UNIT_BYTES ((uint64_t)4 << 20)
-
-/* How many units piece i is cut into, and along which dimension. */
-static size_t unit_count(const copy_task *t, size_t i, int *dim) {
-  int nd = t->plan->ndim;
-  const int64_t *c = coords(t, i), *lo = c + nd, *hi = c + 2 * nd;
-  *dim = 0;
-  while (*dim < nd && hi[*dim] - lo[*dim] == 1) (*dim)++;
-  if (*dim == nd) { /* one element (or rank 0): a single unit */
-    *dim = 0;
-    return 1;
-  }
-  uint64_t want = (piece_bytes(t, i) + UNIT_BYTES - 1) / UNIT_BYTES;
-  uint64_t extent = (uint64_t)(hi[*dim] - lo[*dim]);
-  return want < 1 ? 1 : want > extent ? extent : want;
+static dlrun_status oom(copy_task *t, size_t bytes) {
+  (void)t;
+  return dlrun_fail_oom_host(bytes);
 }
 
-/* Cut the task's pieces into units and make room for its dependencies (at
- * planning, so that queueing and running the copy allocate nothing). */
-dlrun_status dlrun_copy_task_seal(copy_task *t) {
-  int dim, nd = t->plan->ndim;
-  size_t n = 0;
-  for (size_t i = 0; i < t->npieces; i++) n += unit_count(t, i, &dim);
-  if (n > 1 && !(t->units = dlrun_malloc(n * sizeof *t->units))) {
-    t->units = &t->one_unit;
-    return dlrun_fail_oom_host(n * sizeof *t->units);
+/* Room for the pieces as queues see them, their source strides, and the
+ * dependencies (at planning, so that queueing allocates nothing). */
+static dlrun_status alloc_pieces(copy_task *t) {
+  size_t n = t->npieces, nd = (size_t)t->plan->ndim;
+  if (n <= 1) return DLRUN_OK;
+  if (!(t->pieces = dlrun_malloc(n * (sizeof *t->pieces + nd * sizeof(int64_t)) + 1))) {
+    t->pieces = &t->one_piece;
+    return oom(t, n * sizeof *t->pieces);
   }
-  if (t->npieces > 1 && !(t->deps = dlrun_malloc(t->npieces * sizeof *t->deps))) {
+  t->src_strides = (int64_t *)(void *)(t->pieces + n);
+  if (!(t->deps = dlrun_malloc(n * sizeof *t->deps))) {
     t->deps = &t->one_dep;
-    return dlrun_fail_oom_host(t->npieces * sizeof *t->deps);
+    return oom(t, n * sizeof *t->deps);
   }
-  size_t k = 0;
-  for (size_t i = 0; i < t->npieces; i++) {
-    size_t parts = unit_count(t, i, &dim);
-    const int64_t *c = coords(t, i);
-    int64_t lo = nd ? c[nd + dim] : 0, extent = nd ? c[2 * nd + dim] - lo : 0;
-    for (size_t j = 0; j < parts; j++)
-      t->units[k++] = (copy_unit){.piece = i, .dim = dim,
-                                  .lo0 = lo + extent * (int64_t)j / (int64_t)parts,
-                                  .hi0 = lo + extent * (int64_t)(j + 1) / (int64_t)parts};
-  }
-  t->nunits = n;
   return DLRUN_OK;
 }
 
-static void copy_one_unit(void *ctx, size_t i) {
-  copy_task *t = ctx;
+/* Piece i as the copy sees it: its source end and box. */
+static dlrun_box_end source_end(copy_task *t, size_t i) {
   const copy_plan *p = t->plan;
-  const copy_unit *u = &t->units[i];
   int nd = p->ndim;
-  const int64_t *c = coords(t, u->piece);
-  dlrun_buffer *src = t->srcs[u->piece];
-  dlrun_device *dst = t->dst->dev;
-  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
-  memcpy(lo, c + nd, (size_t)nd * sizeof *lo);
-  memcpy(hi, c + 2 * nd, (size_t)nd * sizeof *hi);
-  if (nd) {
-    lo[u->dim] = u->lo0;
-    hi[u->dim] = u->hi0;
+  int64_t scratch[DLRUN_MAX_NDIM], *strides = t->src_strides + i * (size_t)nd;
+  const int64_t *layout = dlrun_buffer_layout(t->srcs[i], nd, p->src_shape, scratch);
+  memcpy(strides, layout, (size_t)nd * sizeof *strides);
+  return dlrun_buffer_end(t->srcs[i], coords(t, i), strides);
+}
+
+/* A host block for a staged piece: the box, row-major, from origin lo. */
+static dlrun_status stage_block(copy_task *t, size_t i, dlrun_box_end *out) {
+  const copy_plan *p = t->plan;
+  int nd = p->ndim;
+  const int64_t *c = coords(t, i), *lo = c + nd;
+  uint64_t bytes = piece_bytes(t, i);
+  int64_t shape[DLRUN_MAX_NDIM];
+  for (int d = 0; d < nd; d++) shape[d] = c[2 * nd + d] - lo[d];
+  /* Its strides live after the block's bytes (the task has no other room). */
+  size_t at = (size_t)((bytes + 15) & ~(uint64_t)15);
+  unsigned char *block = dlrun_malloc(at + (size_t)nd * sizeof(int64_t) + 1);
+  if (!block) return oom(t, at);
+  int64_t *strides = (int64_t *)(void *)(block + at);
+  dlrun_row_major_strides(nd, shape, strides);
+  t->stages[t->nstages++] = block;
+  *out = dlrun_host_end(block, lo, strides);
+  return DLRUN_OK;
+}
+
+/* Route every piece and gather the pieces of one queue into a group (the
+ * pieces array is reordered so that each group's are adjacent). */
+dlrun_status dlrun_copy_task_seal(copy_task *t) {
+  const copy_plan *p = t->plan;
+  int nd = p->ndim;
+  size_t n = t->npieces;
+  dlrun_status st = alloc_pieces(t);
+  if (st) return st;
+  dlrun_copy_route *routes = n > 1 ? dlrun_malloc(n * sizeof *routes) : NULL;
+  dlrun_copy_route one_route;
+  if (n > 1 && !routes) return oom(t, n * sizeof *routes);
+  if (n <= 1) routes = &one_route;
+  dlrun_box_end dst = dlrun_buffer_end(t->dst, dst_lo(t), dst_strides(t));
+  size_t staged = 0;
+  for (size_t i = 0; i < n; i++) {
+    dlrun_box_end src = source_end(t, i);
+    dlrun_copy_route_of(&dst, &src, &routes[i]);
+    staged += routes[i].staged;
+    t->bytes += piece_bytes(t, i);
   }
-  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-  int64_t scratch[DLRUN_MAX_NDIM];
-  const int64_t *src_strides = dlrun_buffer_layout(src, nd, p->src_shape, scratch);
-  dlrun_box_end to = dlrun_buffer_end(t->dst, dst_lo(t), dst_strides(t));
-  dlrun_box_end from = dlrun_buffer_end(src, c, src_strides);
-  dlrun_copy_box(p->esize, nd, lo, hi, &to, &from);
-  uint64_t bytes = box_bytes(p->esize, nd, lo, hi);
-  atomic_fetch_add(&dst->rt->bytes_done, bytes);
-  dlrun_trace_event(dst->name, "transfer", "copy", start,
-                    "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
-                    (unsigned long long)bytes, src->dev->name, dst->name);
+  /* Groups: one per distinct queue of unstaged pieces, two per staged one. */
+  size_t max_groups = 2 * staged, order = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool seen = routes[i].staged;
+    for (size_t j = 0; j < i && !seen; j++) seen = !routes[j].staged && routes[j].queue == routes[i].queue;
+    max_groups += !seen;
+  }
+  if (max_groups > 1 && !(t->groups = dlrun_calloc(max_groups, sizeof *t->groups))) {
+    t->groups = &t->one_group;
+    st = oom(t, max_groups * sizeof *t->groups);
+  }
+  /* Two allocations per staged piece: its block and its second step's piece. */
+  if (!st && staged && !(t->stages = dlrun_calloc(2 * staged, sizeof *t->stages)))
+    st = oom(t, 2 * staged * sizeof *t->stages);
+  for (size_t i = 0; i < n && !st; i++) { /* unstaged pieces, grouped by queue */
+    if (routes[i].staged) continue;
+    copy_group *g = NULL;
+    for (size_t k = 0; k < t->ngroups && !g; k++)
+      if (!t->groups[k].after && t->groups[k].queue == routes[i].queue &&
+          t->groups[k].op.dst.dev == routes[i].dst.dev)
+        g = &t->groups[k];
+    if (!g) {
+      g = &t->groups[t->ngroups++];
+      *g = (copy_group){.queue = routes[i].queue,
+                        .op = {.esize = p->esize, .ndim = nd, .dst = routes[i].dst,
+                               .pieces = t->pieces + order}};
+      /* Gather this queue's pieces now, in order. */
+      for (size_t j = i; j < n; j++) {
+        if (routes[j].staged || routes[j].queue != routes[i].queue) continue;
+        const int64_t *c = coords(t, j);
+        t->pieces[order++] = (dlrun_copy_piece){.src = routes[j].src, .lo = c + nd,
+                                                .hi = c + 2 * nd};
+        g->op.npieces++;
+      }
+    }
+  }
+  for (size_t i = 0; i < n && !st; i++) { /* staged pieces: two steps each */
+    if (!routes[i].staged) continue;
+    dlrun_box_end host;
+    if ((st = stage_block(t, i, &host))) break;
+    const int64_t *c = coords(t, i);
+    dlrun_copy_piece *first = &t->pieces[order++];
+    *first = (dlrun_copy_piece){.src = routes[i].src, .lo = c + nd, .hi = c + 2 * nd};
+    copy_group *g1 = &t->groups[t->ngroups++], *g2 = &t->groups[t->ngroups++];
+    *g1 = (copy_group){.queue = routes[i].src_queue,
+                       .op = {.esize = p->esize, .ndim = nd, .dst = host, .npieces = 1,
+                              .pieces = first}};
+    /* The second step reads the block: its piece is the host end. */
+    dlrun_copy_piece *second = dlrun_malloc(sizeof *second);
+    if (!second) {
+      st = oom(t, sizeof *second);
+      break;
+    }
+    *second = (dlrun_copy_piece){.src = host, .lo = c + nd, .hi = c + 2 * nd};
+    t->stages[t->nstages++] = second; /* freed with the blocks */
+    *g2 = (copy_group){.queue = routes[i].queue, .after = &g1->done,
+                       .op = {.esize = p->esize, .ndim = nd, .dst = routes[i].dst,
+                              .npieces = 1, .pieces = second}};
+  }
+  if (routes != &one_route) dlrun_free(routes);
+  if (st) return st;
+  /* Joined on the destination's queue unless one group on it does all. */
+  if ((t->ngroups > 1 || (t->ngroups == 1 && t->groups[0].queue != t->dst->dev)) &&
+      !(t->dones = dlrun_malloc(t->ngroups * sizeof *t->dones)))
+    return oom(t, t->ngroups * sizeof *t->dones);
+  return DLRUN_OK;
 }
 
 /* Drop `n` holds on the plan; the last frees it. */
@@ -251,11 +334,57 @@ static void plan_done(copy_plan *p, size_t n) {
   if (atomic_fetch_sub(&p->pending, n) == n) dlrun_copy_plan_free(p);
 }
 
-static void run_copy(void *ctx) {
-  copy_task *t = ctx;
-  if (t->nunits == 1) copy_one_unit(t, 0); /* nothing to share */
-  else dlrun_workers_parallel(t->dst->dev->rt->workers, t->nunits, copy_one_unit, t);
+/* The task's copies are done (or failed): count them, let the plan go. */
+static void task_finished(copy_task *t) {
+  atomic_fetch_add(&t->dst->dev->rt->bytes_done, t->bytes);
   plan_done(t->plan, 1); /* may free t */
+}
+
+static void task_finished_ctx(void *t) { task_finished(t); }
+
+static void task_finished_waiter(dlrun_waiter *w) {
+  task_finished((copy_task *)((char *)w - offsetof(copy_task, waiter)));
+}
+
+/* Call task_finished once the destination is ready; parking on a
+ * timeline's event allocates nothing. When no callback can be had (no
+ * memory), the plan's finish waits for it instead. */
+static void finish_when_ready(copy_task *t) {
+  dlrun_event ready = t->dst->ready;
+  if (dlrun_event_is_timeline(ready)) {
+    t->waiter.fn = task_finished_waiter;
+    if (!dlrun_timeline_park(ready, &t->waiter)) task_finished(t);
+  } else if (dlrun_event_then(ready, task_finished_ctx, t)) {
+    t->wait_at_finish = true;
+  }
+}
+
+/* Enqueue every group of t after deps; on a failure, wait for the groups
+ * already enqueued (they read the plan) and return it. */
+static dlrun_status enqueue_groups(copy_task *t) {
+  dlrun_status st = DLRUN_OK;
+  size_t queued = 0;
+  for (; queued < t->ngroups; queued++) {
+    copy_group *g = &t->groups[queued];
+    const dlrun_event *waits = g->after ? g->after : t->deps;
+    size_t nwaits = g->after ? 1 : t->ndeps;
+    if ((st = g->queue->platform->copy_box(g->queue, &g->op, waits, nwaits, &g->done))) break;
+    if (t->dones) t->dones[queued] = g->done;
+  }
+  if (!t->dones) { /* one group, on the destination's queue */
+    if (!st) t->dst->ready = t->groups[0].done;
+    return st;
+  }
+  if (!st) {
+    t->join = (dlrun_copy_op){.esize = t->plan->esize, .ndim = t->plan->ndim};
+    st = t->dst->dev->platform->copy_box(t->dst->dev, &t->join, t->dones, t->ngroups,
+                                         &t->dst->ready);
+  }
+  if (st) { /* the queued groups read the plan: they finish first */
+    dlrun_workers_flush(t->dst->dev->rt->workers);
+    dlrun_events_wait(t->dones, queued);
+  }
+  return st;
 }
 
 void dlrun_copy_plan_start(copy_plan *p) {
@@ -276,23 +405,22 @@ dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
   dlrun_device *dst = t->dst->dev;
   dlrun_status st = hold_workers(p, dst->rt);
   if (st) return st;
-  uint64_t task_bytes = 0;
   t->ndeps = 0;
   for (size_t k = 0; k < t->npieces; k++) {
     dlrun_buffer *src = t->srcs[k];
-    if (!dlrun_event_done(src->ready)) t->deps[t->ndeps++] = src->ready;
-    task_bytes += piece_bytes(t, k);
+    if (!dlrun_event_done(src->ready) || dlrun_event_status(src->ready))
+      t->deps[t->ndeps++] = src->ready; /* a failed one fails the copy */
   }
   /* Counted before the task can finish, so done never passes queued. */
-  atomic_fetch_add(&p->rt->bytes_queued, task_bytes);
+  atomic_fetch_add(&p->rt->bytes_queued, t->bytes);
   atomic_fetch_add(&p->pending, 1);
-  st = dlrun_device_submit(dst, &t->node, t->deps, t->ndeps, run_copy, t, &t->dst->ready);
-  if (st) {
+  if ((st = enqueue_groups(t))) {
     atomic_fetch_sub(&p->pending, 1);
-    atomic_fetch_sub(&p->rt->bytes_queued, task_bytes); /* what will never be done */
+    atomic_fetch_sub(&p->rt->bytes_queued, t->bytes); /* what will never be done */
     return st;
   }
   t->queued = true;
+  finish_when_ready(t);
   for (size_t k = 0; k < t->npieces; k++) {
     dlrun_buffer *src = t->srcs[k];
     if (src->dev == dst) continue;
@@ -307,13 +435,26 @@ dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
   return DLRUN_OK;
 }
 
+/* Tasks whose completion could not be called back: waited for here. */
+static void finish_uncalled(copy_plan *p) {
+  for (size_t i = 0; i < p->ntasks; i++) {
+    copy_task *t = task_at(p, i);
+    if (!t->wait_at_finish) continue;
+    dlrun_event_wait(t->dst->ready);
+    t->wait_at_finish = false;
+    task_finished(t);
+  }
+}
+
 void dlrun_copy_plan_finish(copy_plan *p) {
   if (p->rt) dlrun_workers_release(p->rt->workers);
+  finish_uncalled(p);
   plan_done(p, 1);
 }
 
 void dlrun_copy_plan_abort(copy_plan *p) {
   if (p->rt) dlrun_workers_release(p->rt->workers);
+  finish_uncalled(p);
   /* The runner's hold keeps every task, and its destination, alive. */
   for (size_t i = 0; i < p->ntasks; i++)
     if (task_at(p, i)->queued) dlrun_event_wait(task_at(p, i)->dst->ready);

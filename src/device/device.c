@@ -3,6 +3,7 @@
 
 #include "core/status_impl.h"
 #include "device_impl.h"
+#include "dlrun/debug.h"
 #include "dlrun/stats.h"
 
 static const dlrun_device_group *find_group(dlrun_runtime *rt, const char *platform) {
@@ -91,28 +92,39 @@ dlrun_status dlrun_not_local(const dlrun_device *dev) {
 
 void dlrun_device_synchronize(dlrun_device *dev) {
   if (!dev || !dev->local) return; /* another process's: nothing queued here */
-  dlrun_event_wait(dlrun_device_record(dev));
+  dlrun_event ev;
+  if (dlrun_device_record(dev, &ev) == DLRUN_OK) dlrun_event_wait(ev);
 }
 
-/* The platform of an event is its stream's. */
-bool dlrun_event_done(dlrun_event ev) {
-  return !ev.platform || ev.platform->event_query(ev);
+bool dlrun_event_done(dlrun_event ev) { return !ev.platform || ev.platform->event_query(ev); }
+
+dlrun_status dlrun_event_status(dlrun_event ev) {
+  if (!ev.platform || !ev.platform->event_query(ev)) return DLRUN_OK;
+  return ev.platform->event_wait(ev); /* complete: returns at once */
 }
 
-void dlrun_event_wait(dlrun_event ev) {
-  if (ev.platform) ev.platform->event_synchronize(ev);
+dlrun_status dlrun_event_wait(dlrun_event ev) {
+  return ev.platform ? ev.platform->event_wait(ev) : DLRUN_OK;
 }
 
-void dlrun_events_wait(const dlrun_event *evs, size_t n) {
+dlrun_status dlrun_event_then(dlrun_event ev, void (*fn)(void *ctx), void *ctx) {
+  if (ev.platform) return ev.platform->event_then(ev, fn, ctx);
+  fn(ctx);
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_events_wait(const dlrun_event *evs, size_t n) {
   for (size_t i = n; i-- > 0;) dlrun_event_wait(evs[i]);
+  for (size_t i = 0; i < n; i++) {
+    dlrun_status st = dlrun_event_status(evs[i]);
+    if (st) return st;
+  }
+  return DLRUN_OK;
 }
 
-dlrun_status dlrun_device_submit(dlrun_device *dev, dlrun_task *node, const dlrun_event *deps,
-                                 size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done) {
-  return dev->platform->submit(dev, node, deps, ndeps, fn, ctx, done);
+dlrun_status dlrun_device_record(dlrun_device *dev, dlrun_event *out) {
+  return dev->platform->record(dev, NULL, 0, out);
 }
-
-dlrun_event dlrun_device_record(dlrun_device *dev) { return dev->platform->event_record(dev); }
 
 void dlrun_device_stats_get(dlrun_device *dev, dlrun_device_stats *out) {
   if (!out) return;
@@ -136,4 +148,17 @@ void dlrun_runtime_synchronize(dlrun_runtime *rt) {
 
 const char *dlrun_memory_kind_name(dlrun_memory_kind kind) {
   return kind == DLRUN_MEM_PINNED_HOST ? "pinned_host" : "device";
+}
+
+dlrun_status dlrun_debug_inject_failure(dlrun_device *dev, const char *what, unsigned count) {
+  DLRUN_NONNULL(dev, "dlrun_debug_inject_failure", "dev");
+  bool copy = what && strcmp(what, "copy") == 0, fill = what && strcmp(what, "fill") == 0;
+  if (!copy && !fill)
+    return dlrun_fail(DLRUN_ERR_VALUE, "inject_failure: what must be \"copy\" or \"fill\", got "
+                      "%s%.32s%s", what ? "\"" : "", what ? what : "NULL", what ? "\"" : "");
+  if (!dev->local) return dlrun_not_local(dev);
+  if (!dev->platform->inject_failure)
+    return dlrun_fail(DLRUN_ERR_RUNTIME, "inject_failure: %s's platform (%s) cannot inject "
+                      "failures", dev->name, dev->platform->name);
+  return dev->platform->inject_failure(dev, copy ? DLRUN_WORK_COPY : DLRUN_WORK_FILL, count);
 }

@@ -11,6 +11,10 @@
 #define DL_EXT_DEV 12
 #define DL_ROCM_HOST 11
 
-extern const dlrun_platform dlrun_sim_platform;
+extern const dlrun_platform dlrun_sim_platform, dlrun_cpu_platform;
+
+/* DLRUN_SIM_MEMORY, checked: shared (host-readable sim device memory) or
+ * private (the default). */
+dlrun_status dlrun_sim_memory_mode(bool *shared);
 
 #endif

@@ -1,4 +1,4 @@
-/* The runtime: builds devices from a spec, owns their pools and streams. */
+/* The runtime: builds devices from a spec, owns their contexts, pools and queues. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,8 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "config.h"
-#include "device_impl.h"
+#include "host/stream.h"
+#include "platform_impl.h"
 #include "dist/dist.h"
 #include "dlrun/stats.h"
 
@@ -36,42 +37,107 @@ static dlrun_status resolve_config(const dlrun_config *config, dlrun_device_spec
   return dlrun_resolve_memory_settings(config, m);
 }
 
-/* DLRUN_SIM_MEMORY: "private" (the default: sim device memory the host
- * cannot read) or "shared" (one host-readable mapping). */
-static dlrun_status sim_memory_mode(bool *shared) {
-  const char *env = getenv("DLRUN_SIM_MEMORY");
-  *shared = env && strcmp(env, "shared") == 0;
-  if (!env || !*env || *shared || strcmp(env, "private") == 0) return DLRUN_OK;
-  return dlrun_fail(DLRUN_ERR_VALUE,
-                    "DLRUN_SIM_MEMORY must be \"private\" or \"shared\", got \"%.64s\"", env);
-}
-
 dlrun_status dlrun_check_config(const dlrun_config *config) {
   dlrun_device_spec spec;
   dlrun_memory_settings memory;
   bool shared;
   dlrun_status st = resolve_config(config, &spec, &memory);
-  return st ? st : sim_memory_mode(&shared);
+  return st ? st : dlrun_sim_memory_mode(&shared);
 }
 
+/* Devices go in three steps: every queue drains (work may read any
+ * device's memory), then the pools, then the platforms' contexts. */
 static void destroy_devices(dlrun_runtime *rt, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (rt->devices[i].local && rt->devices[i].impl) dlrun_device_synchronize(&rt->devices[i]);
   for (size_t i = 0; i < n; i++) {
     dlrun_device *d = &rt->devices[i];
-    if (!d->local) continue;
-    dlrun_stream_destroy(&d->stream);
+    if (!d->local || !d->impl) continue;
     for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) dlrun_pool_destroy(d->pools[k]);
+    d->platform->device_destroy(d, d->impl);
+    d->impl = NULL;
   }
 }
 
 /* A pool's memory comes from its device's platform. */
+typedef struct dlrun_pool_memory pool_memory;
+
 static dlrun_status region_reserve(void *ctx, uint64_t size, void **base) {
-  dlrun_region *r = ctx;
+  pool_memory *r = ctx;
   return r->dev->platform->reserve(r->dev, r->kind, size, base);
 }
 
 static void region_release(void *ctx, void *base, uint64_t size) {
-  dlrun_region *r = ctx;
+  pool_memory *r = ctx;
   r->dev->platform->release(r->dev, r->kind, base, size);
+}
+
+/* Default capacities (README, "Devices and memory"): the memories that are
+ * host RAM (every cpu and sim memory, pinned_host memory) together get at
+ * most host RAM, since pools reserve address space without committing
+ * memory, and overfilling RAM meets the OOM killer rather than an error.
+ * Accelerators' device memories share half of it evenly; all other
+ * memories share the rest evenly, or all of it when there is no
+ * accelerator. A share is rounded down to 4 KiB and capped by the
+ * platform's own default (16 GiB for sim); none is below
+ * DLRUN_DEVICE_MEMORY_MIN. A memory of its own (a real accelerator's) gets
+ * its platform's default, a share of what the driver reports. */
+typedef struct capacity_inputs {
+  uint64_t host_ram;
+  uint64_t accelerators;   /* accelerator devices of this process */
+  uint64_t accelerator;    /* each accelerator's device memory's share of host RAM */
+  uint64_t other;          /* each other memory's */
+  const dlrun_memory_settings *settings;
+} capacity_inputs;
+
+static uint64_t round_share(uint64_t bytes) { return bytes & ~(uint64_t)4095; }
+
+static capacity_inputs default_shares(const dlrun_device_spec *full, uint64_t host_ram,
+                                      const dlrun_memory_settings *m) {
+  uint64_t accelerators = 0, memories = 0;
+  for (size_t g = 0; g < full->ngroups; g++) {
+    memories += DLRUN_MEM_KIND_COUNT * (uint64_t)full->groups[g].count;
+    if (full->groups[g].platform->is_accelerator) accelerators += full->groups[g].count;
+  }
+  capacity_inputs in = {.host_ram = host_ram, .accelerators = accelerators, .settings = m};
+  uint64_t rest = host_ram;
+  if (accelerators) {
+    in.accelerator = round_share(host_ram / 2 / accelerators);
+    rest -= host_ram / 2;
+  }
+  in.other = round_share(rest / (memories - accelerators)); /* there is always a cpu device */
+  return in;
+}
+
+static uint64_t at_least_min(uint64_t cap) {
+  return cap < DLRUN_DEVICE_MEMORY_MIN ? DLRUN_DEVICE_MEMORY_MIN : cap;
+}
+
+/* The capacity of d's `kind` memory; added to rt->memory_total (saturating:
+ * a total past 2^64 must still over-commit, not wrap) when it is host RAM. */
+static uint64_t capacity_of(dlrun_device *d, dlrun_memory_kind kind, size_t group_size,
+                            const dlrun_memory_info *info, const capacity_inputs *in,
+                            dlrun_runtime *rt) {
+  const dlrun_platform *pl = d->platform;
+  const dlrun_memory_settings *m = in->settings;
+  uint64_t cap;
+  if (pl->is_accelerator && m->bytes[kind]) {
+    cap = m->bytes[kind];
+  } else if (pl->is_accelerator && m->fraction[kind]) {
+    /* A share of host RAM split among the accelerators, or of the memory's own size. */
+    uint64_t whole = info->host_ram ? in->host_ram / in->accelerators : info->total;
+    cap = at_least_min(round_share((uint64_t)((double)whole * m->fraction[kind])));
+  } else {
+    cap = pl->default_capacity(d, kind, group_size);
+    uint64_t share = pl->is_accelerator && kind == DLRUN_MEM_DEVICE ? in->accelerator : in->other;
+    if (info->host_ram && cap > share) cap = share;
+    cap = at_least_min(cap);
+  }
+  if (info->host_ram &&
+      __builtin_add_overflow(rt->memory_total, cap & ~(uint64_t)(DLRUN_POOL_ALIGN - 1),
+                             &rt->memory_total))
+    rt->memory_total = UINT64_MAX;
+  return cap;
 }
 
 /* Preallocation failing says which settings would let the runtime start. */
@@ -85,96 +151,59 @@ static dlrun_status preallocate(dlrun_pool *pool, int k, uint64_t cap) {
 }
 
 static dlrun_status region_commit(void *ctx, void *data, uint64_t size) {
-  dlrun_region *r = ctx;
+  pool_memory *r = ctx;
   return r->dev->platform->commit(r->dev, r->kind, data, size);
 }
 
 static uint64_t region_decommit(void *ctx, void *data, uint64_t size) {
-  dlrun_region *r = ctx;
+  pool_memory *r = ctx;
   return r->dev->platform->decommit(r->dev, r->kind, data, size);
 }
 
-/* Device k of process p in group grp; only this process's get memory and a
- * stream. */
+/* Device k of process p in group grp; only this process's get a context,
+ * memory and a queue. */
 static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_device_group *grp,
-                                int p, size_t k, const uint64_t caps[DLRUN_MEM_KIND_COUNT]) {
+                                int p, size_t k, const capacity_inputs *in) {
   const dlrun_platform *pl = grp->platform;
   int id = (int)((size_t)p * grp->local_count + k);
   *d = (dlrun_device){.platform = pl, .rt = rt, .id = id, .process_index = p, .local_index = k,
                       .local = p == rt->process_index};
   snprintf(d->name, sizeof d->name, "%s(id=%d)", pl->class_name, id);
   if (!d->local) return DLRUN_OK;
+  void *impl = NULL;
+  dlrun_status st = pl->device_init(d, k, grp->local_count, &impl);
+  if (st) return dlrun_fail_prefix(st, "%s: ", d->name);
+  d->impl = impl;
   for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+    dlrun_memory_info info;
+    pl->memory_info(d, (dlrun_memory_kind)k, &info);
+    uint64_t cap = capacity_of(d, (dlrun_memory_kind)k, grp->local_count, &info, in, rt);
     char label[64];
     snprintf(label, sizeof label, k == DLRUN_MEM_DEVICE ? "%s" : "%s pinned_host memory",
              d->name);
-    d->regions[k].dev = d;
-    d->regions[k].kind = (dlrun_memory_kind)k;
-    dlrun_region_source src = {region_reserve, region_release, &d->regions[k],
+    d->memories[k] = (pool_memory){d, (dlrun_memory_kind)k};
+    dlrun_region_source src = {region_reserve, region_release, &d->memories[k],
                                pl->commit ? region_commit : NULL,
-                               pl->decommit ? region_decommit : NULL};
-    dlrun_status st = dlrun_pool_create_with(label, caps[k], &src, &d->pools[k]);
+                               pl->decommit ? region_decommit : NULL,
+                               /* a block never straddles the driver's largest allocation */
+                               info.max_allocation & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)};
+    st = dlrun_pool_create_with(label, cap, &src, &d->pools[k]);
     if (!st && pl->is_accelerator) st = dlrun_pool_set_hint(d->pools[k], dlrun_memory_hints[k]);
     char counter[80];
     snprintf(counter, sizeof counter, "%s %s memory", d->name,
              dlrun_memory_kind_name((dlrun_memory_kind)k));
     if (!st) st = dlrun_pool_set_counter(d->pools[k], counter);
     if (!st && pl->is_accelerator && rt->settings.preallocate[k])
-      st = preallocate(d->pools[k], k, caps[k]);
+      st = preallocate(d->pools[k], k, cap);
     if (st) {
       dlrun_pool_destroy(d->pools[k]);
       for (int j = 0; j < k; j++) dlrun_pool_destroy(d->pools[j]);
+      pl->device_destroy(d, impl);
+      d->impl = NULL;
       return st;
     }
   }
-  dlrun_stream_init(&d->stream, rt->workers, d->platform);
   return DLRUN_OK;
-}
-
-/* Default capacities (README, "Devices and memory"): the memories of all
- * devices together get at most host RAM, since pools reserve address space
- * without committing memory, and overfilling RAM meets the OOM killer rather
- * than an error. Accelerators' device memories share half of it evenly; all
- * other memories (pinned_host memory, and both memories of cpu devices)
- * share the rest evenly, or all of it when there is no accelerator. A share
- * is rounded down to 4 KiB and capped by the platform's own limit (16 GiB
- * for sim); none is below DLRUN_DEVICE_MEMORY_MIN. */
-typedef struct shares {
-  uint64_t accelerator; /* each accelerator's device memory */
-  uint64_t other;       /* each other memory */
-} shares;
-
-static uint64_t round_share(uint64_t bytes) { return bytes & ~(uint64_t)4095; }
-
-static shares default_shares(const dlrun_device_spec *full, uint64_t host_ram) {
-  uint64_t accelerators = 0, memories = 0;
-  for (size_t g = 0; g < full->ngroups; g++) {
-    memories += DLRUN_MEM_KIND_COUNT * (uint64_t)full->groups[g].count;
-    if (full->groups[g].platform->is_accelerator) accelerators += full->groups[g].count;
-  }
-  shares s = {0, 0};
-  uint64_t rest = host_ram;
-  if (accelerators) {
-    s.accelerator = round_share(host_ram / 2 / accelerators);
-    rest -= host_ram / 2;
-  }
-  s.other = round_share(rest / (memories - accelerators)); /* there is always a cpu device */
-  return s;
-}
-
-static uint64_t capacity_of(const dlrun_platform *pl, dlrun_memory_kind kind, size_t group_size,
-                            uint64_t host_ram, const shares *s, const dlrun_memory_settings *m,
-                            uint64_t accelerators) {
-  bool accel_device = pl->is_accelerator && kind == DLRUN_MEM_DEVICE;
-  if (pl->is_accelerator && m->bytes[kind]) return m->bytes[kind];
-  if (pl->is_accelerator && m->fraction[kind]) {
-    uint64_t cap = round_share((uint64_t)((double)host_ram * m->fraction[kind]) / accelerators);
-    return cap < DLRUN_DEVICE_MEMORY_MIN ? DLRUN_DEVICE_MEMORY_MIN : cap;
-  }
-  uint64_t share = accel_device ? s->accelerator : s->other;
-  uint64_t cap = pl->default_capacity(kind, group_size, host_ram);
-  if (cap > share) cap = share;
-  return cap < DLRUN_DEVICE_MEMORY_MIN ? DLRUN_DEVICE_MEMORY_MIN : cap;
 }
 
 /* When an explicit capacity makes the capacities add up to more than host
@@ -213,30 +242,16 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   if (!rt->devices) return dlrun_fail_oom_host(total * sizeof *rt->devices);
 
   uint64_t host_ram = dlrun_host_ram_bytes();
-  shares sh = default_shares(&full, host_ram);
-  uint64_t accelerators = 0;
-  for (size_t g = 0; g < full.ngroups; g++)
-    if (full.groups[g].platform->is_accelerator) accelerators += full.groups[g].count;
+  capacity_inputs in = default_shares(&full, host_ram, &rt->settings);
   size_t at = 0;
   for (size_t g = 0; g < full.ngroups; g++) {
     dlrun_device_group *grp = &rt->groups[g];
     size_t k_count = full.groups[g].count;
     *grp = (dlrun_device_group){.platform = full.groups[g].platform, .first = at,
                                 .count = k_count * nproc, .local_count = k_count};
-    uint64_t caps[DLRUN_MEM_KIND_COUNT];
-    for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
-      caps[k] = capacity_of(grp->platform, (dlrun_memory_kind)k, k_count, host_ram, &sh,
-                            &rt->settings, accelerators);
-      uint64_t group_bytes;
-      /* Saturate: a total past 2^64 must still over-commit, not wrap to a small one. */
-      if (__builtin_mul_overflow(caps[k] & ~(uint64_t)(DLRUN_POOL_ALIGN - 1), (uint64_t)k_count,
-                                 &group_bytes) ||
-          __builtin_add_overflow(rt->memory_total, group_bytes, &rt->memory_total))
-        rt->memory_total = UINT64_MAX;
-    }
     for (size_t p = 0; p < nproc; p++)
       for (size_t k = 0; k < k_count; k++, at++) {
-        dlrun_status st = init_device(rt, &rt->devices[at], grp, (int)p, k, caps);
+        dlrun_status st = init_device(rt, &rt->devices[at], grp, (int)p, k, &in);
         if (st) {
           destroy_devices(rt, at);
           dlrun_free(rt->devices);
@@ -280,7 +295,7 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   dlrun_memory_settings settings;
   bool sim_shared;
   dlrun_status st = resolve_config(config, &spec, &settings);
-  if (!st) st = sim_memory_mode(&sim_shared);
+  if (!st) st = dlrun_sim_memory_mode(&sim_shared); /* checked before any collective */
   if (st) return st;
 
   /* In a job, every process must lay out the same devices: agreeing is the
@@ -293,7 +308,6 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
 
   dlrun_runtime *rt = dlrun_calloc(1, sizeof *rt);
   if (!rt) return dlrun_fail_oom_host(sizeof *rt);
-  rt->sim_memory_shared = sim_shared;
   rt->settings = settings;
   rt->process_index = dlrun_process_index();
   rt->process_count = dlrun_process_count();

@@ -8,6 +8,7 @@
 
 #include "core/status_impl.h"
 #include "device_impl.h"
+#include "modules.h"
 
 static const char *skip_space(const char *p, const char *end) {
   while (p < end && isspace((unsigned char)*p)) p++;
@@ -68,7 +69,7 @@ static dlrun_status parse_entry(const char *text, const char *p, const char *end
   }
   char why[160];
   size_t present = 0;
-  if (pl->probe && !pl->probe(&present, why, sizeof why))
+  if (pl->probe && !pl->probe(false, &present, why, sizeof why))
     return dlrun_fail(DLRUN_ERR_VALUE, "platform %s in device spec \"%s\" is not available on "
                       "this machine: %s", pl->name, text, why);
   size_t count = 1;
@@ -77,6 +78,9 @@ static dlrun_status parse_entry(const char *text, const char *p, const char *end
     dlrun_status st = parse_count(text, c, end, pl->name, &count);
     if (st) return st;
   }
+  if (pl->probe && count > present)
+    return dlrun_fail(DLRUN_ERR_VALUE, "device spec \"%s\" asks for %zu %s devices; this machine "
+                      "has %zu", text, count, pl->name, present);
   for (size_t i = 0; i < out->ngroups; i++)
     if (out->groups[i].platform == pl)
       return dlrun_fail(DLRUN_ERR_VALUE, "platform %s appears twice in device spec \"%s\"",
@@ -87,6 +91,7 @@ static dlrun_status parse_entry(const char *text, const char *p, const char *end
 
 dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out) {
   memset(out, 0, sizeof *out);
+  dlrun_platform_modules_load(); /* a spec may name a module's platform */
   if (!text) return dlrun_fail(DLRUN_ERR_VALUE, "device spec is missing");
   const char *end = text + strlen(text);
   const char *p = skip_space(text, end);
@@ -105,7 +110,7 @@ dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out) {
       const dlrun_platform *pl = all[i];
       char why[160];
       size_t n = 0;
-      if (pl->is_accelerator && pl->probe && pl->probe(&n, why, sizeof why) && n > 0) {
+      if (pl->is_accelerator && pl->probe && pl->probe(true, &n, why, sizeof why) && n > 0) {
         out->groups[0] = (dlrun_device_group){.platform = pl, .count = n};
         break;
       }

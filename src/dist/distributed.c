@@ -2,15 +2,14 @@
  * transport module, keeps the process's place in the job. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/module.h"
 #include "core/status_impl.h"
 #include "dist/dist.h"
 #include "dist/transport.h"
@@ -67,56 +66,12 @@ static dlrun_status env_message_bytes(uint64_t *out) {
   return DLRUN_OK;
 }
 
-/* Open the module at `path`; NULL with the loader's reason in `why`. */
-static void *open_module(const char *path, char *why, size_t n) {
-  /* RTLD_GLOBAL: MPI libraries load plugins of their own that need its
-   * symbols. */
-  void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-  if (!h) snprintf(why, n, "%s", dlerror());
-  return h;
-}
-
-/* The places a module is looked for, in order (distributed.h). */
+/* The module the caller names, or the one found where an installation puts
+ * it (distributed.h). RTLD_GLOBAL: MPI libraries load plugins of their own
+ * that need its symbols. */
 static void *find_module(const char *given, char *tried, size_t n) {
-  char why[512];
-  if (given) {
-    void *h = open_module(given, why, sizeof why);
-    if (!h) snprintf(tried, n, "%s", why);
-    return h;
-  }
-  const char *env = getenv("DLRUN_MPI_MODULE");
-  if (env && *env) {
-    void *h = open_module(env, why, sizeof why);
-    if (!h) snprintf(tried, n, "DLRUN_MPI_MODULE: %s", why);
-    return h;
-  }
-  /* The folder of the code running this (libdlrun.so, or an executable
-   * linking it statically), and of the executable itself. */
-  char dirs[2][PATH_MAX] = {"", ""};
-  Dl_info info;
-  if (dladdr((void *)dlrun_distributed_init, &info) && info.dli_fname &&
-      strchr(info.dli_fname, '/'))
-    snprintf(dirs[0], sizeof dirs[0], "%s", info.dli_fname);
-  ssize_t len_exe = readlink("/proc/self/exe", dirs[1], sizeof dirs[1] - 1);
-  dirs[1][len_exe > 0 ? len_exe : 0] = '\0';
-  char path[PATH_MAX + 32];
-  const char *beside[] = {"%s/" MODULE_NAME, "%s/../lib/" MODULE_NAME};
-  size_t len = 0;
-  tried[0] = '\0';
-  for (size_t d = 0; d < 2; d++) {
-    char *slash = strrchr(dirs[d], '/');
-    if (!slash) continue;
-    *slash = '\0';
-    for (size_t i = 0; i < 2; i++) {
-      snprintf(path, sizeof path, beside[i], dirs[d]);
-      void *h = open_module(path, why, sizeof why);
-      if (h) return h;
-      len += (size_t)snprintf(tried + len, len < n ? n - len : 0, "%s; ", why);
-    }
-  }
-  void *h = open_module(MODULE_NAME, why, sizeof why);
-  if (!h) snprintf(tried + len, len < n ? n - len : 0, "%s", why);
-  return h;
+  if (given) return dlrun_module_open(given, RTLD_NOW | RTLD_GLOBAL, tried, n);
+  return dlrun_module_find(MODULE_NAME, "DLRUN_MPI_MODULE", RTLD_NOW | RTLD_GLOBAL, tried, n);
 }
 
 static dlrun_status join(const char *module) {

@@ -221,7 +221,7 @@ static dlrun_status check_options(const dlrun_array *a, const dlrun_export_optio
                       "dlrun does not support any version below (0, 5) but version (%u, %u) was "
                       "requested.",
                       o->max_major, o->max_minor);
-  if (o->has_stream) {
+  if (o->has_stream && !dlrun_device_has_streams(b->dev)) {
     bool host = dlrun_memory_is_host(b->dev, b->kind); /* cpu devices, pinned host memory */
     if (host)
       return dlrun_fail(DLRUN_ERR_BUFFER,
@@ -286,6 +286,10 @@ static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind
 /* Fill the DLTensor and managed struct around buffer b (reference taken). */
 static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *layout,
                           bool versioned, bool copied, dlrun_exported *out) {
+  void *data;
+  uint64_t byte_offset;
+  dlrun_status st = dlrun_buffer_export_data(b, &data, &byte_offset);
+  if (st) return st;
   size_t head = versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor);
   size_t ctx_at = (head + 7) & ~(size_t)7;
   size_t dims_at = (ctx_at + sizeof(export_ctx) + 7) & ~(size_t)7;
@@ -306,13 +310,13 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
   ctx->block = block;
   const dlrun_dtype_info *info = dlrun_dtype_get(a->dtype);
   DLTensor t = {
-      .data = b->nbytes ? b->data : NULL,
+      .data = b->nbytes ? data : NULL,
       .device = dl_device_of(b),
       .ndim = a->ndim,
       .dtype = {.code = info->dl_code, .bits = info->dl_bits, .lanes = info->dl_lanes},
       .shape = shape, /* never NULL, even for ndim 0 (dlpack.h) */
       .strides = strides,
-      .byte_offset = 0,
+      .byte_offset = byte_offset,
   };
   *out = (dlrun_exported){0};
   if (versioned) {
@@ -384,7 +388,13 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
     dlrun_buffer_release(b);
     b = fresh;
   }
-  if (!(o.has_stream && o.stream == -1)) dlrun_event_wait(b->ready);
+  /* The stream protocol: nil waits here; -1 does not wait; a consumer's
+   * queue (platforms with queues) waits for the data device-side. Data
+   * whose writing failed is never handed out. */
+  if (o.has_stream && o.stream == -1) st = dlrun_event_status(b->ready);
+  else if (o.has_stream) st = dlrun_device_stream_wait(b->dev, o.stream, b->ready);
+  else st = dlrun_event_wait(b->ready);
+  if (st) goto fail;
   int64_t scratch[DLRUN_MAX_NDIM];
   if ((st = build(a, b, dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, copied,
                   out)))

@@ -135,12 +135,13 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
   if (!t->data)
     return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: data is NULL but the tensor has %lld elements",
                       (long long)l->size);
+  bool host = dlrun_memory_is_host(l->source, l->source_kind);
   uintptr_t at;
-  if (__builtin_add_overflow((uintptr_t)t->data, (uintptr_t)t->byte_offset, &at) ||
-      t->byte_offset > (uint64_t)INTPTR_MAX)
+  if (host && (__builtin_add_overflow((uintptr_t)t->data, (uintptr_t)t->byte_offset, &at) ||
+               t->byte_offset > (uint64_t)INTPTR_MAX))
     return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: byte_offset %llu overflows the address",
                       (unsigned long long)t->byte_offset);
-  l->data = (const char *)at;
+  l->data = host ? (const char *)at : NULL;
   /* The farthest element must be addressable: sum of |stride| * (dim - 1). */
   int64_t reach = 0, term;
   for (int d = 0; d < l->ndim; d++) {
@@ -156,19 +157,33 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
    * the lowest and the highest element address (host memory is the
    * producer's to vouch for). Address arithmetic in integers: a tensor may
    * reach outside the address space, which is refused, not computed. */
-  if (!dlrun_memory_is_host(l->source, l->source_kind)) {
+  if (!host) {
     uint64_t below = 0, above = 0; /* bytes before and after the first element */
     for (int d = 0; d < l->ndim; d++) {
       uint64_t span = (uint64_t)(l->strides[d] < 0 ? -l->strides[d] : l->strides[d]) *
                       (uint64_t)(l->dims[d] - 1) * l->esize; /* bounded by reach above */
       *(l->strides[d] < 0 ? &below : &above) += span;
     }
-    uintptr_t at = (uintptr_t)l->data, first, last;
-    bool wraps = below > at || __builtin_add_overflow(at, above + l->esize - 1, &last);
-    first = wraps ? 0 : at - below;
-    if (wraps || !dlrun_memory_owns(l->source, l->source_kind, (const void *)first,
-                                    (uint64_t)(last - first) + 1))
-      return not_device_memory(l, t, below + above + l->esize, l->data);
+    bool handled;
+    const void *elem0;
+    dlrun_status st = dlrun_memory_import(l->source, l->source_kind, t->data, t->byte_offset,
+                                          below, below + above + l->esize, &elem0, &handled);
+    if (st) return st;
+    if (handled) {
+      l->data = elem0;
+    } else {
+      if (__builtin_add_overflow((uintptr_t)t->data, (uintptr_t)t->byte_offset, &at) ||
+          t->byte_offset > (uint64_t)INTPTR_MAX)
+        return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: byte_offset %llu overflows the address",
+                          (unsigned long long)t->byte_offset);
+      l->data = (const char *)at;
+      uintptr_t first, last;
+      bool wraps = below > at || __builtin_add_overflow(at, above + l->esize - 1, &last);
+      first = wraps ? 0 : at - below;
+      if (wraps || !dlrun_memory_owns(l->source, l->source_kind, (const void *)first,
+                                      (uint64_t)(last - first) + 1))
+        return not_device_memory(l, t, below + above + l->esize, l->data);
+    }
   }
   l->compact = is_compact(l);
   l->row_major = memcmp(l->strides, row_major, (size_t)l->ndim * sizeof(int64_t)) == 0;
@@ -192,7 +207,10 @@ static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array
     dlrun_box_end dst = dlrun_buffer_end(a->bufs[0], origin, row_major);
     dlrun_box_end src = {.dev = l->source, .kind = l->source_kind, .data = l->data,
                          .origin = origin, .strides = l->strides};
-    dlrun_copy_box(l->esize, l->ndim, origin, hi, &dst, &src);
+    if ((st = dlrun_copy_sync(l->esize, l->ndim, origin, hi, &dst, &src))) {
+      dlrun_array_release(a);
+      return st;
+    }
   }
   *out = a;
   return DLRUN_OK;
@@ -305,7 +323,7 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
   dlrun_event ready = {0};
   dlrun_runtime *producer_rt = NULL;
   if (dlrun_export_source(legacy, versioned, &ready, &producer_rt) && producer_rt != rt) {
-    dlrun_event_wait(ready);
+    if ((st = dlrun_event_wait(ready))) goto done; /* its data was never written */
     ready = (dlrun_event){0};
   }
   char text[256];
@@ -323,8 +341,7 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
                     "importing it needs a copy, but copy=False",
                     l.esize);
   else if (o.copy == DLRUN_COPY_ALWAYS || !same_place || !l.compact || !aligned) {
-    dlrun_event_wait(ready);
-    if (!(st = copy_in(&l, target, out))) {
+    if (!(st = dlrun_event_wait(ready)) && !(st = copy_in(&l, target, out))) {
       call_deleter(p);
       *outcome = DLRUN_IMPORT_COPIED;
     }
@@ -336,6 +353,7 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
                       "\"device\": \"%s\", \"bytes\": %llu, \"copied\": %s", dest->name,
                       (unsigned long long)l.nbytes,
                       *outcome == DLRUN_IMPORT_COPIED ? "true" : "false");
+done:
   if (owned_target) dlrun_sharding_release(target);
   return st;
 }

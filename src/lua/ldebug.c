@@ -1,6 +1,8 @@
 /* Test hooks from Lua: dl._debug.fail_alloc("host" | "pool", k),
- * dl._debug.alloc_count(kind), dl._debug.alloc_failed(kind). For dlrun's own
- * allocation-failure tests; see include/dlrun/debug.h. */
+ * dl._debug.alloc_count(kind), dl._debug.alloc_failed(kind),
+ * dl._debug.inject_failure(device, "copy" | "fill", count). For dlrun's own
+ * failure tests; see include/dlrun/debug.h. */
+#include <stdint.h>
 #include <string.h>
 
 #include "binding.h"
@@ -30,11 +32,22 @@ static int l_alloc_failed(lua_State *L) {
   return 1;
 }
 
+static int l_inject_failure(lua_State *L) {
+  dlrun_device *dev = dlrun_lua_test_device(L, 1);
+  if (!dev) return dlrun_lua_type_error(L, "inject_failure", 1, "device", "a Device");
+  const char *what = lua_tostring(L, 2);
+  if (!lua_isinteger(L, 3) || lua_tointeger(L, 3) < 0 || lua_tointeger(L, 3) > UINT32_MAX)
+    return dlrun_lua_type_error(L, "inject_failure", 3, "count", "a non-negative integer");
+  dlrun_lua_check(L, dlrun_debug_inject_failure(dev, what, (unsigned)lua_tointeger(L, 3)));
+  return 0;
+}
+
 void dlrun_lua_debug_open(lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"fail_alloc", l_fail_alloc},
       {"alloc_count", l_alloc_count},
       {"alloc_failed", l_alloc_failed},
+      {"inject_failure", l_inject_failure},
       {NULL, NULL},
   };
   luaL_newlib(L, funcs);

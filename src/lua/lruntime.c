@@ -1,11 +1,12 @@
 /* The runtime as seen from Lua: configure, devices, device_count,
- * default_backend. Each Lua state holds one reference to the process-wide
+ * default_backend, platforms. Each Lua state holds one reference to the process-wide
  * default runtime, dropped when the state closes. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "binding.h"
+#include "dlrun/platform.h"
 
 #define RUNTIME_KEY "dlrun.runtime"
 #define HOST_KEY "dlrun.host_runtime"
@@ -251,13 +252,43 @@ static int l_device_spec(lua_State *L) {
   return 1;
 }
 
+/* Every platform dlrun knows, in the registry's order: whether its
+ * hardware is here, with how many devices (0: as many as asked), or why
+ * not. Needs no runtime. */
+static int l_platforms(lua_State *L) {
+  dlrun_lua_check_nargs(L, "platforms", 0);
+  dlrun_platform_status st[16];
+  size_t n = dlrun_platforms_list(st, sizeof st / sizeof *st);
+  if (n > sizeof st / sizeof *st) n = sizeof st / sizeof *st;
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, st[i].name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, st[i].class_name);
+    lua_setfield(L, -2, "class_name");
+    lua_pushboolean(L, st[i].is_accelerator);
+    lua_setfield(L, -2, "accelerator");
+    lua_pushboolean(L, st[i].available);
+    lua_setfield(L, -2, "available");
+    lua_pushinteger(L, (lua_Integer)st[i].ndevices);
+    lua_setfield(L, -2, "devices");
+    if (!st[i].available) {
+      lua_pushstring(L, st[i].why);
+      lua_setfield(L, -2, "reason");
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
 void dlrun_lua_runtime_open(lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"configure", l_configure},       {"devices", l_devices},
       {"device_count", l_device_count}, {"default_backend", l_default_backend},
       {"local_devices", l_local_devices}, {"local_device_count", l_local_device_count},
       {"host_device", l_host_device},   {"device_spec", l_device_spec},
-      {"empty_cache", l_empty_cache},
+      {"empty_cache", l_empty_cache},   {"platforms", l_platforms},
       {"_stdout_is_terminal", l_stdout_is_terminal},
       {NULL, NULL},
   };

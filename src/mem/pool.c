@@ -7,7 +7,9 @@
  * size is large enough, which is the smallest fitting chunk and, among equal
  * sizes, the lowest address. Everything is O(log n) in the number of free
  * chunks. Chunks are never left adjacent and both free, so each free chunk is
- * a maximal gap between allocated ones. */
+ * a maximal gap between allocated ones; in a segmented pool (pool.h) the
+ * range starts as one free chunk per segment and chunks never merge across
+ * a segment boundary, so no chunk, and no block, ever crosses one. */
 #include "mem/pool.h"
 #include "mem/pool_impl.h"
 
@@ -151,11 +153,26 @@ static uint64_t round_up(uint64_t size) {
 /* Before the range is mapped the whole capacity counts as one free chunk, so
  * statistics do not jump at the first allocation. */
 uint64_t dlrun_pool_largest_free(const dlrun_pool *pool) {
-  if (!pool->base) return pool->capacity;
+  if (!pool->base) return pool->segment ? pool->segment : pool->capacity;
   const dlrun_block *n = pool->free_root;
   if (!n) return 0;
   while (n->right) n = n->right;
   return n->size;
+}
+
+uint64_t dlrun_pool_segments(const dlrun_pool *pool) {
+  return pool->segment ? (pool->capacity + pool->segment - 1) / pool->segment : 1;
+}
+
+uint64_t dlrun_pool_segment_size(const dlrun_pool *pool, uint64_t i) {
+  if (!pool->segment) return pool->capacity;
+  uint64_t start = i * pool->segment, left = pool->capacity - start;
+  return left < pool->segment ? left : pool->segment;
+}
+
+/* Whether chunk c starts a segment: it never merges with the chunk before. */
+static bool starts_segment(const dlrun_pool *pool, const dlrun_block *c) {
+  return pool->segment && c->offset % pool->segment == 0;
 }
 
 /* A chunk struct, the pool's spare one first: a split and its merge, the
@@ -201,6 +218,9 @@ static dlrun_status fail_oom(const dlrun_pool *pool, uint64_t size) {
   if (pool->hint) {
     uint64_t rounded = size > UINT64_MAX - DLRUN_POOL_ALIGN ? UINT64_MAX : round_up(size);
     uint64_t base = pool->capacity - tail_free(pool);
+    /* A block that would cross a segment boundary starts at the next one. */
+    if (pool->segment && base / pool->segment != (base + rounded - 1) / pool->segment)
+      base = (base / pool->segment + 1) * pool->segment;
     uint64_t need = rounded > UINT64_MAX - base ? UINT64_MAX : base + rounded;
     /* A capacity a person would type: whole MiB, or whole 4 KiB below that. */
     uint64_t unit = need > (1u << 20) ? (1u << 20) : 4096;
@@ -223,8 +243,30 @@ static dlrun_status fail_oom(const dlrun_pool *pool, uint64_t size) {
       dlrun_format_bytes(cached, h_cached, sizeof h_cached), advice);
 }
 
-/* Map the range and make it one free chunk, on first use only. The chunk
- * struct is allocated first so that a host failure leaves nothing mapped. */
+/* A request larger than the segment: no free memory could ever hold it. */
+static dlrun_status fail_segment(const dlrun_pool *pool, uint64_t size) {
+  char h_size[HUMAN_CAP], h_segment[HUMAN_CAP];
+  return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
+                    "Out of memory on %s while allocating %llu bytes (%s): the request exceeds "
+                    "the largest block %s can hold (%llu bytes, %s: the device's maximum "
+                    "allocation).",
+                    pool->label, (unsigned long long)size,
+                    dlrun_format_bytes(size, h_size, sizeof h_size), pool->label,
+                    (unsigned long long)pool->segment,
+                    dlrun_format_bytes(pool->segment, h_segment, sizeof h_segment));
+}
+
+static void free_chunk_list(dlrun_block *c) {
+  while (c) {
+    dlrun_block *next = c->next;
+    dlrun_free(c);
+    c = next;
+  }
+}
+
+/* Map the range and make it one free chunk (one per segment), on first use
+ * only. The chunk structs are allocated first so that a host failure leaves
+ * nothing mapped. */
 dlrun_status dlrun_pool_ensure_mapped(dlrun_pool *pool) {
   if (pool->base) return DLRUN_OK;
   char human[HUMAN_CAP];
@@ -233,19 +275,30 @@ dlrun_status dlrun_pool_ensure_mapped(dlrun_pool *pool) {
                       "cannot reserve %llu bytes (%s) for %s: larger than the address space",
                       (unsigned long long)pool->capacity,
                       dlrun_format_bytes(pool->capacity, human, sizeof human), pool->label);
-  dlrun_block *whole = chunk_new(pool);
-  if (!whole) return dlrun_fail_oom_host(sizeof *whole);
+  dlrun_block *first = NULL, *last = NULL;
+  uint64_t nseg = dlrun_pool_segments(pool);
+  for (uint64_t i = 0; i < nseg; i++) {
+    dlrun_block *c = chunk_new(pool);
+    if (!c) {
+      free_chunk_list(first);
+      return dlrun_fail_oom_host(sizeof *c);
+    }
+    c->offset = i * pool->segment;
+    c->size = dlrun_pool_segment_size(pool, i);
+    c->prev = last;
+    if (last) last->next = c;
+    else first = c;
+    last = c;
+  }
   void *p;
   dlrun_status st = pool->source.reserve(pool->source.ctx, pool->capacity, &p);
   if (st) {
-    dlrun_free(whole);
+    free_chunk_list(first);
     return dlrun_fail_prefix(st, "%s: ", pool->label);
   }
   pool->base = p;
-  whole->offset = 0;
-  whole->size = pool->capacity;
-  pool->first = whole;
-  index_insert(pool, whole);
+  pool->first = first;
+  for (dlrun_block *c = first; c; c = c->next) index_insert(pool, c);
   return DLRUN_OK;
 }
 
@@ -276,6 +329,7 @@ static void mark_allocated(dlrun_pool *pool, dlrun_block *c, uint64_t requested,
 
 static dlrun_status alloc_locked(dlrun_pool *pool, uint64_t size, void *tag, dlrun_block **out) {
   if (size == 0) return dlrun_fail(DLRUN_ERR_VALUE, "cannot allocate 0 bytes on %s", pool->label);
+  if (pool->segment && size > pool->segment) return fail_segment(pool, size);
   /* capacity is a multiple of 256, so rounding a size <= capacity cannot wrap. */
   if (size > pool->capacity) return fail_oom(pool, size);
   uint64_t rounded = round_up(size);
@@ -311,11 +365,11 @@ static void free_locked(dlrun_pool *pool, dlrun_block *c) {
   c->in_use = false;
   c->requested_size = 0;
   c->tag = NULL;
-  if (c->next && !c->next->in_use) {
+  if (c->next && !c->next->in_use && !starts_segment(pool, c->next)) {
     index_remove(pool, c->next);
     absorb(c, c->next);
   }
-  if (c->prev && !c->prev->in_use) {
+  if (c->prev && !c->prev->in_use && !starts_segment(pool, c)) {
     dlrun_block *p = c->prev;
     index_remove(pool, p);
     absorb(p, c);
@@ -375,6 +429,11 @@ dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
   if (rounded == 0)
     return dlrun_fail(DLRUN_ERR_VALUE, "pool capacity for %s must be at least %u bytes, got %llu",
                       label, DLRUN_POOL_ALIGN, (unsigned long long)capacity);
+  uint64_t segment = source ? source->segment : 0;
+  if (segment % DLRUN_POOL_ALIGN)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "the segment of pool %s must be a multiple of %u bytes, got %llu", label,
+                      DLRUN_POOL_ALIGN, (unsigned long long)segment);
   dlrun_pool *pool = dlrun_calloc(1, sizeof *pool);
   if (!pool) return dlrun_fail_oom_host(sizeof *pool);
   pool->label = dlrun_strdup(label);
@@ -388,9 +447,10 @@ dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
     return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot create the mutex of pool %s", label);
   }
   pool->capacity = rounded;
+  pool->segment = segment < rounded ? segment : 0;
   pool->source = source ? *source
                         : (dlrun_region_source){anon_reserve, anon_release, NULL, anon_commit,
-                                                anon_decommit};
+                                                anon_decommit, 0};
   *out = pool;
   return DLRUN_OK;
 }
@@ -398,12 +458,7 @@ dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
 void dlrun_pool_destroy(dlrun_pool *pool) {
   if (!pool) return;
   pthread_mutex_lock(&pool->mu);
-  dlrun_block *c = pool->first;
-  while (c) {
-    dlrun_block *next = c->next;
-    dlrun_free(c);
-    c = next;
-  }
+  free_chunk_list(pool->first);
   dlrun_free(pool->spare);
   if (pool->base) pool->source.release(pool->source.ctx, pool->base, pool->capacity);
   pthread_mutex_unlock(&pool->mu);
@@ -464,14 +519,18 @@ void dlrun_pool_get_stats(dlrun_pool *pool, dlrun_pool_stats *out) {
   out->largest_free_block_bytes = dlrun_pool_largest_free(pool);
   out->free_bytes = pool->capacity - pool->bytes_in_use;
   out->requested_bytes_in_use = pool->requested_bytes_in_use;
+  /* Segmented: the most one free block could hold is a segment. */
+  uint64_t whole = pool->segment && pool->segment < out->free_bytes ? pool->segment
+                                                                    : out->free_bytes;
   out->fragmentation =
-      out->free_bytes ? 1.0 - (double)out->largest_free_block_bytes / (double)out->free_bytes : 0.0;
+      whole ? 1.0 - (double)out->largest_free_block_bytes / (double)whole : 0.0;
   pthread_mutex_unlock(&pool->mu);
 }
 
 size_t dlrun_pool_free_chunk_count(dlrun_pool *pool) {
   pthread_mutex_lock(&pool->mu);
-  size_t n = pool->base ? pool->num_free : 1; /* unmapped: one logical free chunk */
+  /* unmapped: one logical free chunk per segment */
+  size_t n = pool->base ? pool->num_free : (size_t)dlrun_pool_segments(pool);
   pthread_mutex_unlock(&pool->mu);
   return n;
 }
@@ -520,7 +579,10 @@ static const char *check_chunk(const dlrun_pool *pool, const dlrun_block *c,
   if (c->size == 0 || c->size % DLRUN_POOL_ALIGN)
     return "a chunk size is not a positive multiple of 256";
   if (c->size > pool->capacity - c->offset) return "a chunk runs past the end of the range";
-  if (!c->in_use && prev && !prev->in_use) return "two adjacent chunks are both free";
+  if (!c->in_use && prev && !prev->in_use && !starts_segment(pool, c))
+    return "two adjacent chunks are both free";
+  if (pool->segment && c->offset / pool->segment != (c->offset + c->size - 1) / pool->segment)
+    return "a chunk crosses a segment boundary";
   if (c->in_use && (c->requested_size == 0 || round_up(c->requested_size) != c->size))
     return "an allocated chunk's size is not its requested size rounded up";
   if (!c->in_use && c->requested_size != 0) return "a free chunk has a requested size";

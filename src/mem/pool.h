@@ -36,7 +36,8 @@ typedef struct dlrun_pool_stats {
   uint64_t largest_free_block_bytes;
   uint64_t free_bytes;          /* capacity - bytes_in_use */
   uint64_t requested_bytes_in_use; /* sum of sizes as requested */
-  double fragmentation;         /* 1 - largest_free / free_bytes; 0 when none free */
+  double fragmentation;         /* 1 - largest_free / free_bytes (segmented: / the smaller
+                                 * of free_bytes and the segment); 0 when none free */
 } dlrun_pool_stats;
 
 /* Where a pool's range comes from (as BFC's SubAllocator): reserve `size`
@@ -52,6 +53,12 @@ typedef struct dlrun_region_source {
    * cannot be done for this range. */
   dlrun_status (*commit)(void *ctx, void *data, uint64_t size);
   uint64_t (*decommit)(void *ctx, void *data, uint64_t size);
+  /* 0, or the size of the pieces the range is made of, a multiple of
+   * DLRUN_POOL_ALIGN (an OpenCL range is several buffers of at most the
+   * device's maximum allocation): no block crosses a multiple of it from
+   * the base, free chunks never merge across one, and a request larger
+   * than it fails. A segment of at least the capacity is none. */
+  uint64_t segment;
 } dlrun_region_source;
 
 /* Anonymous address space of `size` bytes, committed on first touch:
@@ -70,7 +77,8 @@ uint64_t dlrun_decommit_range(void *base, uint64_t size);
  * `label` names the pool's owner in messages ("SimDevice(id=3)"); copied.
  * The caller owns *out and destroys it with dlrun_pool_destroy. */
 dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool **out);
-/* The same over a range from `source` (copied; NULL: anonymous memory). */
+/* The same over a range from `source` (copied; NULL: anonymous memory).
+ * A segment that is not a multiple of 256 is DLRUN_ERR_VALUE. */
 dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
                                     const dlrun_region_source *source, dlrun_pool **out);
 
@@ -82,6 +90,10 @@ void dlrun_pool_destroy(dlrun_pool *pool);
  * the message:
  *   "Out of memory on <label> while allocating <size> bytes (<human>): <in use>
  *    bytes in use of a <limit> byte limit; largest free block <n> bytes."
+ * or, for a request larger than the source's segment:
+ *   "Out of memory on <label> while allocating <size> bytes (<human>): the
+ *    request exceeds the largest block <label> can hold (<segment> bytes,
+ *    <human>: the device's maximum allocation)."
  * (one line; see pool.c for the exact text). Size 0 is DLRUN_ERR_VALUE. */
 dlrun_status dlrun_pool_alloc(dlrun_pool *pool, uint64_t size, dlrun_block **out_block);
 
@@ -130,16 +142,19 @@ void dlrun_pool_reset_peak(dlrun_pool *pool);
 /* Call fn for every chunk in address order, with the mutex held (fn must
  * not call into the pool): offset, rounded size, requested size (0 when
  * free), whether allocated, and its tag. Stops at fn's first nonzero
- * return and passes it on. An unmapped pool is one free chunk. */
+ * return and passes it on. An unmapped pool is one free chunk (one per
+ * segment). */
 typedef int (*dlrun_pool_visit_fn)(void *ctx, uint64_t offset, uint64_t size,
                                    uint64_t requested, bool allocated, void *tag);
 int dlrun_pool_visit(dlrun_pool *pool, dlrun_pool_visit_fn fn, void *ctx);
 
-/* Number of free chunks (for tests: 1 after everything is freed). */
+/* Number of free chunks (for tests: 1 after everything is freed; one per
+ * segment in a segmented pool). */
 size_t dlrun_pool_free_chunk_count(dlrun_pool *pool);
 
-/* Check internal invariants (address order, no adjacent free chunks, sizes add
- * up to capacity, free index consistent). DLRUN_OK or DLRUN_ERR_RUNTIME with
+/* Check internal invariants (address order, no adjacent free chunks but at a
+ * segment boundary, no chunk across one, sizes add up to capacity, free
+ * index consistent). DLRUN_OK or DLRUN_ERR_RUNTIME with
  * a description. For tests. */
 dlrun_status dlrun_pool_check(dlrun_pool *pool);
 

@@ -27,6 +27,7 @@ struct dlrun_pool {
   uint64_t capacity;
   unsigned char *base;    /* NULL until the first allocation maps the range */
   dlrun_region_source source; /* where the range comes from */
+  uint64_t segment;       /* 0, or source.segment (< capacity): see pool.h */
   dlrun_block *first;     /* chunk at offset 0, once mapped */
   dlrun_block *free_root; /* AVL tree of free chunks by (size, offset) */
   dlrun_block *spare;     /* one chunk struct kept for the next split */
@@ -45,7 +46,11 @@ struct dlrun_pool {
 void dlrun_pool_trace(const dlrun_pool *pool);
 /* With the mutex held: map the range on first use (one free chunk). */
 dlrun_status dlrun_pool_ensure_mapped(dlrun_pool *pool);
-/* With the mutex held: the largest free chunk (the capacity when unmapped). */
+/* With the mutex held: the largest free chunk (when unmapped: the capacity,
+ * or the segment). */
 uint64_t dlrun_pool_largest_free(const dlrun_pool *pool);
+/* The number of segments (1 when unsegmented) and the size of the i-th. */
+uint64_t dlrun_pool_segments(const dlrun_pool *pool);
+uint64_t dlrun_pool_segment_size(const dlrun_pool *pool, uint64_t i);
 
 #endif

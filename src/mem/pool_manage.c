@@ -123,7 +123,8 @@ void dlrun_pool_reset_peak(dlrun_pool *pool) {
 int dlrun_pool_visit(dlrun_pool *pool, dlrun_pool_visit_fn fn, void *ctx) {
   int rc = 0;
   pthread_mutex_lock(&pool->mu);
-  if (!pool->base) rc = fn(ctx, 0, pool->capacity, 0, false, NULL);
+  for (uint64_t i = 0; !pool->base && !rc && i < dlrun_pool_segments(pool); i++)
+    rc = fn(ctx, i * pool->segment, dlrun_pool_segment_size(pool, i), 0, false, NULL);
   for (dlrun_block *c = pool->first; c && !rc; c = c->next)
     rc = fn(ctx, c->offset, c->size, c->requested_size, c->in_use, c->tag);
   pthread_mutex_unlock(&pool->mu);

@@ -5,7 +5,8 @@
  * with a single memcpy. */
 #include <string.h>
 
-#include "buffer.h"
+#include "device/buffer.h"
+#include "hostexec.h"
 
 void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides) {
   int64_t s = 1;

@@ -1,6 +1,8 @@
 #include "stream.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
@@ -72,65 +74,62 @@ static void push_ready(dlrun_workers *w, dlrun_stream *s) {
   if (w->idle) pthread_cond_signal(&w->ready_cv);
 }
 
-/* A host-stream event's handle: the stream, and the count of its tasks
- * that must have completed. */
-static dlrun_event host_event(dlrun_stream *s, uint64_t seq) {
-  return (dlrun_event){.platform = s->platform, .handle = {(uintptr_t)s, (uintptr_t)seq}};
+/* Wake the stream of a task parked on a dependency: its head task goes on
+ * with its next dependency. */
+static void grow_threads(dlrun_workers *w);
+
+static void requeue(dlrun_stream *s) {
+  dlrun_workers *w = s->workers;
+  pthread_mutex_lock(&w->mu);
+  push_ready(w, s);
+  grow_threads(w);
+  pthread_mutex_unlock(&w->mu);
 }
 
-/* The stream of a host-stream event, or NULL (done, or another kind). */
-static dlrun_stream *stream_of(dlrun_event ev) {
-  if (!ev.platform || ev.platform->event_query != dlrun_stream_reached) return NULL;
-  return (dlrun_stream *)ev.handle[0];
+static void wake_parked(dlrun_waiter *wt) {
+  dlrun_task *t = (dlrun_task *)((char *)wt - offsetof(dlrun_task, waiter));
+  requeue(t->owner);
 }
 
-static uint64_t seq_of(dlrun_event ev) { return (uint64_t)ev.handle[1]; }
+static void wake_parked_ctx(void *ctx) { requeue(((dlrun_task *)ctx)->owner); }
 
-/* Whether every dependency of t is done, read without locks. */
-static bool deps_reached(const dlrun_task *t) {
-  for (size_t i = t->next_dep; i < t->ndeps; i++)
-    if (!dlrun_event_done(t->deps[i])) return false;
-  return true;
-}
-
-/* Park t on the first of its dependencies not yet done. Returns false when
- * all are done. A dependency on t's own stream is done: t is at its head. */
+/* Park t on the first of its dependencies not yet complete. Returns false
+ * when all are complete. t is not touched once parked: whoever wakes it
+ * may run it at once. */
 static bool park_on_dependency(dlrun_task *t) {
   while (t->next_dep < t->ndeps) {
-    dlrun_event ev = t->deps[t->next_dep];
-    dlrun_stream *other = stream_of(ev);
-    if (other && other != t->owner) {
-      pthread_mutex_lock(&other->mu);
-      if (atomic_load_explicit(&other->completed, memory_order_relaxed) < seq_of(ev)) {
-        t->wait_seq = seq_of(ev);
-        t->next_waiter = other->waiters;
-        other->waiters = t;
-        pthread_mutex_unlock(&other->mu);
-        return true;
-      }
-      pthread_mutex_unlock(&other->mu);
-    } else if (!other) {
-      dlrun_event_wait(ev); /* another kind's event: its platform waits */
+    dlrun_event ev = t->deps[t->next_dep++];
+    if (dlrun_event_is_timeline(ev)) {
+      t->waiter.fn = wake_parked;
+      if (dlrun_timeline_park(ev, &t->waiter)) return true;
+    } else if (ev.platform && !ev.platform->event_query(ev)) {
+      if (ev.platform->event_then(ev, wake_parked_ctx, t) == DLRUN_OK) return true;
+      ev.platform->event_wait(ev); /* no memory to park: wait here (rare) */
     }
-    t->next_dep++;
   }
   return false;
 }
 
-/* Detach the waiters whose awaited seq is now complete. Called with s->mu. */
-static dlrun_task *take_ready_waiters(dlrun_stream *s, uint64_t completed) {
-  dlrun_task *ready = NULL, **link = &s->waiters;
-  while (*link) {
-    dlrun_task *t = *link;
-    if (t->wait_seq <= completed) {
-      *link = t->next_waiter;
-      t->next_waiter = ready;
-      ready = t;
-    } else {
-      link = &t->next_waiter;
-    }
+/* The status of the first failed dependency of t (all complete). */
+static dlrun_status prior_failure(const dlrun_task *t) {
+  for (size_t i = 0; i < t->ndeps; i++) {
+    dlrun_status st = dlrun_event_status(t->deps[i]);
+    if (st) return st;
   }
-  return ready;
+  return DLRUN_OK;
+}
+
+/* Run t (its dependencies complete) and complete its point. */
+static void run_task(dlrun_task *t) {
+  dlrun_stream *s = t->owner;
+  dlrun_event point = t->point;
+  char msg[512];
+  dlrun_status prior = prior_failure(t);
+  if (prior) snprintf(msg, sizeof msg, "%s", dlrun_last_error());
+  dlrun_status st = t->fn(t->ctx, prior); /* may free t */
+  if (prior) st = prior;
+  else if (st) snprintf(msg, sizeof msg, "%s", dlrun_last_error());
+  dlrun_timeline_complete(&s->tl, point, st, st ? msg : NULL);
 }
 
 /* Take the head task of s off the queue. Called with s->mu. */
@@ -139,39 +138,29 @@ static void pop_head(dlrun_stream *s) {
   if (!s->head) s->tail = NULL;
 }
 
-/* Run one task of s, then hand s back to the ready queue if more are queued,
- * so that many busy streams share the workers fairly. A head task whose
- * dependencies are pending parks s instead (it stays scheduled, off the
- * queue) until the stream it waits on wakes it. */
-static void run_one(dlrun_workers *w, dlrun_stream *s) {
+/* After a task of s: hand s back to the ready queue if more are queued, so
+ * that many busy streams share the workers fairly. */
+static void after_task(dlrun_stream *s) {
   pthread_mutex_lock(&s->mu);
-  dlrun_task *t = s->head;
-  bool ready = deps_reached(t); /* the common case: one lock, no parking */
-  if (ready) pop_head(s);
-  pthread_mutex_unlock(&s->mu);
-  if (!ready) {
-    if (park_on_dependency(t)) return;
-    pthread_mutex_lock(&s->mu);
-    pop_head(s);
-    pthread_mutex_unlock(&s->mu);
-  }
-
-  t->fn(t->ctx); /* may free t */
-
-  pthread_mutex_lock(&s->mu);
-  uint64_t completed = atomic_load_explicit(&s->completed, memory_order_relaxed) + 1;
-  atomic_store_explicit(&s->completed, completed, memory_order_release);
-  if (s->sleepers) pthread_cond_broadcast(&s->done_cv);
   bool more = s->head != NULL;
   if (!more) s->scheduled = false;
-  dlrun_task *woken = s->waiters ? take_ready_waiters(s, completed) : NULL;
   pthread_mutex_unlock(&s->mu);
-  if (more || woken) {
-    pthread_mutex_lock(&w->mu);
-    if (more) push_ready(w, s);
-    for (; woken; woken = woken->next_waiter) push_ready(w, woken->owner);
-    pthread_mutex_unlock(&w->mu);
-  }
+  if (more) requeue(s);
+}
+
+/* Run the head task of s. A head task whose dependencies are pending
+ * parks s instead (it stays scheduled, off the queue) until the event it
+ * waits for wakes it. */
+static void run_one(dlrun_stream *s) {
+  pthread_mutex_lock(&s->mu);
+  dlrun_task *t = s->head; /* only this thread takes from s now */
+  pthread_mutex_unlock(&s->mu);
+  if (park_on_dependency(t)) return;
+  pthread_mutex_lock(&s->mu);
+  pop_head(s);
+  pthread_mutex_unlock(&s->mu);
+  run_task(t);
+  after_task(s);
 }
 
 static void run_items(dlrun_job *job) {
@@ -215,7 +204,7 @@ static void *worker_main(void *arg) {
     w->ready_head = s->next_ready;
     if (!w->ready_head) w->ready_tail = NULL;
     pthread_mutex_unlock(&w->mu);
-    run_one(w, s);
+    run_one(s);
     pthread_mutex_lock(&w->mu);
   }
   pthread_mutex_unlock(&w->mu);
@@ -311,24 +300,26 @@ void dlrun_workers_release(dlrun_workers *w) {
   pthread_mutex_unlock(&w->mu);
 }
 
-dlrun_status dlrun_stream_init(dlrun_stream *s, dlrun_workers *w,
-                               const struct dlrun_platform *platform) {
-  *s = (dlrun_stream){.workers = w, .platform = platform};
-  atomic_init(&s->completed, 0);
+void dlrun_workers_flush(dlrun_workers *w) {
+  if (held.w != w || !held.head) return;
+  pthread_mutex_lock(&w->mu);
+  flush_held(w);
+  pthread_mutex_unlock(&w->mu);
+}
+
+void dlrun_stream_init(dlrun_stream *s, dlrun_workers *w, const dlrun_platform *platform) {
+  *s = (dlrun_stream){.workers = w};
+  dlrun_timeline_init(&s->tl, platform);
   pthread_mutex_init(&s->mu, NULL);
-  pthread_cond_init(&s->done_cv, NULL);
-  return DLRUN_OK;
 }
 
 void dlrun_stream_destroy(dlrun_stream *s) {
-  dlrun_stream_wait(dlrun_stream_record(s));
-  pthread_cond_destroy(&s->done_cv);
+  dlrun_timeline_fini(&s->tl); /* waits for queued work */
   pthread_mutex_destroy(&s->mu);
 }
 
 dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_event *deps,
-                                 size_t ndeps, dlrun_task_fn fn, void *ctx,
-                                 dlrun_event *out_event) {
+                                 size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *point) {
   dlrun_workers *w = s->workers;
   dlrun_status st = ensure_a_thread(w);
   if (st) return st;
@@ -337,11 +328,11 @@ dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_eve
   if (s->tail) s->tail->next = t;
   else s->head = t;
   s->tail = t;
-  uint64_t seq = ++s->enqueued;
+  dlrun_event at = t->point = dlrun_timeline_begin(&s->tl); /* in queue order */
   bool schedule = !s->scheduled;
   s->scheduled = true;
   pthread_mutex_unlock(&s->mu);
-  if (out_event) *out_event = host_event(s, seq);
+  if (point) *point = at; /* t may have run and gone already */
   if (!schedule) return DLRUN_OK;
   if (held.w == w) { /* no worker can see s yet: it is this thread's to link */
     s->next_ready = NULL;
@@ -357,25 +348,25 @@ dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_eve
   return DLRUN_OK;
 }
 
-dlrun_event dlrun_stream_record(dlrun_stream *s) {
-  pthread_mutex_lock(&s->mu);
-  dlrun_event ev = host_event(s, s->enqueued);
-  pthread_mutex_unlock(&s->mu);
-  return ev;
+static bool all_complete(const dlrun_event *evs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!dlrun_event_done(evs[i])) return false;
+  return true;
 }
 
-bool dlrun_stream_reached(dlrun_event ev) {
-  dlrun_stream *s = (dlrun_stream *)ev.handle[0];
-  return !s || atomic_load_explicit(&s->completed, memory_order_acquire) >= seq_of(ev);
-}
-
-void dlrun_stream_wait(dlrun_event ev) {
-  if (dlrun_stream_reached(ev)) return;
-  dlrun_stream *s = (dlrun_stream *)ev.handle[0];
+dlrun_status dlrun_stream_run(dlrun_stream *s, dlrun_task *t, const dlrun_event *deps,
+                              size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *point) {
   pthread_mutex_lock(&s->mu);
-  s->sleepers++;
-  while (atomic_load_explicit(&s->completed, memory_order_acquire) < seq_of(ev))
-    pthread_cond_wait(&s->done_cv, &s->mu);
-  s->sleepers--;
+  bool now = !s->scheduled && all_complete(deps, ndeps);
+  if (now) {
+    s->scheduled = true; /* work queued meanwhile waits behind this */
+    *t = (dlrun_task){.fn = fn, .ctx = ctx, .owner = s, .deps = deps, .ndeps = ndeps,
+                      .point = dlrun_timeline_begin(&s->tl)};
+  }
   pthread_mutex_unlock(&s->mu);
+  if (!now) return dlrun_stream_submit(s, t, deps, ndeps, fn, ctx, point);
+  if (point) *point = t->point;
+  run_task(t);
+  after_task(s);
+  return DLRUN_OK;
 }

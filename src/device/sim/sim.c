@@ -4,29 +4,107 @@
  * hands out (to the layers above, and to DLPack consumers as the data of a
  * kDLExtDev export) are inaccessible (PROT_NONE), so a host dereference
  * faults at once, as on a GPU. The bytes live in a second mapping, the
- * region's view, that only this file's slots use: copies and fills
+ * region's view, that only this platform's slots use: copies and fills
  * translate device addresses to it by offset. DLRUN_SIM_MEMORY=shared keeps
  * a single host-readable mapping instead. pinned_host memory is host memory
- * either way. */
+ * either way. Work runs on the host's threads (host/hostexec.h). */
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "buffer.h"
-#include "platform_impl.h"
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "device/buffer.h"
+#include "device/host/hostexec.h"
+#include "device/platform_impl.h"
+
+/* A memory of a sim device: one memory object mapped twice, inaccessible
+ * at the device addresses handed out (`base`) and readable and writable at
+ * `view`. Set once, by the first reservation. */
+typedef struct sim_region {
+  _Atomic(unsigned char *) base; /* NULL until reserved */
+  unsigned char *view;
+  uint64_t size;
+} sim_region;
+
+typedef struct sim_device {
+  dlrun_host_queue queue; /* first: host execution reads it */
+  bool shared;            /* DLRUN_SIM_MEMORY=shared: device memory host-readable */
+  sim_region regions[DLRUN_MEM_KIND_COUNT];
+} sim_device;
+
+static sim_device *sim_of(const dlrun_device *dev) { return dev->impl; }
+
+dlrun_status dlrun_sim_memory_mode(bool *shared) {
+  const char *env = getenv("DLRUN_SIM_MEMORY");
+  *shared = env && strcmp(env, "shared") == 0;
+  if (!env || !*env || *shared || strcmp(env, "private") == 0) return DLRUN_OK;
+  return dlrun_fail(DLRUN_ERR_VALUE,
+                    "DLRUN_SIM_MEMORY must be \"private\" or \"shared\", got \"%.64s\"", env);
+}
 
 /* Each memory of a sim device: at most half of host RAM shared among the sim
  * devices, and at most 16 GiB; the runtime lowers it further so that all
  * memories together fit in host RAM. */
-static uint64_t sim_capacity(dlrun_memory_kind kind, size_t ndevices, uint64_t host_ram) {
+static uint64_t sim_capacity(const dlrun_device *dev, dlrun_memory_kind kind, size_t ndevices) {
+  (void)dev;
   (void)kind;
-  uint64_t share = host_ram / 2 / (ndevices ? ndevices : 1);
+  uint64_t share = dlrun_host_ram_bytes() / 2 / (ndevices ? ndevices : 1);
   const uint64_t hi = 16ull << 30;
   if (share > hi) share = hi;
   return share & ~(uint64_t)4095;
 }
 
+static void sim_memory_info(const dlrun_device *dev, dlrun_memory_kind kind,
+                            dlrun_memory_info *out) {
+  (void)dev;
+  (void)kind;
+  *out = (dlrun_memory_info){.total = dlrun_host_ram_bytes(), .host_ram = true};
+}
+
 /* Whether dev's `kind` memory is the inaccessible kind. */
 static bool is_private(const dlrun_device *dev, dlrun_memory_kind kind) {
-  return kind == DLRUN_MEM_DEVICE && !dev->rt->sim_memory_shared;
+  return kind == DLRUN_MEM_DEVICE && !sim_of(dev)->shared;
+}
+
+static bool sim_is_host_memory(const dlrun_device *dev, dlrun_memory_kind kind) {
+  (void)dev;
+  return kind == DLRUN_MEM_PINNED_HOST;
+}
+
+static bool sim_host_readable(const dlrun_device *dev, dlrun_memory_kind kind) {
+  return !is_private(dev, kind);
+}
+
+/* Where the host reaches the bytes at device address `data`. */
+static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void *data) {
+  if (!is_private(dev, kind)) return (void *)data;
+  sim_region *r = &sim_of(dev)->regions[kind];
+  const unsigned char *base = atomic_load_explicit(&r->base, memory_order_acquire);
+  return r->view + ((const unsigned char *)data - base);
+}
+
+static dlrun_status sim_device_init(dlrun_device *dev, size_t local_index, size_t ndevices,
+                                    void **impl) {
+  (void)local_index;
+  (void)ndevices;
+  bool shared;
+  dlrun_status st = dlrun_sim_memory_mode(&shared);
+  if (st) return st;
+  sim_device *s = dlrun_calloc(1, sizeof *s);
+  if (!s) return dlrun_fail_oom_host(sizeof *s);
+  s->shared = shared;
+  *impl = s;
+  dev->impl = s;
+  dlrun_host_queue_init(&s->queue, dev, view_of);
+  return DLRUN_OK;
+}
+
+static void sim_device_destroy(dlrun_device *dev, void *impl) {
+  (void)dev;
+  sim_device *s = impl;
+  dlrun_host_queue_fini(&s->queue);
+  dlrun_free(s);
 }
 
 /* Device memory, in either mode, is a recorded region (so that imports
@@ -43,7 +121,7 @@ static dlrun_status sim_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint6
     dlrun_unmap_range(view, size);
     return st;
   }
-  dlrun_region *r = &dev->regions[kind];
+  sim_region *r = &sim_of(dev)->regions[kind];
   r->view = view;
   r->size = size;
   atomic_store_explicit(&r->base, (unsigned char *)addr, memory_order_release);
@@ -52,7 +130,7 @@ static dlrun_status sim_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint6
 }
 
 static void sim_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
-  dlrun_region *r = &dev->regions[kind];
+  sim_region *r = &sim_of(dev)->regions[kind];
   if (kind == DLRUN_MEM_DEVICE && r->view != base) dlrun_unmap_range(r->view, r->size);
   dlrun_unmap_range(base, size);
   if (kind != DLRUN_MEM_DEVICE) return;
@@ -63,24 +141,11 @@ static void sim_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, u
 static bool sim_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
                      uint64_t n) {
   if (kind != DLRUN_MEM_DEVICE || n == 0) return true; /* host memory */
-  const unsigned char *base =
-      atomic_load_explicit(&((dlrun_device *)dev)->regions[kind].base, memory_order_acquire);
-  const unsigned char *p = data;
-  uint64_t size = dev->regions[kind].size;
-  return base && p >= base && (uint64_t)(p - base) <= size && n <= size - (uint64_t)(p - base);
-}
-
-static bool sim_host_readable(const dlrun_device *dev, dlrun_memory_kind kind) {
-  return !is_private(dev, kind);
-}
-
-/* Where the host reaches the bytes at device address `data`: memory this
- * file reserved (whichever vtable carries its slots) has a view. */
-static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void *data) {
-  if (!dev || dev->platform->reserve != sim_reserve || !is_private(dev, kind)) return (void *)data;
-  dlrun_region *r = &((dlrun_device *)dev)->regions[kind];
+  sim_region *r = &sim_of(dev)->regions[kind];
   const unsigned char *base = atomic_load_explicit(&r->base, memory_order_acquire);
-  return r->view + ((const unsigned char *)data - base);
+  const unsigned char *p = data;
+  return base && p >= base && (uint64_t)(p - base) <= r->size &&
+         n <= r->size - (uint64_t)(p - base);
 }
 
 /* The view is host memory, which MPI reaches as it would a GPU's through
@@ -91,8 +156,8 @@ static void *sim_transport_view(const dlrun_device *dev, dlrun_memory_kind kind,
 }
 
 /* Committing writes the bytes' own mapping; giving memory back clears both
- * mappings (the inaccessible one holds no pages, but a platform reusing
- * these slots with one object mapped twice would need both). */
+ * mappings (the inaccessible one holds no pages, but clearing it costs
+ * nothing and keeps the rule simple). */
 static dlrun_status sim_commit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
                                uint64_t size) {
   return dlrun_commit_range(view_of(dev, kind, data), size);
@@ -104,18 +169,6 @@ static uint64_t sim_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *da
   uint64_t held = dlrun_decommit_range(view, size);
   if (view != data) held += dlrun_decommit_range(data, size);
   return held;
-}
-
-static void sim_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
-                         const dlrun_box_end *dst, const dlrun_box_end *src) {
-  dlrun_host_copy_box(esize, ndim, lo, hi, view_of(dst->dev, dst->kind, dst->data), dst->origin,
-                      dst->strides, view_of(src->dev, src->kind, src->data), src->origin,
-                      src->strides);
-}
-
-static void sim_fill(const dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
-                     const dlrun_fill *f) {
-  dlrun_host_fill(view_of(dev, kind, data), nbytes, f);
 }
 
 /* Device memory exports as (kDLExtDev, id); pinned_host memory as the host's. */
@@ -133,23 +186,29 @@ static ptrdiff_t sim_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
 }
 
 const dlrun_platform dlrun_sim_platform = {
+    .abi = DLRUN_PLATFORM_ABI,
     .name = "sim",
     .class_name = "SimDevice",
     .is_accelerator = true,
+    .device_init = sim_device_init,
+    .device_destroy = sim_device_destroy,
+    .is_host_memory = sim_is_host_memory,
+    .host_readable = sim_host_readable,
+    .memory_info = sim_memory_info,
     .default_capacity = sim_capacity,
     .reserve = sim_reserve,
     .release = sim_release,
     .commit = sim_commit,
     .decommit = sim_decommit,
     .owns = sim_owns,
-    .host_readable = sim_host_readable,
-    .copy_box = sim_copy_box,
-    .fill = sim_fill,
-    .submit = dlrun_host_submit, /* simulated: the host's threads do the work */
-    .event_record = dlrun_host_event_record,
-    .event_query = dlrun_stream_reached,
-    .event_synchronize = dlrun_stream_wait,
-    .transport_view = sim_transport_view,
+    .copy_box = dlrun_hostexec_copy, /* simulated: the host's threads do the work */
+    .fill = dlrun_hostexec_fill,
+    .record = dlrun_hostexec_record,
+    .event_query = dlrun_timeline_query,
+    .event_wait = dlrun_timeline_wait,
+    .event_then = dlrun_timeline_then,
     .dlpack_device = sim_dlpack_device,
     .dlpack_lookup = sim_dlpack_lookup,
+    .transport_view = sim_transport_view,
+    .inject_failure = dlrun_hostexec_inject,
 };

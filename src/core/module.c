@@ -1,0 +1,52 @@
+/* Finding a module where an installation puts it (module.h). */
+#include "core/module.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void *dlrun_module_open(const char *path, int flags, char *why, size_t n) {
+  void *h = dlopen(path, flags);
+  if (!h) snprintf(why, n, "%s", dlerror());
+  return h;
+}
+
+void *dlrun_module_find(const char *file_name, const char *env_var, int flags, char *tried,
+                        size_t n) {
+  char why[512];
+  const char *env = getenv(env_var);
+  if (env && *env) {
+    void *h = dlrun_module_open(env, flags, why, sizeof why);
+    if (!h) snprintf(tried, n, "%s: %s", env_var, why);
+    return h;
+  }
+  /* The folder of the code running this (libdlrun.so, or an executable
+   * linking it statically), and of the executable itself. */
+  char dirs[2][PATH_MAX] = {"", ""};
+  Dl_info info;
+  if (dladdr((void *)dlrun_module_find, &info) && info.dli_fname && strchr(info.dli_fname, '/'))
+    snprintf(dirs[0], sizeof dirs[0], "%s", info.dli_fname);
+  ssize_t len_exe = readlink("/proc/self/exe", dirs[1], sizeof dirs[1] - 1);
+  dirs[1][len_exe > 0 ? len_exe : 0] = '\0';
+  char path[PATH_MAX + 256];
+  const char *beside[] = {"%s/%s", "%s/../lib/%s"};
+  size_t len = 0;
+  tried[0] = '\0';
+  for (size_t d = 0; d < 2; d++) {
+    char *slash = strrchr(dirs[d], '/');
+    if (!slash) continue;
+    *slash = '\0';
+    for (size_t i = 0; i < 2; i++) {
+      snprintf(path, sizeof path, beside[i], dirs[d], file_name);
+      void *h = dlrun_module_open(path, flags, why, sizeof why);
+      if (h) return h;
+      len += (size_t)snprintf(tried + len, len < n ? n - len : 0, "%s; ", why);
+    }
+  }
+  void *h = dlrun_module_open(file_name, flags, why, sizeof why);
+  if (!h) snprintf(tried + len, len < n ? n - len : 0, "%s", why);
+  return h;
+}

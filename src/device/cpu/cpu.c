@@ -1,0 +1,138 @@
+/* The cpu platform: real host memory, work on the host's threads
+ * (host/hostexec.h). Every cpu device's memory is the host's. */
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "device/host/hostexec.h"
+#include "device/platform_impl.h"
+
+static uint64_t cpu_capacity(const dlrun_device *dev, dlrun_memory_kind kind, size_t ndevices) {
+  (void)dev;
+  (void)kind;
+  (void)ndevices;
+  return dlrun_host_ram_bytes();
+}
+
+static void cpu_memory_info(const dlrun_device *dev, dlrun_memory_kind kind,
+                            dlrun_memory_info *out) {
+  (void)dev;
+  (void)kind;
+  *out = (dlrun_memory_info){.total = dlrun_host_ram_bytes(), .host_ram = true};
+}
+
+static bool cpu_is_host(const dlrun_device *dev, dlrun_memory_kind kind) {
+  (void)dev;
+  (void)kind;
+  return true;
+}
+
+static void *cpu_view(const dlrun_device *dev, dlrun_memory_kind kind, const void *data) {
+  (void)dev;
+  (void)kind;
+  return (void *)data;
+}
+
+static dlrun_status cpu_device_init(dlrun_device *dev, size_t local_index, size_t ndevices,
+                                    void **impl) {
+  (void)local_index;
+  (void)ndevices;
+  dlrun_host_queue *q = dlrun_calloc(1, sizeof *q);
+  if (!q) return dlrun_fail_oom_host(sizeof *q);
+  *impl = dev->impl = q;
+  dlrun_host_queue_init(q, dev, cpu_view);
+  return DLRUN_OK;
+}
+
+static void cpu_device_destroy(dlrun_device *dev, void *impl) {
+  (void)dev;
+  dlrun_host_queue_fini(impl);
+  dlrun_free(impl);
+}
+
+static dlrun_status cpu_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size,
+                                void **base) {
+  (void)dev;
+  (void)kind;
+  return dlrun_map_range(size, true, base);
+}
+
+static void cpu_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
+  (void)dev;
+  (void)kind;
+  dlrun_unmap_range(base, size);
+}
+
+static dlrun_status cpu_commit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                               uint64_t size) {
+  (void)dev;
+  (void)kind;
+  return dlrun_commit_range(data, size);
+}
+
+static uint64_t cpu_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                             uint64_t size) {
+  (void)dev;
+  (void)kind;
+  return dlrun_decommit_range(data, size);
+}
+
+static bool cpu_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
+                     uint64_t n) {
+  (void)dev;
+  (void)kind;
+  (void)data;
+  (void)n;
+  return true; /* any host address */
+}
+
+/* Host memory: the transport reaches it where the host does. */
+static void *cpu_transport_view(const dlrun_device *dev, dlrun_memory_kind kind,
+                                const void *data) {
+  return cpu_view(dev, kind, data);
+}
+
+/* Every cpu device's memory is the host's: (kDLCPU, 0), as JAX. */
+static void cpu_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                              int32_t *id) {
+  (void)dev;
+  (void)kind;
+  *type = DL_CPU;
+  *id = 0;
+}
+
+/* Host memory, pinned host memory included, is read on the first cpu device,
+ * whatever device_id the producer gives it. */
+static ptrdiff_t cpu_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
+                                   dlrun_memory_kind *kind) {
+  (void)id;
+  *kind = DLRUN_MEM_DEVICE;
+  if (type == DL_CPU || type == DL_CUDA_HOST || type == DL_ROCM_HOST) return ndevices ? 0 : -1;
+  return -1;
+}
+
+const dlrun_platform dlrun_cpu_platform = {
+    .abi = DLRUN_PLATFORM_ABI,
+    .name = "cpu",
+    .class_name = "CpuDevice",
+    .is_accelerator = false,
+    .device_init = cpu_device_init,
+    .device_destroy = cpu_device_destroy,
+    .is_host_memory = cpu_is_host,
+    .host_readable = cpu_is_host,
+    .memory_info = cpu_memory_info,
+    .default_capacity = cpu_capacity,
+    .reserve = cpu_reserve,
+    .release = cpu_release,
+    .commit = cpu_commit,
+    .decommit = cpu_decommit,
+    .owns = cpu_owns,
+    .copy_box = dlrun_hostexec_copy,
+    .fill = dlrun_hostexec_fill,
+    .record = dlrun_hostexec_record,
+    .event_query = dlrun_timeline_query,
+    .event_wait = dlrun_timeline_wait,
+    .event_then = dlrun_timeline_then,
+    .dlpack_device = cpu_dlpack_device,
+    .dlpack_lookup = cpu_dlpack_lookup,
+    .transport_view = cpu_transport_view,
+    .inject_failure = dlrun_hostexec_inject,
+};

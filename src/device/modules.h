@@ -1,0 +1,17 @@
+/* Internal: platform modules, platforms built apart from libdlrun
+ * (libdlrun_opencl.so) and loaded at run time. */
+#ifndef DLRUN_DEVICE_MODULES_H
+#define DLRUN_DEVICE_MODULES_H
+
+#include "dlrun/status.h"
+
+/* Load every platform module found, once per process (later calls, from
+ * any thread, return at once): open each with the library's services and
+ * register its platform ahead of the built-in ones. A module that is
+ * missing or fails to load, open or register is remembered with why, for
+ * dlrun_platforms_list, never an error: DLRUN_OK always. Called before a
+ * device spec is read (a spec may name a module's platform) and by the
+ * listing. */
+dlrun_status dlrun_platform_modules_load(void);
+
+#endif

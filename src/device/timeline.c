@@ -1,0 +1,202 @@
+/* Timelines (timeline.h): the events of an in-order queue. */
+#include "timeline.h"
+
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/status_impl.h"
+
+struct dlrun_failure {
+  uint64_t seq;
+  dlrun_status status;
+  dlrun_failure *next;
+  char msg[];
+};
+
+void dlrun_timeline_init(dlrun_timeline *tl, const dlrun_platform *pl) {
+  *tl = (dlrun_timeline){.platform = pl};
+  atomic_init(&tl->completed, 0);
+  pthread_mutex_init(&tl->mu, NULL);
+  pthread_cond_init(&tl->cv, NULL);
+}
+
+void dlrun_timeline_fini(dlrun_timeline *tl) {
+  dlrun_timeline_wait(dlrun_timeline_last(tl));
+  for (dlrun_failure *f = tl->failures, *next; f; f = next) {
+    next = f->next;
+    dlrun_free(f);
+  }
+  pthread_cond_destroy(&tl->cv);
+  pthread_mutex_destroy(&tl->mu);
+}
+
+dlrun_status dlrun_timeline_create(const dlrun_platform *pl, dlrun_timeline **out) {
+  *out = dlrun_malloc(sizeof **out);
+  if (!*out) return dlrun_fail_oom_host(sizeof **out);
+  dlrun_timeline_init(*out, pl);
+  return DLRUN_OK;
+}
+
+void dlrun_timeline_destroy(dlrun_timeline *tl) {
+  if (!tl) return;
+  dlrun_timeline_fini(tl);
+  dlrun_free(tl);
+}
+
+static dlrun_event point(dlrun_timeline *tl, uint64_t seq) {
+  return (dlrun_event){.platform = tl->platform, .handle = {(uintptr_t)tl, (uintptr_t)seq}};
+}
+
+static dlrun_timeline *timeline_of(dlrun_event ev) { return (dlrun_timeline *)ev.handle[0]; }
+
+dlrun_event dlrun_timeline_begin(dlrun_timeline *tl) {
+  pthread_mutex_lock(&tl->mu);
+  uint64_t seq = ++tl->begun;
+  pthread_mutex_unlock(&tl->mu);
+  return point(tl, seq);
+}
+
+dlrun_event dlrun_timeline_last(dlrun_timeline *tl) {
+  pthread_mutex_lock(&tl->mu);
+  uint64_t seq = tl->begun;
+  pthread_mutex_unlock(&tl->mu);
+  return point(tl, seq);
+}
+
+/* Detach the waiters whose point is now complete. Called with tl->mu. */
+static dlrun_waiter *take_released(dlrun_timeline *tl, uint64_t completed) {
+  dlrun_waiter *ready = NULL, **link = &tl->waiters;
+  while (*link) {
+    dlrun_waiter *w = *link;
+    if (w->seq <= completed) {
+      *link = w->next;
+      w->next = ready;
+      ready = w;
+    } else {
+      link = &w->next;
+    }
+  }
+  return ready;
+}
+
+static void run_waiters(dlrun_waiter *w) {
+  for (dlrun_waiter *next; w; w = next) {
+    next = w->next; /* fn may free w */
+    w->fn(w);
+  }
+}
+
+/* The waiters of points up to seq run before the points are seen complete
+ * (they release what the work held: whoever waits on the host then sees
+ * its memory back in the pools), then any that parked meanwhile. */
+void dlrun_timeline_complete(dlrun_timeline *tl, dlrun_event at, dlrun_status st,
+                             const char *msg) {
+  uint64_t seq = (uint64_t)at.handle[1];
+  dlrun_failure *f = NULL;
+  if (st) { /* recorded before the point is seen complete */
+    size_t len = strlen(msg ? msg : "");
+    if ((f = dlrun_malloc(sizeof *f + len + 1))) {
+      *f = (dlrun_failure){.seq = seq, .status = st};
+      memcpy(f->msg, msg ? msg : "", len + 1);
+    }
+  }
+  pthread_mutex_lock(&tl->mu);
+  if (f) {
+    f->next = tl->failures;
+    tl->failures = f;
+  } else if (st) { /* no memory for the message: the point still fails */
+    tl->lost_seq = seq;
+    tl->lost_status = st;
+  }
+  dlrun_waiter *first = tl->waiters ? take_released(tl, seq) : NULL;
+  pthread_mutex_unlock(&tl->mu);
+  run_waiters(first);
+  pthread_mutex_lock(&tl->mu);
+  uint64_t completed = atomic_load_explicit(&tl->completed, memory_order_relaxed);
+  if (seq > completed) atomic_store_explicit(&tl->completed, completed = seq, memory_order_release);
+  if (tl->sleepers) pthread_cond_broadcast(&tl->cv);
+  dlrun_waiter *late = tl->waiters ? take_released(tl, completed) : NULL;
+  pthread_mutex_unlock(&tl->mu);
+  run_waiters(late);
+}
+
+bool dlrun_timeline_query(dlrun_event ev) {
+  dlrun_timeline *tl = timeline_of(ev);
+  return !tl || atomic_load_explicit(&tl->completed, memory_order_acquire) >= ev.handle[1];
+}
+
+/* A failed point's record, or NULL. Called with tl->mu. */
+static const dlrun_failure *failure_of(const dlrun_timeline *tl, uint64_t seq) {
+  for (const dlrun_failure *f = tl->failures; f; f = f->next)
+    if (f->seq == seq) return f;
+  return NULL;
+}
+
+dlrun_status dlrun_timeline_status(dlrun_event ev) {
+  dlrun_timeline *tl = timeline_of(ev);
+  if (!tl || (!tl->failures && !tl->lost_seq) || !dlrun_timeline_query(ev)) return DLRUN_OK;
+  pthread_mutex_lock(&tl->mu);
+  const dlrun_failure *f = failure_of(tl, (uint64_t)ev.handle[1]);
+  dlrun_status st = f ? dlrun_fail(f->status, "%s", f->msg) : DLRUN_OK;
+  if (!f && tl->lost_seq == ev.handle[1])
+    st = dlrun_fail(tl->lost_status, "work on a device failed; its message was lost for lack "
+                    "of host memory");
+  pthread_mutex_unlock(&tl->mu);
+  return st;
+}
+
+dlrun_status dlrun_timeline_wait(dlrun_event ev) {
+  dlrun_timeline *tl = timeline_of(ev);
+  if (!tl) return DLRUN_OK;
+  if (!dlrun_timeline_query(ev)) {
+    pthread_mutex_lock(&tl->mu);
+    tl->sleepers++;
+    while (atomic_load_explicit(&tl->completed, memory_order_acquire) < ev.handle[1])
+      pthread_cond_wait(&tl->cv, &tl->mu);
+    tl->sleepers--;
+    pthread_mutex_unlock(&tl->mu);
+  }
+  return dlrun_timeline_status(ev);
+}
+
+bool dlrun_timeline_park(dlrun_event ev, dlrun_waiter *w) {
+  dlrun_timeline *tl = timeline_of(ev);
+  if (!tl || dlrun_timeline_query(ev)) return false;
+  pthread_mutex_lock(&tl->mu);
+  bool parked = atomic_load_explicit(&tl->completed, memory_order_relaxed) < ev.handle[1];
+  if (parked) {
+    w->seq = (uint64_t)ev.handle[1];
+    w->next = tl->waiters;
+    tl->waiters = w;
+  }
+  pthread_mutex_unlock(&tl->mu);
+  return parked;
+}
+
+typedef struct callback {
+  dlrun_waiter w; /* first: the waiter is the callback */
+  void (*fn)(void *ctx);
+  void *ctx;
+} callback;
+
+static void run_callback(dlrun_waiter *w) {
+  callback *c = (callback *)w;
+  c->fn(c->ctx);
+  dlrun_free(c);
+}
+
+dlrun_status dlrun_timeline_then(dlrun_event ev, void (*fn)(void *ctx), void *ctx) {
+  if (dlrun_timeline_query(ev)) {
+    fn(ctx);
+    return DLRUN_OK;
+  }
+  callback *c = dlrun_malloc(sizeof *c);
+  if (!c) return dlrun_fail_oom_host(sizeof *c);
+  *c = (callback){.w = {.fn = run_callback}, .fn = fn, .ctx = ctx};
+  if (!dlrun_timeline_park(ev, &c->w)) run_callback(&c->w); /* completed meanwhile */
+  return DLRUN_OK;
+}
+
+bool dlrun_event_is_timeline(dlrun_event ev) {
+  return ev.platform && ev.platform->event_query == dlrun_timeline_query;
+}
