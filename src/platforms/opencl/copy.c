@@ -402,7 +402,7 @@ static dlrun_status each_piece(const dlrun_copy_op *op, side *dst, copy_pass *cp
   return DLRUN_OK;
 }
 
-dlrun_status ocl_copy_box(dlrun_device *dev, const dlrun_copy_op *op, const dlrun_event *waits,
+dlrun_status ocl_copy_box(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event *waits,
                           size_t nwaits, dlrun_event *done) {
   ocl_device *d = ocl_dev(dev);
   if (op->ndim < 0 || op->ndim > DLRUN_MAX_NDIM)

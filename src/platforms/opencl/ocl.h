@@ -177,7 +177,7 @@ dlrun_status ocl_export_data(const dlrun_device *dev, dlrun_memory_kind kind, co
                              void **data, uint64_t *byte_offset);
 dlrun_status ocl_import_data(const dlrun_device *dev, dlrun_memory_kind kind, void *data,
                              uint64_t byte_offset, uint64_t nbytes, void **addr);
-dlrun_status ocl_copy_box(dlrun_device *dev, const dlrun_copy_op *op, const dlrun_event *waits,
+dlrun_status ocl_copy_box(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event *waits,
                           size_t nwaits, dlrun_event *done);
 dlrun_status ocl_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
                       const dlrun_fill *f, const dlrun_event *waits, size_t nwaits,

@@ -27,6 +27,7 @@ typedef struct ocl_wait {
   ocl_op *op;     /* NULL: a stream_wait's, nothing to tell */
   cl_event user;  /* the user event gating the queue, or NULL */
   dlrun_event ev;
+  int retries;    /* called back before ev read as complete (see wait_done) */
 } ocl_wait;
 
 struct ocl_op {
@@ -68,15 +69,15 @@ static const char *failure_of(dlrun_event ev, dlrun_status *st) {
   return *st ? ocl_svc->last_error() : NULL;
 }
 
-/* Complete op's point: "<device>: copy failed: CL_... (-5)" or "<device>:
- * copy waited on failed work: <that failure>". */
+/* Complete op's point: failed with "<device>: copy failed: CL_... (-5)",
+ * or with the message of the failed event it waited on (as every platform
+ * does: the first failure is what a reader sees). */
 static void op_finish(ocl_op *op) {
   ocl_device *d = op->d;
   char msg[1024];
   dlrun_status st = DLRUN_OK;
   if (op->wait_msg) {
-    snprintf(msg, sizeof msg, "%s: %s waited on failed work: %s", d->name, op->what,
-             op->wait_msg);
+    snprintf(msg, sizeof msg, "%s", op->wait_msg);
     st = DLRUN_ERR_RUNTIME;
   } else if (op->cl_status < 0) {
     snprintf(msg, sizeof msg, "%s: %s failed: %s (%d)", d->name, op->what,
@@ -133,9 +134,15 @@ static void CL_CALLBACK command_done(cl_event ev, cl_int status, void *ctx) {
   op_release(op);
 }
 
-/* An awaited event completed: note its failure, open the gate. */
+/* An awaited event completed: note its failure, open the gate. A
+ * timeline may call back before its point reads as complete (the library's
+ * runs the callbacks it releases, then marks the point): then the status
+ * is not known yet, and asking again is answered once it is. */
 static void wait_done(void *ctx) {
   ocl_wait *w = ctx;
+  if (!ocl_svc->event_query(w->ev) && w->retries++ < 3 &&
+      !ocl_svc->event_then(w->ev, wait_done, w))
+    return;
   if (w->op) {
     dlrun_status st;
     const char *msg = failure_of(w->ev, &st);
