@@ -103,7 +103,7 @@ static const dlrun_platform *open_module(const char *path, void **handle) {
 
 static dlrun_status wait_ev(dlrun_event ev) { return pl->event_wait(ev); }
 
-static const int64_t zeros[4] = {0, 0, 0, 0};
+static const int64_t zeros[5] = {0, 0, 0, 0, 0};
 
 /* Copy n bytes of dev d's memory at addr to host, on dev q's queue. */
 static dlrun_status read_bytes(int q, int d, dlrun_memory_kind kind, const void *addr,
@@ -139,7 +139,7 @@ static int64_t elem_off(int nd, const int64_t *idx, const int64_t *st, size_t es
 /* The reference copy of box [lo, hi) on the host. */
 static void ref_copy(int nd, size_t esize, const int64_t *lo, const int64_t *hi, unsigned char *dst,
                      const int64_t *dst_st, const unsigned char *src, const int64_t *src_st) {
-  int64_t idx[4];
+  int64_t idx[5];
   memcpy(idx, lo, sizeof(int64_t) * (size_t)nd);
   for (;;) {
     memcpy(dst + elem_off(nd, idx, dst_st, esize), src + elem_off(nd, idx, src_st, esize), esize);
@@ -169,8 +169,9 @@ static void span_of(int nd, const int64_t *shape, const int64_t *st, size_t esiz
 typedef struct layout_case {
   int nd;
   size_t esize;
-  int64_t shape[4], lo[4], hi[4];
-  int64_t host_st[4], dev0_st[4], dev1_st[4], out_st[4];
+  int64_t shape[5], lo[5], hi[5];
+  int64_t host_st[5], dev0_st[5], dev1_st[5], out_st[5];
+  bool one_memory; /* the middle copy stays in dev0's memory (another place of it) */
 } layout_case;
 
 static unsigned char *dev_mem[4]; /* device memory reserved per device */
@@ -190,7 +191,8 @@ static void run_layout(const layout_case *c) {
   memset(ref, 0xEE, (size_t)(highs[3] - lows[3]));
   unsigned char *a0 = a - lows[0], *b0 = b - lows[3], *r0 = ref - lows[3];
   /* device blocks start 4 KiB in, element [0...] placed past the low reach */
-  unsigned char *d0 = dev_mem[0] + 4096 - lows[1], *d1 = dev_mem[1] + 4096 - lows[2];
+  int md = c->one_memory ? 0 : 1; /* the device whose memory the middle layout is in */
+  unsigned char *d0 = dev_mem[0] + 4096 - lows[1], *d1 = dev_mem[md] + (1 << 20) - lows[2];
   ref_copy(nd, es, c->lo, c->hi, r0, c->out_st, a0, c->host_st);
 
   dlrun_copy_piece p0 = {.src = {NULL, 0, a0, zeros, c->host_st}, .lo = c->lo, .hi = c->hi};
@@ -198,9 +200,9 @@ static void run_layout(const layout_case *c) {
                                                          c->dev0_st}, .npieces = 1, .pieces = &p0};
   dlrun_copy_piece p1 = {.src = {dev[0], DLRUN_MEM_DEVICE, d0, zeros, c->dev0_st}, .lo = c->lo,
                          .hi = c->hi};
-  dlrun_copy_op op1 = {.esize = es, .ndim = nd, .dst = {dev[1], DLRUN_MEM_DEVICE, d1, zeros,
+  dlrun_copy_op op1 = {.esize = es, .ndim = nd, .dst = {dev[md], DLRUN_MEM_DEVICE, d1, zeros,
                                                          c->dev1_st}, .npieces = 1, .pieces = &p1};
-  dlrun_copy_piece p2 = {.src = {dev[1], DLRUN_MEM_DEVICE, d1, zeros, c->dev1_st}, .lo = c->lo,
+  dlrun_copy_piece p2 = {.src = {dev[md], DLRUN_MEM_DEVICE, d1, zeros, c->dev1_st}, .lo = c->lo,
                          .hi = c->hi};
   dlrun_copy_op op2 = {.esize = es, .ndim = nd, .dst = {NULL, 0, b0, zeros, c->out_st},
                        .npieces = 1, .pieces = &p2};
@@ -294,8 +296,8 @@ static void *racer(void *arg) {
     dlrun_event w = the_race.last[other];
     pthread_mutex_unlock(&the_race.m);
     dlrun_event ev;
-    dlrun_status st = write_bytes(me, me, DLRUN_MEM_DEVICE, dev_mem[me] + 32768 + (size_t)(i % 8) * 256,
-                                  src, 256, &w, 1, &ev);
+    unsigned char *at = dev_mem[me] + 32768 + (size_t)(i % 8) * 256;
+    dlrun_status st = write_bytes(me, me, DLRUN_MEM_DEVICE, at, src, 256, &w, 1, &ev);
     pthread_mutex_lock(&the_race.m);
     if (st) the_race.failures++;
     else the_race.last[me] = ev;
@@ -443,24 +445,32 @@ int main(int argc, char **argv) {
     CHECK(!pl->owns(dev[0], DLRUN_MEM_DEVICE, dev_mem[0] + DEV_BYTES - 4, 8), "owns past the end");
   }
 
-  TEST("copy: host -> dev0 -> dev1 -> host, 1-D to 4-D boxes, odd and negative strides") {
+  TEST("copy: host -> dev0 -> dev1 -> host, 1-D to 5-D boxes, odd and negative strides") {
     const layout_case cases[] = {
-        {1, 4, {100}, {3}, {97}, {1}, {1}, {1}, {1}},
-        {1, 2, {50}, {0}, {50}, {3}, {-1}, {2}, {-5}},
-        {1, 8, {300}, {5}, {290}, {1}, {1}, {-1}, {1}}, /* dev0 -> dev1 reverses: the kernel */
-        {1, 4, {300}, {0}, {300}, {-1}, {1}, {1}, {1}}, /* host -> dev0 reverses: staged, kernel */
-        {2, 4, {20, 30}, {1, 2}, {19, 30}, {1, 20}, {30, 1}, {30, 1}, {-1, -20}}, /* transposes */
-        {2, 2, {20, 30}, {0, 0}, {20, 30}, {30, 1}, {30, 1}, {30, 1}, {-1, -20}}, /* dev1 -> host
-                                                                                 staged back */
-        {3, 2, {6, 7, 8}, {0, 1, 0}, {6, 7, 8}, {56, 8, 1}, {1, 6, 42}, {-56, 8, -1}, {56, 8, 1}},
-        {2, 4, {7, 9}, {1, 2}, {6, 9}, {9, 1}, {11, 1}, {1, 7}, {-10, 1}},
-        {2, 8, {5, 6}, {0, 0}, {5, 6}, {6, 1}, {-6, -1}, {6, 1}, {1, 5}},
-        {3, 4, {4, 5, 6}, {1, 0, 1}, {4, 5, 5}, {30, 6, 1}, {48, 8, 1}, {1, 4, 20}, {-40, 8, -1}},
-        {3, 1, {3, 4, 5}, {0, 1, 0}, {3, 4, 5}, {20, 5, 1}, {-7, -100, 21}, {20, 5, 1}, {33, 7, 1}},
+        {1, 4, {100}, {3}, {97}, {1}, {1}, {1}, {1}, false},
+        {1, 2, {50}, {0}, {50}, {3}, {-1}, {2}, {-5}, false},
+        /* dev0 -> dev1 reverses: the kernel */
+        {1, 8, {300}, {5}, {290}, {1}, {1}, {-1}, {1}, false},
+        /* within one buffer, other pitches (OpenCL's rects refuse them): the kernel, rows */
+        {2, 4, {6, 10}, {1, 0}, {6, 9}, {10, 1}, {10, 1}, {16, 1}, {10, 1}, true},
+        {5, 2, {2, 3, 2, 3, 4}, {0, 0, 0, 0, 0}, {2, 3, 2, 3, 4}, {72, 24, 12, 4, 1},
+         {200, 60, 25, 7, 1}, {150, 48, 20, 5, 1}, {72, 24, 12, 4, 1}, true},
+        /* host -> dev0 reverses, transposes: staged, the kernel; dev1 -> host: back */
+        {1, 4, {300}, {0}, {300}, {-1}, {1}, {1}, {1}, false},
+        {2, 4, {20, 30}, {1, 2}, {19, 30}, {1, 20}, {30, 1}, {30, 1}, {-1, -20}, false},
+        {2, 2, {20, 30}, {0, 0}, {20, 30}, {30, 1}, {30, 1}, {30, 1}, {-1, -20}, false},
+        {3, 2, {6, 7, 8}, {0, 1, 0}, {6, 7, 8}, {56, 8, 1}, {1, 6, 42}, {-56, 8, -1}, {56, 8, 1},
+         false},
+        {2, 4, {7, 9}, {1, 2}, {6, 9}, {9, 1}, {11, 1}, {1, 7}, {-10, 1}, false},
+        {2, 8, {5, 6}, {0, 0}, {5, 6}, {6, 1}, {-6, -1}, {6, 1}, {1, 5}, false},
+        {3, 4, {4, 5, 6}, {1, 0, 1}, {4, 5, 5}, {30, 6, 1}, {48, 8, 1}, {1, 4, 20}, {-40, 8, -1},
+         false},
+        {3, 1, {3, 4, 5}, {0, 1, 0}, {3, 4, 5}, {20, 5, 1}, {-7, -100, 21}, {20, 5, 1}, {33, 7, 1},
+         false},
         {4, 2, {3, 4, 5, 6}, {1, 0, 1, 2}, {3, 3, 5, 6}, {120, 30, 6, 1}, {160, 35, 7, 1},
-         {1, 3, 12, 60}, {-200, 40, -8, 1}},
+         {1, 3, 12, 60}, {-200, 40, -8, 1}, false},
         {4, 16, {2, 3, 2, 5}, {0, 0, 0, 0}, {2, 3, 2, 5}, {30, 10, 5, 1}, {30, 10, 5, 1},
-         {-31, 10, -5, 1}, {1, 2, 6, 12}},
+         {-31, 10, -5, 1}, {1, 2, 6, 12}, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_layout(&cases[i]);
   }

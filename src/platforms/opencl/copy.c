@@ -178,6 +178,18 @@ static cl_int enqueue_rect(ocl_enqueue *q, const plan *p, const ocl_place *s,
     else
       err = clEnqueueWriteBuffer(cq, d->mem, CL_FALSE, d->offset, region[0], s->host,
                                  ocl_wait_count(q), ocl_wait_list(q), &ev);
+  } else if (s->mem && s->mem == d->mem && (sr != dr || ss != ds)) {
+    /* OpenCL refuses a rect within one buffer whose pitches differ: rows */
+    err = CL_SUCCESS;
+    for (size_t z = 0; z < region[2] && !err; z++)
+      for (size_t y = 0; y < region[1] && !err; y++) {
+        ev = NULL;
+        err = clEnqueueCopyBuffer(cq, s->mem, d->mem, s->offset + z * ss + y * sr,
+                                  d->offset + z * ds + y * dr, region[0], ocl_wait_count(q),
+                                  ocl_wait_list(q), &ev);
+        ocl_enqueued(q, err, ev);
+      }
+    return err;
   } else if (s->mem && d->mem) {
     origin_of(s->offset, sr, ss, so);
     origin_of(d->offset, dr, ds, doo);
@@ -360,7 +372,12 @@ static dlrun_status kernel_piece(copy_pass *cp, const side *src, const side *dst
  * host memory only when the box fills the bytes it spans there (they are
  * all read back). */
 static bool by_kernel(const side *src, const side *dst, const plan *p, size_t esize) {
-  if ((!src->buf && !dst->buf) || p->ndims > 4 || rect_count(p) <= 8) return false;
+  if ((!src->buf && !dst->buf) || p->ndims > 4) return false;
+  bool one_memory = src->buf && dst->buf && src->d == dst->d && src->kind == dst->kind;
+  if (one_memory && p->region[0] * p->region[1] * p->region[2] > p->region[0] &&
+      (p->srow != p->drow || p->sslice != p->dslice))
+    return true; /* rects within one buffer need equal pitches: rows, or the kernel */
+  if (rect_count(p) <= 8) return false;
   if (src->buf && dst->buf) return true;
   int64_t lo, hi, n = 1;
   box_reach(p, esize, !src->buf, &lo, &hi);
