@@ -500,6 +500,36 @@ int main(int argc, char **argv) {
     pl->release(dev[0], DLRUN_MEM_PINNED_HOST, pin, 1 << 20);
   }
 
+  TEST("copy and fill between host memories: host work in the queue's order, seeing every "
+       "write") {
+    unsigned char *pin[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++)
+      CHECK(!pl->reserve(dev[i], DLRUN_MEM_PINNED_HOST, 1 << 20, (void **)&pin[i]), "%s",
+            last_msg);
+    const int64_t one = 1, lo = 0, hi = 4096;
+    dlrun_copy_piece pc = {.src = {dev[0], DLRUN_MEM_PINNED_HOST, pin[0], zeros, &one},
+                           .lo = &lo, .hi = &hi};
+    dlrun_copy_op op = {.esize = 1, .ndim = 1,
+                        .dst = {dev[1], DLRUN_MEM_PINNED_HOST, pin[1], zeros, &one},
+                        .npieces = 1, .pieces = &pc};
+    for (int round = 0; round < 3; round++) {
+      memset(pin[0], 0x30 + round, 4096); /* written by the host between copies */
+      dlrun_event ev;
+      dlrun_status st = pl->copy_box(dev[round % 2], &op, NULL, 0, &ev);
+      if (!st) st = wait_ev(ev);
+      CHECK(!st && pin[1][0] == 0x30 + round && pin[1][4095] == 0x30 + round,
+            "round %d: %02x %s", round, pin[1][0], st ? last_msg : "");
+    }
+    dlrun_fill f = {.esize = 2, .pattern = {0xAB, 0xCD}};
+    dlrun_event fe, ce;
+    dlrun_status st = pl->fill(dev[0], DLRUN_MEM_PINNED_HOST, pin[0], 4096, &f, NULL, 0, &fe);
+    if (!st) st = pl->copy_box(dev[1], &op, &fe, 1, &ce); /* on dev1, after dev0's fill */
+    if (!st) st = wait_ev(ce);
+    CHECK(!st && pin[1][0] == 0xAB && pin[1][4095] == 0xCD, "fill then copy: %02x %02x %s",
+          pin[1][0], pin[1][4095], st ? last_msg : "");
+    for (int i = 0; i < 2; i++) pl->release(dev[i], DLRUN_MEM_PINNED_HOST, pin[i], 1 << 20);
+  }
+
   TEST("fill: repeated elements of every size, aligned and not") {
     for (size_t es = 1; es <= 16; es *= 2) {
       dlrun_fill f = {.esize = es};

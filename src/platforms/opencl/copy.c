@@ -142,7 +142,7 @@ static dlrun_status place_side(const side *s, int64_t off, size_t span, ocl_plac
     *pl = (ocl_place){.host = (unsigned char *)s->data + off};
     return DLRUN_OK;
   }
-  dlrun_status st = ocl_place_of(s->d, s->kind, s->data + off, s->buf, pl);
+  dlrun_status st = ocl_place_of(s->d, s->kind, s->data + off, pl);
   if (st) return st;
   if (s->buf && pl->room < span)
     return ocl_svc->fail(DLRUN_ERR_VALUE,
@@ -248,16 +248,28 @@ static side side_of(const dlrun_box_end *e) {
   return s;
 }
 
-/* Both ends host memory: the pinned one goes through its cl_mem
- * (CL_MEM_USE_HOST_PTR), so that the copy is a command of the queue. */
-static dlrun_status host_pair(side *a, side *b, const char *name) {
-  if (a->buf || b->buf) return DLRUN_OK;
-  if (a->d) a->buf = true;
-  else if (b->d) b->buf = true;
-  else
-    return ocl_svc->fail(DLRUN_ERR_RUNTIME,
-                         "%s: a copy between two host memories is not OpenCL work", name);
-  return DLRUN_OK;
+static bool empty_box(int nd, const int64_t *lo, const int64_t *hi) {
+  for (int k = 0; k < nd; k++)
+    if (hi[k] <= lo[k]) return true;
+  return false;
+}
+
+/* Both ends host memory (host, pinned_host): the host copies it. */
+static bool host_only(const dlrun_copy_op *op, const dlrun_copy_piece *pc) {
+  return (!op->dst.dev || op->dst.kind != DLRUN_MEM_DEVICE) &&
+         (!pc->src.dev || pc->src.kind != DLRUN_MEM_DEVICE);
+}
+
+/* The host's part of a copy, run in the queue's order (ocl_enqueue_host). */
+static void host_pieces(void *ctx) {
+  const dlrun_copy_op *op = ctx;
+  for (size_t i = 0; i < op->npieces; i++) {
+    const dlrun_copy_piece *pc = &op->pieces[i];
+    if (!host_only(op, pc) || empty_box(op->ndim, pc->lo, pc->hi)) continue;
+    ocl_svc->host_copy_box(op->esize, op->ndim, pc->lo, pc->hi, (void *)op->dst.data,
+                           op->dst.origin, op->dst.strides, pc->src.data, pc->src.origin,
+                           pc->src.strides);
+  }
 }
 
 /* One pass over a copy: checking (q NULL: every place resolved, buffers
@@ -266,6 +278,7 @@ typedef struct copy_pass {
   ocl_enqueue *q;
   cl_kernel kernel; /* the strided copy, when needed */
   bool need_kernel;
+  bool host; /* pieces between host memories */
   cl_int err;
 } copy_pass;
 
@@ -393,18 +406,19 @@ static dlrun_status each_piece(const dlrun_copy_op *op, side *dst, copy_pass *cp
   int nd = op->ndim;
   for (size_t i = 0; i < op->npieces; i++) {
     const dlrun_copy_piece *pc = &op->pieces[i];
+    if (empty_box(nd, pc->lo, pc->hi)) continue;
+    if (host_only(op, pc)) {
+      cp->host = true;
+      continue;
+    }
     int64_t ext[DLRUN_MAX_NDIM], soff = 0, doff = 0;
-    bool empty = false;
     for (int k = 0; k < nd; k++) {
       ext[k] = pc->hi[k] - pc->lo[k];
-      empty |= ext[k] <= 0;
       soff += (pc->lo[k] - pc->src.origin[k]) * pc->src.strides[k];
       doff += (pc->lo[k] - op->dst.origin[k]) * op->dst.strides[k];
     }
-    if (empty) continue;
     side src = side_of(&pc->src), d = *dst;
-    dlrun_status st = host_pair(&src, &d, dst->d ? dst->d->name : "OpenCL");
-    if (st) return st;
+    dlrun_status st;
     plan p;
     plan_piece(op->esize, nd, ext, pc->src.strides, op->dst.strides,
                soff * (int64_t)op->esize, doff * (int64_t)op->esize, &p);
@@ -434,6 +448,9 @@ dlrun_status ocl_copy_box(dlrun_device *dev, dlrun_copy_op *op, const dlrun_even
   if (!st) st = ocl_begin(d, "copy", DLRUN_WORK_COPY, waits, nwaits, &q);
   if (st) return st;
   cp.q = &q;
-  if (ocl_op_runs(&q)) each_piece(op, &dst, &cp);
+  if (ocl_op_runs(&q)) {
+    each_piece(op, &dst, &cp);
+    if (cp.host && !cp.err) cp.err = ocl_enqueue_host(&q, host_pieces, op);
+  }
   return ocl_end(&q, cp.err, done);
 }

@@ -3,7 +3,7 @@
  * a device without them, an offset that is not a multiple of the element)
  * is computed on the host (svc->host_fill) and written with
  * clEnqueueWriteBuffer. A fill may span several segments: each gets its own
- * command. */
+ * command. pinned_host memory is filled by the host in the queue's order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +118,7 @@ static dlrun_status each_part(ocl_device *d, dlrun_memory_kind kind, unsigned ch
   uint64_t done = 0;
   while (done < nbytes) {
     ocl_place pl;
-    dlrun_status st = ocl_place_of(d, kind, data + done, true, &pl);
+    dlrun_status st = ocl_place_of(d, kind, data + done, &pl);
     if (st) return st;
     if (pl.room == 0)
       return ocl_svc->fail(DLRUN_ERR_VALUE, "%s: a fill of %llu bytes at %p runs past its memory",
@@ -138,6 +138,43 @@ static dlrun_status each_part(ocl_device *d, dlrun_memory_kind kind, unsigned ch
   return DLRUN_OK;
 }
 
+/* A fill of host memory (pinned_host), as host work in the queue's order. */
+typedef struct host_fill_work {
+  dlrun_fill f;
+  void *data;
+  uint64_t nbytes;
+} host_fill_work;
+
+static void host_fill_step(void *ctx) {
+  host_fill_work *w = ctx;
+  ocl_svc->host_fill(w->data, w->nbytes, &w->f);
+}
+
+static dlrun_status fill_host_memory(ocl_device *d, void *data, uint64_t nbytes,
+                                     const dlrun_fill *f, const dlrun_event *waits, size_t nwaits,
+                                     dlrun_event *done) {
+  if (!ocl_owns(d->dev, DLRUN_MEM_PINNED_HOST, data, nbytes))
+    return ocl_svc->fail(DLRUN_ERR_VALUE, "%s: %p is not in its pinned_host memory", d->name,
+                         data);
+  host_fill_work *w = malloc(sizeof *w);
+  if (!w) return ocl_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
+  *w = (host_fill_work){.f = *f, .data = data, .nbytes = nbytes};
+  ocl_enqueue q;
+  dlrun_status st = ocl_begin(d, "fill", DLRUN_WORK_FILL, waits, nwaits, &q);
+  if (st) {
+    free(w);
+    return st;
+  }
+  cl_int err = CL_SUCCESS;
+  if (!ocl_keep(&q, w)) {
+    free(w);
+    err = CL_OUT_OF_HOST_MEMORY;
+  } else if (ocl_op_runs(&q) && nbytes) {
+    err = ocl_enqueue_host(&q, host_fill_step, w);
+  }
+  return ocl_end(&q, err, done);
+}
+
 dlrun_status ocl_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
                       const dlrun_fill *f, const dlrun_event *waits, size_t nwaits,
                       dlrun_event *done) {
@@ -145,6 +182,8 @@ dlrun_status ocl_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uin
   if (f->esize == 0 || f->esize > 16 || nbytes % f->esize)
     return ocl_svc->fail(DLRUN_ERR_VALUE, "%s: a fill of %llu bytes of %zu-byte elements",
                          d->name, (unsigned long long)nbytes, f->esize);
+  if (kind == DLRUN_MEM_PINNED_HOST)
+    return fill_host_memory(d, data, nbytes, f, waits, nwaits, done);
   cl_kernel k = NULL;
   cl_int err = CL_SUCCESS;
   dlrun_status st = each_part(d, kind, data, nbytes, f, NULL, NULL, &err);

@@ -7,9 +7,10 @@
  * pool never lets a block straddle a segment boundary (max_allocation), so a
  * block is always (one cl_mem, an offset).
  *
- * pinned_host memory: host memory (mmap), its addresses host pointers; a
- * segment's cl_mem (CL_MEM_USE_HOST_PTR) is made only for a copy between it
- * and other host memory, which has to be a command of the queue. */
+ * pinned_host memory: host memory (mmap), its addresses host pointers,
+ * which Read/WriteBuffer commands take as they are (a driver pins them as
+ * it needs); a copy or fill between host memories is host work in the
+ * queue's order (ocl_enqueue_host), never a buffer over host memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,17 +135,11 @@ static cl_mem segment_mem(ocl_range *r, size_t i, cl_int *err) {
   if (r->mems[i]) return r->mems[i];
   uint64_t start = (uint64_t)i * r->seg;
   size_t len = (size_t)(r->size - start < r->seg ? r->size - start : r->seg);
-  cl_mem_flags flags = CL_MEM_READ_WRITE;
-  void *host = NULL;
-  if (r->kind == DLRUN_MEM_PINNED_HOST) {
-    flags |= CL_MEM_USE_HOST_PTR;
-    host = r->base + start;
-  }
-  r->mems[i] = clCreateBuffer(ocl_state.context, flags, len, host, err);
+  r->mems[i] = clCreateBuffer(ocl_state.context, CL_MEM_READ_WRITE, len, NULL, err);
   return r->mems[i];
 }
 
-dlrun_status ocl_place_of(ocl_device *d, dlrun_memory_kind kind, const void *addr, bool want_mem,
+dlrun_status ocl_place_of(ocl_device *d, dlrun_memory_kind kind, const void *addr,
                           ocl_place *out) {
   cl_int err = CL_SUCCESS;
   uint64_t seglen = 0;
@@ -156,7 +151,7 @@ dlrun_status ocl_place_of(ocl_device *d, dlrun_memory_kind kind, const void *add
     uint64_t start = (uint64_t)i * r->seg;
     seglen = r->size - start < r->seg ? r->size - start : r->seg;
     *out = (ocl_place){.offset = (size_t)(off - start), .room = (size_t)(seglen - (off - start))};
-    if (kind == DLRUN_MEM_PINNED_HOST && !want_mem)
+    if (kind == DLRUN_MEM_PINNED_HOST)
       out->host = (unsigned char *)addr;
     else
       out->mem = segment_mem(r, i, &err);
@@ -200,7 +195,7 @@ dlrun_status ocl_export_data(const dlrun_device *dev, dlrun_memory_kind kind, co
     return DLRUN_OK;
   }
   ocl_place pl;
-  dlrun_status st = ocl_place_of(d, kind, addr, true, &pl);
+  dlrun_status st = ocl_place_of(d, kind, addr, &pl);
   if (st) return st;
   *data = pl.mem;
   *byte_offset = pl.offset;

@@ -115,15 +115,16 @@ ocl_device *ocl_dev(const dlrun_device *dev);
 ocl_device *ocl_device_of_queue(cl_command_queue queue);
 
 /* ---- memory (memory.c) ---- */
-/* Where addr of d's `kind` memory is: for pinned_host a host pointer
- * unless want_mem; the segment's cl_mem is made on first use (failure:
+/* Where addr of d's `kind` memory is: for pinned_host a host pointer;
+ * for device memory the segment's cl_mem, made on first use (failure:
  * ResourceExhausted naming the device, the size and the OpenCL error). An
  * address outside d's memory: DLRUN_ERR_VALUE. */
-dlrun_status ocl_place_of(ocl_device *d, dlrun_memory_kind kind, const void *addr, bool want_mem,
+dlrun_status ocl_place_of(ocl_device *d, dlrun_memory_kind kind, const void *addr,
                           ocl_place *out);
 
 /* ---- ops and events (ops.c) ---- */
 /* An op being enqueued: its waits resolved into a list of cl_events. */
+typedef struct ocl_host_step ocl_host_step;
 typedef struct ocl_enqueue {
   ocl_device *d;
   ocl_op *op;
@@ -131,6 +132,7 @@ typedef struct ocl_enqueue {
   cl_uint nwaits;
   cl_event last; /* the op's last command so far */
   bool failed;   /* a wait had failed: enqueue nothing but the marker */
+  ocl_host_step *host; /* host work in the queue's order (ocl_enqueue_host) */
 } ocl_enqueue;
 
 /* Start an op of `what` ("copy", "fill", "record") on d after waits, a
@@ -147,6 +149,13 @@ cl_uint ocl_wait_count(const ocl_enqueue *q);
 const cl_event *ocl_wait_list(const ocl_enqueue *q);
 /* Take the event of a command just enqueued (err its result). */
 void ocl_enqueued(ocl_enqueue *q, cl_int err, cl_event ev);
+/* Host work in the queue's order: fn(ctx) runs (on a driver thread, from a
+ * completion callback) once the commands before it are done, and the
+ * commands after it wait for it. For copies and fills whose memories are
+ * all host memory: no OpenCL command can reach host memory that is not a
+ * buffer, and a buffer over host memory (CL_MEM_USE_HOST_PTR) is coherent
+ * with it only while mapped. ctx stays the caller's until the op completes. */
+cl_int ocl_enqueue_host(ocl_enqueue *q, void (*fn)(void *ctx), void *ctx);
 /* Keep `p` (malloc'ed host bytes a command reads) until the op completes. */
 bool ocl_keep(ocl_enqueue *q, void *p); /* false: out of memory */
 /* Finish (err: the enqueue that failed, or CL_SUCCESS) and unlock. When no

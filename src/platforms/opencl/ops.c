@@ -55,6 +55,13 @@ static void op_free(ocl_op *op) {
   free(op);
 }
 
+/* A command of op failed with status (the first one is kept). */
+static void note_status(ocl_op *op, cl_int status) {
+  pthread_mutex_lock(&op->flock);
+  if (op->cl_status >= 0) op->cl_status = status;
+  pthread_mutex_unlock(&op->flock);
+}
+
 static void note_wait_failure(ocl_op *op, const char *msg) {
   pthread_mutex_lock(&op->flock);
   if (!op->wait_msg) op->wait_msg = strdup(msg && *msg ? msg : "failed");
@@ -126,11 +133,7 @@ static void op_release(ocl_op *op) {
 static void CL_CALLBACK command_done(cl_event ev, cl_int status, void *ctx) {
   (void)ev;
   ocl_op *op = ctx;
-  if (status < 0) {
-    pthread_mutex_lock(&op->flock);
-    if (op->cl_status >= 0) op->cl_status = status;
-    pthread_mutex_unlock(&op->flock);
-  }
+  if (status < 0) note_status(op, status);
   op_release(op);
 }
 
@@ -309,6 +312,58 @@ bool ocl_keep(ocl_enqueue *q, void *p) {
   return true;
 }
 
+struct ocl_host_step {
+  void (*fn)(void *ctx);
+  void *ctx;
+  ocl_op *op;
+  cl_event before; /* the marker it runs after */
+  cl_event gate;   /* the user event the commands after it wait for */
+};
+
+/* The marker before a host step is done: run it, then open the gate. Not
+ * run (a failed marker): the op fails. */
+static void CL_CALLBACK host_step_run(cl_event ev, cl_int status, void *arg) {
+  (void)ev;
+  ocl_host_step *h = arg;
+  if (status >= 0)
+    h->fn(h->ctx);
+  else
+    note_status(h->op, status);
+  clSetUserEventStatus(h->gate, CL_COMPLETE);
+  clReleaseEvent(h->gate);
+  clReleaseEvent(h->before);
+  free(h);
+}
+
+cl_int ocl_enqueue_host(ocl_enqueue *q, void (*fn)(void *ctx), void *ctx) {
+  ocl_host_step *h = calloc(1, sizeof *h);
+  if (!h) return CL_OUT_OF_HOST_MEMORY;
+  *h = (ocl_host_step){.fn = fn, .ctx = ctx, .op = q->op};
+  cl_int err;
+  h->gate = clCreateUserEvent(ocl_state.context, &err);
+  if (!h->gate) {
+    free(h);
+    return err;
+  }
+  err = clEnqueueMarkerWithWaitList(q->d->queue, ocl_wait_count(q), ocl_wait_list(q), &h->before);
+  cl_event after = NULL;
+  if (!err) {
+    ocl_enqueued(q, err, h->before);
+    clRetainEvent(h->before);
+    err = clEnqueueMarkerWithWaitList(q->d->queue, 1, &h->gate, &after);
+    ocl_enqueued(q, err, after);
+  }
+  if (err) { /* nothing waits for the gate: open it */
+    clSetUserEventStatus(h->gate, CL_COMPLETE);
+    clReleaseEvent(h->gate);
+    if (h->before) clReleaseEvent(h->before);
+    free(h);
+    return err;
+  }
+  q->host = h; /* its callback is set once the queue's lock is let go */
+  return CL_SUCCESS;
+}
+
 dlrun_status ocl_end(ocl_enqueue *q, cl_int err, dlrun_event *done) {
   ocl_device *d = q->d;
   ocl_op *op = q->op;
@@ -337,6 +392,9 @@ dlrun_status ocl_end(ocl_enqueue *q, cl_int err, dlrun_event *done) {
     d->head = op;
   d->tail = op;
   pthread_mutex_unlock(&d->lock);
+  if (q->host && clSetEventCallback(q->host->before, CL_COMPLETE, host_step_run, q->host))
+    host_step_run(q->host->before, CL_OUT_OF_RESOURCES, q->host); /* the op fails */
+  q->host = NULL;
   atomic_fetch_add(&op->pending, 1);
   cl_int cerr = clSetEventCallback(op->last, CL_COMPLETE, command_done, op);
   if (cerr != CL_SUCCESS) command_done(op->last, cerr, op);
