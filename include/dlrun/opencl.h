@@ -20,14 +20,14 @@ extern "C" {
  * lives; do not release them (retain them to keep them longer). Any of the
  * out pointers may be NULL.
  *
- * Ordering a host's work after dlrun's: an exported buffer is ready for
- * work enqueued on this queue once the export is made with that queue as
- * its stream (DLPack's stream protocol: pass the queue, as an integer, as
- * `stream`; dlrun makes the queue wait for the array's pending writes). Work
- * on another queue of the same context must first wait for an event
- * recorded on this queue after the export (clEnqueueMarkerWithWaitList on
- * it, then the event in your command's wait list). An export made with no
- * stream (None) is ready when the export returns.
+ * Ordering a host's work after dlrun's: export with `stream` set to this
+ * queue (as an integer; DLPack's stream protocol): dlrun makes the queue
+ * wait, device-side, for the array's pending writes, so that work enqueued
+ * on it afterwards sees them. Work on another queue of the context waits
+ * for an event recorded on this queue after the export
+ * (clEnqueueMarkerWithWaitList, then that event in the command's wait
+ * list). With no stream the export returns once the data is written; with
+ * -1 it does not wait, and ordering is the host's.
  *
  * DLRUN_ERR_VALUE when dev is not an OpenCL device (its platform is named)
  * or NULL; DLRUN_ERR_RUNTIME for a device of another process. */
