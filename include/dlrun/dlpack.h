@@ -173,6 +173,16 @@ DLRUN_API dlrun_status dlrun_import(dlrun_runtime *rt, DLManagedTensor *legacy,
                                     const dlrun_import_options *options, dlrun_array **out,
                                     dlrun_import_outcome *outcome);
 
+/* The DLPack stream protocol, consumer side: the `stream` a consumer in
+ * `rt` passes to a producer's __dlpack__ for a tensor on (device_type,
+ * device_id), so that the producer orders its work before the consumer's
+ * queue reads it. true with *stream set when that device is one of rt's
+ * and its platform has queues a producer can name (an OpenCL device's
+ * command queue); false when the consumer passes none (sim, cpu, and
+ * devices rt does not know: the producer then waits on the host). */
+DLRUN_API bool dlrun_dlpack_consumer_stream(dlrun_runtime *rt, int32_t device_type,
+                                           int32_t device_id, int64_t *stream);
+
 /* How dlrun_import made `a`: DLRUN_IMPORT_WRAPPED or DLRUN_IMPORT_COPIED
  * for the array it returned; DLRUN_IMPORT_REFUSED (zero) for every other
  * array, arrays made from an import (device_put, shard_data) included. */

@@ -191,6 +191,14 @@ static dlrun_status put_run(dlrun_array *src, put_target to, bool may_share,
     dlrun_free(pl.src_bufs);
     return st;
   }
+  /* A source whose writing already failed raises here; one still being
+   * written fails the copies that read it, and so the result. */
+  for (size_t i = 0; i < src->nshards && !st; i++)
+    if (pl.src_bufs[i]) st = dlrun_event_status(pl.src_bufs[i]->ready);
+  if (st) {
+    dlrun_buffers_release(pl.src_bufs, src->nshards);
+    return st;
+  }
   dlrun_copy_plan *copies; /* takes src_bufs, whatever happens */
   size_t esize = dlrun_dtype_get(src->dtype)->size;
   if ((st = dlrun_copy_plan_create(pl.n, src->ndim, esize, src->shard_dims, pl.src_bufs,

@@ -354,6 +354,9 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   dlrun_buffer *b;
   if ((st = dlrun_array_acquire_buffers(a, &b))) return st;
   if ((st = check_options(a, &o, b))) goto fail;
+  /* Data whose writing already failed is never handed out, even with
+   * stream -1 (a failure still pending then is the consumer's to meet). */
+  if ((st = dlrun_event_status(b->ready))) goto fail;
   dlrun_device *target = b->dev;
   if (o.has_dl_device &&
       (st = resolve_dl_device(b->dev->rt, o.device_type, o.device_id, &target)))

@@ -357,3 +357,12 @@ done:
   if (owned_target) dlrun_sharding_release(target);
   return st;
 }
+
+bool dlrun_dlpack_consumer_stream(dlrun_runtime *rt, int32_t device_type, int32_t device_id,
+                                  int64_t *stream) {
+  dlrun_memory_kind kind;
+  dlrun_device *dev = rt ? dlrun_device_from_dlpack(rt, device_type, device_id, &kind) : NULL;
+  if (!dev || !dlrun_device_has_streams(dev)) return false;
+  *stream = dlrun_device_consumer_stream(dev);
+  return true;
+}

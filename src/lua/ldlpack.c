@@ -329,14 +329,38 @@ static int import_capsule(lua_State *L, int idx, const dlrun_import_options *o) 
   return 1;
 }
 
+/* The stream a consumer passes to obj:__dlpack__ (the protocol): asks
+ * obj:__dlpack_device__() where the tensor is; false when dlrun passes none
+ * there (or the producer does not say). */
+static bool consumer_stream(lua_State *L, int obj, int64_t *stream) {
+  lua_getfield(L, obj, "__dlpack_device__");
+  lua_pushvalue(L, obj);
+  if (lua_pcall(L, 1, 2, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    return false;
+  }
+  bool known = lua_isinteger(L, -2) && lua_isinteger(L, -1);
+  bool has = known && dlrun_dlpack_consumer_stream(dlrun_lua_runtime(L),
+                                                   (int32_t)lua_tointeger(L, -2),
+                                                   (int32_t)lua_tointeger(L, -1), stream);
+  lua_pop(L, 2);
+  return has;
+}
+
 /* Call obj:__dlpack__(opts) protected; true with the result on the stack. */
 static int call_dlpack(lua_State *L, int obj, int with_version) {
+  int64_t stream;
+  bool has_stream = consumer_stream(L, obj, &stream);
   lua_getfield(L, obj, "__dlpack__");
   lua_pushvalue(L, obj);
-  lua_createtable(L, 0, 1);
+  lua_createtable(L, 0, 2);
   if (with_version) {
     push_int_pair(L, DLRUN_DLPACK_MAJOR, DLRUN_DLPACK_MINOR);
     lua_setfield(L, -2, "max_version");
+  }
+  if (has_stream) {
+    lua_pushinteger(L, stream);
+    lua_setfield(L, -2, "stream");
   }
   return lua_pcall(L, 2, 1, 0) == LUA_OK;
 }
