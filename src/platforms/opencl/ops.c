@@ -40,7 +40,8 @@ struct ocl_op {
   bool complete;          /* under d->lock */
   bool abandoned;         /* enqueue failed before any command: no point */
   pthread_mutex_t flock;  /* cl_status and wait_msg */
-  cl_int cl_status;       /* a command's failure, or the injected one */
+  cl_int cl_status;       /* a command's failure */
+  bool injected;          /* a failure injected by a test (inject_failure) */
   char *wait_msg;         /* the first failed wait's message */
   void **keep;            /* host bytes the commands read, freed at the end */
   size_t nkeep;
@@ -76,15 +77,19 @@ static const char *failure_of(dlrun_event ev, dlrun_status *st) {
   return *st ? ocl_svc->last_error() : NULL;
 }
 
-/* Complete op's point: failed with "<device>: copy failed: CL_... (-5)",
- * or with the message of the failed event it waited on (as every platform
- * does: the first failure is what a reader sees). */
+/* Complete op's point: failed with "<device>: copy failed: CL_... (-5)"
+ * ("injected device failure" for a test's), or with the message of the
+ * failed event it waited on (as every platform does: the first failure is
+ * what a reader sees). */
 static void op_finish(ocl_op *op) {
   ocl_device *d = op->d;
   char msg[1024];
   dlrun_status st = DLRUN_OK;
   if (op->wait_msg) {
     snprintf(msg, sizeof msg, "%s", op->wait_msg);
+    st = DLRUN_ERR_RUNTIME;
+  } else if (op->injected) { /* worded as host execution words it */
+    snprintf(msg, sizeof msg, "%s: %s failed: injected device failure", d->name, op->what);
     st = DLRUN_ERR_RUNTIME;
   } else if (op->cl_status < 0) {
     snprintf(msg, sizeof msg, "%s: %s failed: %s (%d)", d->name, op->what,
@@ -283,7 +288,7 @@ dlrun_status ocl_begin(ocl_device *d, const char *what, int inject_kind, const d
   pthread_mutex_lock(&d->lock);
   if (inject_kind >= 0 && d->inject[inject_kind]) {
     d->inject[inject_kind]--;
-    op->cl_status = CL_OUT_OF_RESOURCES; /* as the driver would report it */
+    op->injected = true; /* its marker's completion fails it, as a driver's error would */
     q->failed = true;
   }
   return DLRUN_OK;
