@@ -148,10 +148,11 @@ static void CL_CALLBACK command_done(cl_event ev, cl_int status, void *ctx) {
  * is not known yet, and asking again is answered once it is. */
 static void wait_done(void *ctx) {
   ocl_wait *w = ctx;
-  if (!ocl_svc->event_query(w->ev) && w->retries++ < 3 &&
-      !ocl_svc->event_then(w->ev, wait_done, w))
-    return;
-  if (w->op) {
+  bool known = ocl_svc->event_query(w->ev);
+  if (!known && w->retries++ < 3) {
+    if (!ocl_svc->event_then(w->ev, wait_done, w)) return;
+    if (w->op) note_wait_failure(w->op, ocl_svc->last_error()); /* no memory to ask again */
+  } else if (w->op && known) {
     dlrun_status st;
     const char *msg = failure_of(w->ev, &st);
     if (st) note_wait_failure(w->op, msg);
