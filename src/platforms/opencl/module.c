@@ -66,10 +66,11 @@ static int64_t ocl_consumer_stream(const dlrun_device *dev) {
 static dlrun_status ocl_stream_wait(const dlrun_device *dev, int64_t stream, dlrun_event ev) {
   ocl_device *d = ocl_dev(dev);
   ocl_device *c = ocl_device_of_queue((cl_command_queue)(intptr_t)stream);
-  if (!c)
+  if (!c) /* worded as the library's message for platforms without queues */
     return ocl_svc->fail(DLRUN_ERR_BUFFER,
-                         "%s: stream %lld is not the queue of an OpenCL device of dlrun", d->name,
-                         (long long)stream);
+                         "stream must be nil (wait for the array), -1 (do not wait) or the "
+                         "cl_command_queue of an OpenCL device of dlrun for arrays on %s, got %lld",
+                         d->name, (long long)stream);
   cl_event e;
   dlrun_status st = ocl_wait_event(c, ev, &e);
   if (st || !e) return st;
