@@ -63,6 +63,19 @@ ifneq ($(MPI_PC),)
 LIB_MODULES += $(MPI_MOD)
 endif
 
+# The OpenCL platform (include/dlrun/platform.h), loaded at run time for
+# "--devices opencl:N" and "auto": built when the OpenCL headers and the ICD
+# loader are installed (Debian: opencl-headers, ocl-icd-opencl-dev). Like the
+# MPI transport it links no libdlrun (the library hands it its services). It
+# calls OpenCL 1.2 only, what every vendor's driver has.
+OPENCL_SRC := $(sort $(wildcard src/platforms/opencl/*.c))
+OPENCL_MOD := $(BUILD)/libdlrun_opencl.so
+OPENCL_OK := $(shell pkg-config --exists OpenCL 2>/dev/null && \
+               printf '\043include <CL/cl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+ifeq ($(OPENCL_OK),yes)
+LIB_MODULES += $(OPENCL_MOD)
+endif
+
 # A platform module the C tests load (spec/c/modules/).
 TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
 
@@ -82,6 +95,13 @@ $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
 	  $$(pkg-config --cflags $(MPI_PC)) -o $@ $< $$(pkg-config --libs $(MPI_PC))
+
+$(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h include/dlrun/platform.h
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=120 $(OPT) $(SAN) $(WARN) -fPIC \
+	  -fvisibility=hidden -shared -pthread -Iinclude $$(pkg-config --cflags OpenCL) -o $@ \
+	  $(OPENCL_SRC) $$(pkg-config --libs OpenCL)
 
 # A platform module for test_modules, built as a module is: public headers only.
 $(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h

@@ -13,7 +13,7 @@ pub=${2:-include/dlrun}
 
 # The layers, lowest first. A layer may include the public headers of its own
 # layer and of every layer below it.
-order="core mem dist device shard array dlpack lua cli mpi"
+order="core mem dist device shard array dlpack lua cli mpi platforms"
 
 # Internal headers (src/LAYER/*.h) a layer may include besides its own:
 # the layers whose internals it is built on. The Lua binding and the command
@@ -30,6 +30,7 @@ internal() {
   lua) echo "" ;;
   cli) echo "" ;;
   mpi) echo "dist" ;; # the transport module: transport.h alone
+  platforms) echo "" ;; # platform modules: public headers (platform.h) alone
   esac
 }
 
@@ -38,7 +39,7 @@ public_layer() {
   case $1 in
   status | dtype | shape | debug | trace | export) echo core ;;
   distributed) echo dist ;;
-  device | runtime | stats | platform) echo device ;;
+  device | runtime | stats | platform | opencl) echo device ;;
   sharding) echo shard ;;
   multihost) echo array ;;
   array) echo array ;;

@@ -8,7 +8,8 @@
 set -u
 DEMO_PKGS="gcc make libc6-dev liblua5.4-dev libdlpack-dev"
 PKGS="$DEMO_PKGS lua5.4 lua-busted python3-numpy python3-torch bsdutils
-      binutils pkg-config man-db luarocks openmpi-bin libopenmpi-dev abigail-tools"
+      binutils pkg-config man-db luarocks openmpi-bin libopenmpi-dev abigail-tools
+      opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo"
 check_only=""
 list_only=""
 for a in "$@"; do

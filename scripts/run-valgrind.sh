@@ -5,7 +5,8 @@ set -u
 build=${1:-build}
 passed=0
 failed=0
-vg="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
+vg="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
+    --suppressions=$(dirname "$0")/valgrind.supp"
 check() { # name, command...
   name=$1
   shift

@@ -108,6 +108,8 @@ describe("make install", function()
                   "lib/pkgconfig/dlrun.pc", "share/man/man1/dlrun.1"}
     -- The MPI transport, where it is built (MPI installed).
     if io.open(BUILD .. "/libdlrun_mpi.so") then want[#want + 1] = "lib/libdlrun_mpi.so" end
+    -- The OpenCL platform, where it is built (OpenCL headers and ICD loader installed).
+    if io.open(BUILD .. "/libdlrun_opencl.so") then want[#want + 1] = "lib/libdlrun_opencl.so" end
     for _, h in ipairs(dir_list("include/dlrun")) do want[#want + 1] = "include/dlrun/" .. h end
     for _, l in ipairs(dir_list("lua/dlrun")) do want[#want + 1] = "share/lua/5.4/dlrun/" .. l end
     table.sort(want)

@@ -4,8 +4,9 @@
 -- installs and builds only what the pipeline needs.
 --
 -- The machine is faked on PATH: dpkg-query knows no package, apt-get logs
--- its arguments and "installs" (after which pkg-config knows Open MPI), and
--- the compiler writes each output as a program that exits 0.
+-- its arguments and "installs" (after which pkg-config knows Open MPI and
+-- OpenCL), and the compiler writes each output as a program that exits 0
+-- (a run without -o, the preprocessor check of a header, succeeds).
 local helpers = require "helpers"
 local q = helpers.shell_quote
 
@@ -14,8 +15,10 @@ local FAKES = {
   ["apt-get"] = 'echo "$*" >>"$FAKE/apt.log"; : >"$FAKE/installed"',
   ["sudo"] = 'exec "$@"',
   ["update-alternatives"] = "exit 0",
-  ["pkg-config"] = '[ "$1" != --exists ] && exit 0\n[ -e "$FAKE/installed" ] && [ "$2" = ompi-c ]',
-  ["cc"] = 'while [ $# -gt 1 ]; do [ "$1" = -o ] && out=$2; shift; done\n' ..
+  ["pkg-config"] = '[ "$1" != --exists ] && exit 0\n' ..
+                   '[ -e "$FAKE/installed" ] && { [ "$2" = ompi-c ] || [ "$2" = OpenCL ]; }',
+  ["cc"] = 'out=\nwhile [ $# -gt 1 ]; do [ "$1" = -o ] && out=$2; shift; done\n' ..
+           '[ -n "$out" ] || exit 0\n' ..
            'printf "#!/bin/sh\\nexit 0\\n" >"$out" && chmod +x "$out"',
 }
 
@@ -53,13 +56,14 @@ local function package_set(option)
 end
 
 describe("a newcomer's first make", function()
-  it("make all installs the packages, then builds the MPI module pkg-config knows only since", function()
+  it("make all installs the packages, then builds the MPI and OpenCL modules pkg-config knows only since", function()
     local r = newcomer_make("all")
     assert.are.equal(0, r.status, r.output)
     assert.are.equal("update -qq\ninstall -y -qq --no-install-recommends " .. package_set("") .. "\n", r.apt)
     local built = {}
     for _, f in ipairs(r.files) do built[f] = true end
     assert.is_true(built["libdlrun_mpi.so"], "no libdlrun_mpi.so among:\n" .. table.concat(r.files, "\n"))
+    assert.is_true(built["libdlrun_opencl.so"], "no libdlrun_opencl.so among:\n" .. table.concat(r.files, "\n"))
     assert.is_true(built["tests/test_catalogue"])
     assert.is_true(built["dlrun.1"])
   end)
@@ -67,7 +71,8 @@ describe("a newcomer's first make", function()
   it("make demo installs only a compiler, Lua 5.4 and DLPack's header", function()
     assert.are.equal("gcc make libc6-dev liblua5.4-dev libdlpack-dev", package_set("--demo"))
     local full = " " .. package_set("") .. " "
-    for _, p in ipairs({"python3-torch", "openmpi-bin", "libopenmpi-dev", "luarocks", "man-db"}) do
+    for _, p in ipairs({"python3-torch", "openmpi-bin", "libopenmpi-dev", "luarocks", "man-db",
+                        "opencl-headers", "ocl-icd-opencl-dev", "pocl-opencl-icd", "clinfo"}) do
       assert.truthy(full:find(" " .. p .. " ", 1, true), p)
     end
     local r = newcomer_make("demo")
