@@ -42,7 +42,7 @@ extern "C" {
 typedef struct dlrun_platform dlrun_platform;
 
 /* Bytes of dlrun_copy_op.reserved. */
-#define DLRUN_COPY_OP_RESERVED 192
+#define DLRUN_COPY_OP_RESERVED 256
 
 /* An event: a point in one device queue's work. Only its platform's event
  * slots make and read one; to all other code it is an opaque value, held

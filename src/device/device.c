@@ -4,6 +4,7 @@
 #include "core/status_impl.h"
 #include "device_impl.h"
 #include "dlrun/debug.h"
+#include "dlrun/opencl.h"
 #include "dlrun/stats.h"
 
 static const dlrun_device_group *find_group(dlrun_runtime *rt, const char *platform) {
@@ -161,4 +162,20 @@ dlrun_status dlrun_debug_inject_failure(dlrun_device *dev, const char *what, uns
     return dlrun_fail(DLRUN_ERR_RUNTIME, "inject_failure: %s's platform (%s) cannot inject "
                       "failures", dev->name, dev->platform->name);
   return dev->platform->inject_failure(dev, copy ? DLRUN_WORK_COPY : DLRUN_WORK_FILL, count);
+}
+
+dlrun_status dlrun_opencl_handles(dlrun_device *dev, void **context, void **queue,
+                                  void **device_id) {
+  DLRUN_NONNULL(dev, "dlrun_opencl_handles", "dev");
+  if (strcmp(dev->platform->name, "opencl") != 0 || !dev->platform->native_handles)
+    return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_opencl_handles: %s is a device of platform %s, "
+                      "not opencl", dev->name, dev->platform->name);
+  if (!dev->local) return dlrun_not_local(dev);
+  void *h[3] = {NULL, NULL, NULL};
+  dlrun_status st = dev->platform->native_handles(dev, h, 3);
+  if (st) return st;
+  if (context) *context = h[0];
+  if (queue) *queue = h[1];
+  if (device_id) *device_id = h[2];
+  return DLRUN_OK;
 }
