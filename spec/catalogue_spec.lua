@@ -205,7 +205,8 @@ add {name = "configure{devices='sim:0'}", fn = function() return dl.configure {d
                .. "from 1 to 65536)"}
 add {name = "configure{devices='gpu:2'}", fn = function() return dl.configure {devices = "gpu:2"} end,
      class = "ValueError",
-     message = 'unknown platform "gpu" in device spec "gpu:2" (expected sim, cpu, or auto)'}
+     message = 'unknown platform "gpu" in device spec "gpu:2" (expected '
+               .. helpers.known_platforms() .. ', or auto)'}
 local DEVICE_MEMORY_TYPE = "configure: option device_memory must be a number of bytes, a size "
                            .. 'string such as "2GiB" or a share of host RAM such as "25%", got '
 add {name = "configure{device_memory=true}",

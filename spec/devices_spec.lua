@@ -354,7 +354,8 @@ local BAD_SPECS = {
                      .. COUNT_HINT},
   {"sim:", 'invalid device count "" for sim in device spec "sim:" ' .. COUNT_HINT},
   {"cpu:0", 'invalid device count "0" for cpu in device spec "cpu:0" ' .. COUNT_HINT},
-  {"gpu:2", 'unknown platform "gpu" in device spec "gpu:2" (expected sim, cpu, or auto)'},
+  {"gpu:2", 'unknown platform "gpu" in device spec "gpu:2" (expected '
+             .. helpers.known_platforms() .. ', or auto)'},
   {"sim:2,sim:3", 'platform sim appears twice in device spec "sim:2,sim:3"'},
   {"sim:8,,cpu:1", 'invalid device spec "sim:8,,cpu:1": empty entry'},
   {"sim:2,", 'invalid device spec "sim:2,": empty entry'},
@@ -414,7 +415,8 @@ describe("device specs", function()
                                            {DLRUN_DEVICES = "bogus", DLRUN_DEVICE_MEMORY = ""})
       assert.are.equal("", out)
       assert.are.equal('dlrun: ValueError: DLRUN_DEVICES: unknown platform "bogus" in device '
-                         .. 'spec "bogus" (expected sim, cpu, or auto)\n', err)
+                         .. 'spec "bogus" (expected ' .. helpers.known_platforms()
+                         .. ', or auto)\n', err)
       assert.are.equal(1, status)
     end)
 

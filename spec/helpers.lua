@@ -25,6 +25,19 @@ function M.expect_error(name, message, fn, ...)
   return err
 end
 
+-- The platforms dlrun knows, as the unknown-platform error lists them
+-- ("opencl, sim, cpu, cuda": registered ones first, then modules that did
+-- not load): they depend on which modules this build has.
+local known_platforms
+function M.known_platforms()
+  if not known_platforms then
+    local names = {}
+    for _, p in ipairs(require("dlrun").platforms()) do names[#names + 1] = p.name end
+    known_platforms = table.concat(names, ", ")
+  end
+  return known_platforms
+end
+
 local function shell_quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end

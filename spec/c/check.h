@@ -48,4 +48,22 @@ static inline int check_summary(const char *name) {
   return check_failed ? 1 : 0;
 }
 
+/* The unknown-platform error's list ("sim, cpu, opencl, cuda, or auto"):
+ * it depends on which platform modules this build has and finds. */
+#include <string.h>
+
+#include "dlrun/platform.h"
+static inline const char *check_known_platforms(void) {
+  static char text[256];
+  dlrun_platform_status all[16];
+  size_t n = dlrun_platforms_list(all, 16);
+  text[0] = '\0';
+  for (size_t i = 0; i < n && i < 16; i++) {
+    strncat(text, all[i].name, sizeof text - strlen(text) - 1);
+    strncat(text, ", ", sizeof text - strlen(text) - 1);
+  }
+  strncat(text, "or auto", sizeof text - strlen(text) - 1);
+  return text;
+}
+
 #endif

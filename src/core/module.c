@@ -24,22 +24,29 @@ void *dlrun_module_find(const char *file_name, const char *env_var, int flags, c
     return h;
   }
   /* The folder of the code running this (libdlrun.so, or an executable
-   * linking it statically), and of the executable itself. */
-  char dirs[2][PATH_MAX] = {"", ""};
+   * linking it statically), and of the executable itself; for the Lua
+   * module (.../lib/lua/5.4/dlrun/core.so, build/lua/dlrun/core.so), the
+   * library folder its lua/ folder is in. */
+  char dirs[3][PATH_MAX] = {"", "", ""};
   Dl_info info;
   if (dladdr((void *)dlrun_module_find, &info) && info.dli_fname && strchr(info.dli_fname, '/'))
     snprintf(dirs[0], sizeof dirs[0], "%s", info.dli_fname);
   ssize_t len_exe = readlink("/proc/self/exe", dirs[1], sizeof dirs[1] - 1);
   dirs[1][len_exe > 0 ? len_exe : 0] = '\0';
+  static const char lua_module[] = "/dlrun/core.so";
+  size_t len0 = strlen(dirs[0]), tail = sizeof lua_module - 1;
+  const char *lua = strstr(dirs[0], "/lua/");
+  if (lua && len0 > tail && strcmp(dirs[0] + len0 - tail, lua_module) == 0)
+    snprintf(dirs[2], sizeof dirs[2], "%.*s/lua", (int)(lua - dirs[0]), dirs[0]);
   char path[PATH_MAX + 256];
   const char *beside[] = {"%s/%s", "%s/../lib/%s"};
   size_t len = 0;
   tried[0] = '\0';
-  for (size_t d = 0; d < 2; d++) {
+  for (size_t d = 0; d < 3; d++) {
     char *slash = strrchr(dirs[d], '/');
     if (!slash) continue;
     *slash = '\0';
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < (d == 2 ? 1u : 2u); i++) {
       snprintf(path, sizeof path, beside[i], dirs[d], file_name);
       void *h = dlrun_module_open(path, flags, why, sizeof why);
       if (h) return h;

@@ -55,12 +55,15 @@ static dlrun_status parse_entry(const char *text, const char *p, const char *end
     return dlrun_fail(DLRUN_ERR_VALUE,
                       "invalid device spec \"%s\": \"auto\" must stand alone", text);
   const dlrun_platform *pl = dlrun_platform_find(p, name_len);
-  if (!pl) {
-    char known[160] = "";
-    const dlrun_platform *all[8];
-    size_t n = dlrun_platform_list(all, 8);
-    for (size_t i = 0; i < n; i++) {
-      strncat(known, all[i]->name, sizeof known - strlen(known) - 1);
+  if (!pl) { /* a module that did not load is known, with why; else the list */
+    char known[200] = "";
+    dlrun_platform_status all[16];
+    size_t n = dlrun_platforms_list(all, 16);
+    for (size_t i = 0; i < n && i < 16; i++) {
+      if (strlen(all[i].name) == name_len && memcmp(all[i].name, p, name_len) == 0)
+        return dlrun_fail(DLRUN_ERR_VALUE, "platform %s in device spec \"%s\" is not available "
+                          "on this machine: %s", all[i].name, text, all[i].why);
+      strncat(known, all[i].name, sizeof known - strlen(known) - 1);
       strncat(known, ", ", sizeof known - strlen(known) - 1);
     }
     return dlrun_fail(DLRUN_ERR_VALUE,
