@@ -63,8 +63,11 @@ ifneq ($(MPI_PC),)
 LIB_MODULES += $(MPI_MOD)
 endif
 
-# A platform module the C tests load (spec/c/modules/).
+# Platform modules the C tests load (spec/c/modules/), built beside them and
+# never installed: a stub for test_modules, and testnative (a platform with
+# its own queue and events) for test_conformance.
 TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
+TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
 
 .PHONY: all _all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
@@ -75,7 +78,7 @@ all: deps
 	@+$(MAKE) --no-print-directory _all
 
 _all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES) \
-      $(LIB_MODULES) $(TEST_PLATFORM_MOD)
+      $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD)
 
 $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@mkdir -p $(dir $@)
@@ -83,12 +86,17 @@ $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
 	  $$(pkg-config --cflags $(MPI_PC)) -o $@ $< $$(pkg-config --libs $(MPI_PC))
 
-# A platform module for test_modules, built as a module is: public headers only.
-$(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
+# Test platform modules, built as a module is: public headers only.
+define test_module
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -Iinclude \
-	  -o $@ $<
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \
+	  -Iinclude -o $@ $<
+endef
+$(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
+	$(test_module)
+$(TEST_NATIVE_MOD): spec/c/modules/native_platform.c include/dlrun/platform.h
+	$(test_module)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:
