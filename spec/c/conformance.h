@@ -299,4 +299,11 @@ static dlrun_runtime *cts_runtime(const dlrun_config *cfg) {
   return rt;
 }
 
+/* Release a runtime once every queue is idle: released earlier, a task's
+ * completion could drop the last reference on a platform's thread. */
+static void cts_runtime_release(dlrun_runtime *rt) {
+  if (rt) dlrun_runtime_synchronize(rt);
+  dlrun_runtime_release(rt);
+}
+
 #endif

@@ -484,7 +484,7 @@ static void case_cross_waits(void) {
     dlrun_runtime *rt = cts_runtime(&cfg);
     CHECK(rt != NULL, "no runtime");
     if (rt) cross_waits(rt, nsim);
-    dlrun_runtime_release(rt);
+    cts_runtime_release(rt);
   }
 }
 
@@ -520,6 +520,7 @@ static void case_failures(const suite *s, const char *pl) {
         dlrun_device *to = dev_of(s, s->names[p], 1);
         dlrun_status st = cts_put(a, to, DLRUN_MEM_DEVICE, &b);
         if (!st) st = dlrun_array_block_until_ready(b);
+        if (!st) printf("  the copy into %s did not fail\n", dlrun_device_name(to));
         CHECK_FAILED(st, d0, "fill");
         dlrun_array_release(b);
       }
@@ -575,8 +576,9 @@ static void dlpack_codes(dlrun_runtime *rt, const char *pl, bool strict) {
       dlrun_memory_kind kind = (dlrun_memory_kind)k, back_kind;
       dlrun_array *a = NULL;
       int32_t type = -1, id = -1, atype = -2, aid = -2, btype = -3, bid = -3;
-      if (cts_full(d, kind, 8, 1, &a)) {
+      if (cts_full(d, kind, 8, 1, &a) || dlrun_array_block_until_ready(a)) {
         CHECK(0, "%s", dlrun_last_error());
+        dlrun_array_release(a);
         continue;
       }
       dlrun_buffer_dlpack_device(a->bufs[0], &type, &id);
@@ -618,7 +620,7 @@ static void case_dlpack(const char *pl, const char *what) {
     dlrun_runtime *rt = cts_runtime(&cfg);
     CHECK(rt != NULL, "no runtime");
     if (rt) dlpack_codes(rt, pl, true);
-    dlrun_runtime_release(rt);
+    cts_runtime_release(rt);
   }
 }
 
@@ -687,7 +689,7 @@ static void case_commit(const char *pl, const char *what) {
                       DLRUN_OK && released == 0,
             "release_unused gave %llu bytes back: %s", (unsigned long long)released,
             dlrun_last_error());
-      dlrun_runtime_release(rt);
+      cts_runtime_release(rt);
     }
     return;
   }
@@ -701,7 +703,7 @@ static void case_commit(const char *pl, const char *what) {
     dlrun_runtime *rt = cts_runtime(&cfg);
     CHECK(rt != NULL, "no runtime");
     if (rt) commit_decommit(dlrun_local_device_get(rt, pl, 1), p->is_accelerator);
-    dlrun_runtime_release(rt);
+    cts_runtime_release(rt);
   }
 }
 
@@ -748,7 +750,7 @@ static void run_suite(bool sim_shared) {
       if (i < s.n || j < s.n) /* host to host is no platform's */
         case_box_copies(&s, i < s.n ? s.names[i] : NULL, j < s.n ? s.names[j] : NULL);
   case_dlpack_mixed(&s);
-  dlrun_runtime_release(s.rt);
+  cts_runtime_release(s.rt);
 }
 
 static void watchdog(int sig) {

@@ -89,7 +89,8 @@ struct tn_device {
   bool stop, held;
   tn_cmd *head, *tail;
   uint64_t begun;
-  _Atomic uint64_t completed;
+  _Atomic uint64_t completed; /* points complete (event_query) */
+  uint64_t settled;           /* and their callbacks run (event_wait) */
   atomic_uint ran;
   tn_callback *callbacks;
   tn_failure *failures;
@@ -114,7 +115,10 @@ static dlrun_status tn_event_wait(dlrun_event ev) {
   tn_device *t = event_device(ev);
   uint64_t seq = (uint64_t)ev.handle[1];
   pthread_mutex_lock(&t->mu);
-  while (atomic_load(&t->completed) < seq) pthread_cond_wait(&t->complete, &t->mu);
+  /* Its own thread (a callback asking) cannot wait for its callbacks. */
+  bool own = pthread_equal(pthread_self(), t->thread);
+  while ((own ? atomic_load(&t->completed) : t->settled) < seq)
+    pthread_cond_wait(&t->complete, &t->mu);
   const tn_failure *f = t->failures;
   while (f && f->seq != seq) f = f->next;
   dlrun_status st = f ? f->status : DLRUN_OK;
@@ -192,24 +196,12 @@ static dlrun_status run(tn_cmd *c) {
   return DLRUN_OK;
 }
 
-/* Complete c's point; run the callbacks it releases, outside the lock. */
-static void complete(tn_device *t, tn_cmd *c, dlrun_status st) {
-  tn_failure *f = NULL;
-  if (st && (f = calloc(1, sizeof *f))) {
-    f->seq = c->seq;
-    f->status = st;
-    snprintf(f->msg, sizeof f->msg, "%s", svc->last_error());
-  }
+/* Take the callbacks of points up to seq off the list. Called with t->mu. */
+static tn_callback *take_callbacks(tn_device *t, uint64_t seq) {
   tn_callback *ready = NULL;
-  pthread_mutex_lock(&t->mu);
-  if (f) {
-    f->next = t->failures;
-    t->failures = f;
-  }
-  atomic_store(&t->completed, c->seq);
   for (tn_callback **p = &t->callbacks; *p;) {
     tn_callback *cb = *p;
-    if (cb->seq > c->seq) {
+    if (cb->seq > seq) {
       p = &cb->next;
       continue;
     }
@@ -217,14 +209,43 @@ static void complete(tn_device *t, tn_cmd *c, dlrun_status st) {
     cb->next = ready;
     ready = cb;
   }
-  pthread_cond_broadcast(&t->complete);
-  pthread_mutex_unlock(&t->mu);
+  return ready;
+}
+
+static void run_callbacks(tn_callback *ready) {
   while (ready) {
     tn_callback *cb = ready;
     ready = cb->next;
     cb->fn(cb->ctx);
     free(cb);
   }
+}
+
+/* Complete c's point: it reads complete, its callbacks run (outside the
+ * lock; one registered meanwhile runs at once, the point being complete),
+ * then host waits on it return. Waits return after the callbacks so that
+ * a host thread that waited never races them (a callback may drop the
+ * last hold on a buffer, and with it on the runtime). */
+static void complete(tn_device *t, tn_cmd *c, dlrun_status st) {
+  tn_failure *f = NULL;
+  if (st && (f = calloc(1, sizeof *f))) {
+    f->seq = c->seq;
+    f->status = st;
+    snprintf(f->msg, sizeof f->msg, "%s", svc->last_error());
+  }
+  pthread_mutex_lock(&t->mu);
+  if (f) {
+    f->next = t->failures;
+    t->failures = f;
+  }
+  atomic_store(&t->completed, c->seq);
+  tn_callback *ready = take_callbacks(t, c->seq);
+  pthread_mutex_unlock(&t->mu);
+  run_callbacks(ready);
+  pthread_mutex_lock(&t->mu);
+  t->settled = c->seq;
+  pthread_cond_broadcast(&t->complete);
+  pthread_mutex_unlock(&t->mu);
 }
 
 static void *device_thread(void *arg) {
