@@ -401,33 +401,40 @@ static void case_event_order(const suite *s, const char *pl) {
   }
 }
 
-/* A copy on another device (of testnative, or another platform) waits for
- * a testnative fill held at its queue: it has not run while held, and
- * reads the fill's values once let go. */
+/* Copies to pl's devices wait for a testnative fill held at its queue
+ * (another device of testnative, or another platform); copies from those
+ * to pl's other device and back to testnative wait on pl's events in
+ * turn. None has run while held; all read the fill's values once let go. */
 static void case_gated_waits(const suite *s, const char *pl) {
-  TEST(cts_name("event order: copies to %s wait for a held testnative event", label(s, pl))) {
-    enum { N = 1000 };
+  bool native = strcmp(pl, "testnative") == 0;
+  TEST(cts_name("event order: copies wait for a held testnative event, then %s's [%s]",
+                label(s, pl), label(s, pl))) {
+    enum { N = 1000, K = DLRUN_MEM_KIND_COUNT };
     dlrun_device *tn = dev_of(s, "testnative", 0);
-    dlrun_device *d = dev_of(s, pl, strcmp(pl, "testnative") == 0 ? 1 : 0);
+    dlrun_device *d = dev_of(s, pl, native ? 1 : 0), *other = dev_of(s, pl, native ? 0 : 1);
     cts_hold(tn, 1);
     unsigned ran = cts_ran(tn);
-    dlrun_array *a = NULL, *b[DLRUN_MEM_KIND_COUNT] = {0};
+    /* b: on d, both kinds, after tn; c: on pl's other device after d;
+     * e: back on testnative after d (none for testnative itself) */
+    dlrun_array *a = NULL, *w[K + 2] = {0};
     dlrun_status st = cts_full(tn, DLRUN_MEM_DEVICE, N, 42, &a);
-    for (int k = 0; k < DLRUN_MEM_KIND_COUNT && !st; k++)
-      st = cts_put(a, d, (dlrun_memory_kind)k, &b[k]);
+    for (int k = 0; k < K && !st; k++) st = cts_put(a, d, (dlrun_memory_kind)k, &w[k]);
+    if (!st && !native) st = cts_put(w[0], other, DLRUN_MEM_DEVICE, &w[K]);
+    if (!st && !native) st = cts_put(w[0], dev_of(s, "testnative", 1), DLRUN_MEM_DEVICE, &w[K + 1]);
     CHECK(st == DLRUN_OK, "%s", dlrun_last_error());
     usleep(20 * 1000);
-    for (int k = 0; k < DLRUN_MEM_KIND_COUNT && !st; k++)
-      CHECK(!dlrun_event_done(cts_ready(b[k])), "the copy to %s %s ran before the event",
-            dlrun_device_name(d), dlrun_memory_kind_name((dlrun_memory_kind)k));
+    for (int k = 0; k < K + 2 && !st; k++)
+      CHECK(!w[k] || !dlrun_event_done(cts_ready(w[k])), "copy %d ran before its event", k);
     CHECK(cts_ran(tn) == ran, "the held queue ran");
     cts_hold(tn, 0);
-    for (int k = 0; k < DLRUN_MEM_KIND_COUNT && !st; k++) {
-      CHECK(cts_wait_done(cts_ready(b[k]), 10000), "the copy did not end once let go");
-      CHECK(cts_holds(b[k], N, 42), "%s %s: wrong values: %s", dlrun_device_name(d),
-            dlrun_memory_kind_name((dlrun_memory_kind)k), dlrun_last_error());
+    for (int k = 0; k < K + 2 && !st; k++) {
+      if (!w[k]) continue;
+      CHECK(cts_wait_done(cts_ready(w[k]), 10000), "copy %d did not end once let go", k);
+      dlrun_device *at = dlrun_array_device(w[k]);
+      CHECK(cts_holds(w[k], N, 42), "copy %d to %s: wrong values: %s", k, dlrun_device_name(at),
+            dlrun_last_error());
     }
-    for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) dlrun_array_release(b[k]);
+    for (int k = 0; k < K + 2; k++) dlrun_array_release(w[k]);
     dlrun_array_release(a);
   }
 }
