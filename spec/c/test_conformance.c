@@ -401,6 +401,67 @@ static void case_event_order(const suite *s, const char *pl) {
   }
 }
 
+/* Through the slots: one copy of three pieces from three memories of the
+ * platform (device memory of both devices, pinned_host memory) into one
+ * block, then a marker (a copy of no pieces) after it, and a record that
+ * waits for a held testnative event, then let go. */
+static void case_ops(const suite *s, const char *pl) {
+  TEST(cts_name("a copy of several pieces, a marker, a record waiting on testnative [%s]",
+                label(s, pl))) {
+    enum { P = 64, N = 3 * P };
+    dlrun_device *d0 = dev_of(s, pl, 0), *d1 = dev_of(s, pl, 1);
+    bool native = strcmp(pl, "testnative") == 0;
+    dlrun_device *tn = dev_of(s, "testnative", native ? 1 : 0);
+    cts_mem src[3] = {0}, dst = {0}, g = {0};
+    dlrun_status st = cts_mem_alloc(&src[0], d0, DLRUN_MEM_DEVICE, P);
+    if (!st) st = cts_mem_alloc(&src[1], d1, DLRUN_MEM_DEVICE, P);
+    if (!st) st = cts_mem_alloc(&src[2], d0, DLRUN_MEM_PINNED_HOST, P);
+    if (!st) st = cts_mem_alloc(&dst, d0, DLRUN_MEM_DEVICE, N);
+    unsigned char want[N], got[N];
+    for (int i = 0; i < N; i++) want[i] = (unsigned char)(i * 7 + 1);
+    for (int i = 0; i < 3 && !st; i++) st = cts_mem_write(&src[i], want + i * P);
+    memset(got, 0xEE, sizeof got);
+    if (!st) st = cts_mem_write(&dst, got);
+    CHECK(st == DLRUN_OK, "%s", dlrun_last_error());
+    if (!st) {
+      int64_t origin[3], lo[3], hi[3];
+      dlrun_copy_piece pieces[3];
+      for (int i = 0; i < 3; i++) {
+        origin[i] = lo[i] = i * P;
+        hi[i] = (i + 1) * P;
+        pieces[i] = (dlrun_copy_piece){.src = cts_end(&src[i], 1, 0, &origin[i], cts_one),
+                                       .lo = &lo[i], .hi = &hi[i]};
+      }
+      dlrun_copy_op op = {.esize = 1, .ndim = 1, .dst = cts_end(&dst, 1, 0, cts_zero, cts_one),
+                          .npieces = 3, .pieces = pieces};
+      dlrun_copy_op mark = {.esize = 1, .ndim = 1};
+      dlrun_event ev[4], gate;
+      const dlrun_platform *p = d0->platform;
+      dlrun_fill f = {.esize = 1};
+      cts_hold(tn, 1);
+      st = cts_mem_alloc(&g, tn, DLRUN_MEM_DEVICE, 8);
+      if (!st) st = tn->platform->fill(tn, DLRUN_MEM_DEVICE, g.data, 8, &f, NULL, 0, &gate);
+      if (!st) st = p->copy_box(d0, &op, NULL, 0, &ev[0]);
+      if (!st) st = p->copy_box(d0, &mark, &ev[0], 1, &ev[1]);
+      if (!st) st = p->record(d0, &gate, 1, &ev[2]);
+      if (!st) st = p->record(d0, NULL, 0, &ev[3]);
+      CHECK(st == DLRUN_OK, "%s", dlrun_last_error());
+      if (!st) {
+        CHECK(cts_wait_done(ev[1], 10000), "the marker did not complete");
+        usleep(10 * 1000);
+        CHECK(!dlrun_event_done(ev[2]), "a record ran before the held event it waits on");
+      }
+      cts_hold(tn, 0);
+      CHECK(st || dlrun_events_wait(ev, 4) == DLRUN_OK, "%s", dlrun_last_error());
+      CHECK(!st && cts_mem_read(&dst, got) == DLRUN_OK && cts_diff(want, got, N) < 0,
+            "the pieces copied wrong: %s", dlrun_last_error());
+    }
+    for (int i = 0; i < 3; i++) cts_mem_free(&src[i]);
+    cts_mem_free(&dst);
+    cts_mem_free(&g);
+  }
+}
+
 /* Copies to pl's devices wait for a testnative fill held at its queue
  * (another device of testnative, or another platform); copies from those
  * to pl's other device and back to testnative wait on pl's events in
@@ -749,6 +810,7 @@ static void run_suite(bool sim_shared) {
     case_alloc(&s, pl);
     case_fills(&s, pl);
     case_event_order(&s, pl);
+    case_ops(&s, pl);
     case_gated_waits(&s, pl);
     case_failures(&s, pl);
   }
