@@ -63,6 +63,7 @@ ifneq ($(MPI_PC),)
 LIB_MODULES += $(MPI_MOD)
 endif
 
+<<<<<<< HEAD
 # The OpenCL platform (include/dlrun/platform.h), loaded at run time for
 # "--devices opencl:N" and "auto": built when the OpenCL headers and the ICD
 # loader are installed (Debian: opencl-headers, ocl-icd-opencl-dev). Like the
@@ -77,7 +78,13 @@ LIB_MODULES += $(OPENCL_MOD)
 endif
 
 # A platform module the C tests load (spec/c/modules/).
+=======
+# Platform modules the C tests load (spec/c/modules/), built beside them and
+# never installed: a stub for test_modules, and testnative (a platform with
+# its own queue and events) for test_conformance.
+>>>>>>> i21-cts
 TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
+TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
 
 .PHONY: all _all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
@@ -88,7 +95,7 @@ all: deps
 	@+$(MAKE) --no-print-directory _all
 
 _all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES) \
-      $(LIB_MODULES) $(TEST_PLATFORM_MOD)
+      $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD)
 
 $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@mkdir -p $(dir $@)
@@ -96,6 +103,7 @@ $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
 	  $$(pkg-config --cflags $(MPI_PC)) -o $@ $< $$(pkg-config --libs $(MPI_PC))
 
+<<<<<<< HEAD
 $(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h include/dlrun/platform.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
@@ -105,10 +113,19 @@ $(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h include/dlrun/platform.h
 
 # A platform module for test_modules, built as a module is: public headers only.
 $(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
+=======
+# Test platform modules, built as a module is: public headers only.
+define test_module
+>>>>>>> i21-cts
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -Iinclude \
-	  -o $@ $<
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \
+	  -Iinclude -o $@ $<
+endef
+$(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
+	$(test_module)
+$(TEST_NATIVE_MOD): spec/c/modules/native_platform.c include/dlrun/platform.h
+	$(test_module)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:

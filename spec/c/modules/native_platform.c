@@ -1,0 +1,556 @@
+/* "testnative": a platform with a queue and events of its own, for the
+ * conformance suite (spec/c/test_conformance.c). A test tool: built beside
+ * the C tests, never installed, never found by "auto" (not an
+ * accelerator), loaded only by a test that opens it and registers it.
+ *
+ * Built as a module is, on the public header alone, it is what a driver
+ * platform looks like to the library: its device memory is not readable by
+ * the host at its device addresses (an inaccessible range; the bytes live
+ * in a private mapping that only this file uses), pinned_host memory is
+ * host memory, and each device runs its work on one thread of its own, in
+ * order. Its events are its own kind (a device and a sequence number, with
+ * its own condition variable and callback list), not the library's
+ * timelines, so that the library's handling of foreign events is
+ * exercised; it waits for other platforms' events through svc->event_then
+ * (its thread never blocks on them) and a command that waits on a failed
+ * event fails with that event's message.
+ *
+ * Test hooks, found with dlsym: dlrun_testnative_hold(dev, 1) keeps dev's
+ * thread from starting its next command until dlrun_testnative_hold(dev,
+ * 0), so that a test can prove that work waiting on it has not run;
+ * dlrun_testnative_ran(dev) counts the commands dev's thread ran. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "dlrun/platform.h"
+
+#define DL_CPU 1
+#define DL_EXT_DEV 12
+#define MAX_REGIONS 8 /* per memory: a pool reserves once, more than enough */
+
+static const dlrun_platform_services *svc;
+static const dlrun_platform platform;
+
+/* A reserved memory: device addresses [base, base + size), bytes at view
+ * (the same for pinned_host memory, which is host memory). */
+typedef struct tn_region {
+  unsigned char *base, *view;
+  uint64_t size;
+} tn_region;
+
+typedef enum tn_kind { TN_COPY, TN_FILL, TN_MARK } tn_kind;
+
+typedef struct tn_device tn_device;
+
+/* A command of a device's queue, with copies of the events it waits on. */
+typedef struct tn_cmd {
+  struct tn_cmd *next;
+  tn_device *dev;
+  tn_kind kind;
+  uint64_t seq;
+  bool inject;
+  atomic_size_t pending; /* foreign waits not yet complete, + 1 while enqueueing */
+  dlrun_copy_op *op;     /* TN_COPY: the caller's, valid until done */
+  dlrun_memory_kind mem; /* TN_FILL */
+  void *data;
+  uint64_t nbytes;
+  dlrun_fill fill;
+  size_t nwaits;
+  dlrun_event waits[];
+} tn_cmd;
+
+/* A callback of event_then. */
+typedef struct tn_callback {
+  struct tn_callback *next;
+  uint64_t seq;
+  void (*fn)(void *);
+  void *ctx;
+} tn_callback;
+
+/* A failed point, kept as long as the device lives. */
+typedef struct tn_failure {
+  struct tn_failure *next;
+  uint64_t seq;
+  dlrun_status status;
+  char msg[512];
+} tn_failure;
+
+struct tn_device {
+  dlrun_device *dev;
+  size_t index; /* among this process's devices of the platform */
+  pthread_mutex_t mu;
+  pthread_cond_t work;     /* the thread: a command may be ready, or stop */
+  pthread_cond_t complete; /* event_wait: a point completed */
+  pthread_t thread;
+  bool stop, held;
+  tn_cmd *head, *tail;
+  uint64_t begun;
+  _Atomic uint64_t completed; /* points complete (event_query) */
+  uint64_t settled;           /* and their callbacks run (event_wait) */
+  atomic_uint ran;
+  tn_callback *callbacks;
+  tn_failure *failures;
+  unsigned inject[2];
+  tn_region regions[DLRUN_MEM_KIND_COUNT][MAX_REGIONS];
+};
+
+static tn_device *tn_of(const dlrun_device *dev) { return svc->device_impl(dev); }
+
+/* ---- events ---- */
+
+static dlrun_event event_of(tn_device *t, uint64_t seq) {
+  return (dlrun_event){.platform = &platform, .handle = {(uintptr_t)t, (uintptr_t)seq}};
+}
+static tn_device *event_device(dlrun_event ev) { return (tn_device *)ev.handle[0]; }
+
+static bool tn_event_query(dlrun_event ev) {
+  return atomic_load(&event_device(ev)->completed) >= (uint64_t)ev.handle[1];
+}
+
+static dlrun_status tn_event_wait(dlrun_event ev) {
+  tn_device *t = event_device(ev);
+  uint64_t seq = (uint64_t)ev.handle[1];
+  pthread_mutex_lock(&t->mu);
+  /* Its own thread (a callback asking) cannot wait for its callbacks. */
+  bool own = pthread_equal(pthread_self(), t->thread);
+  while ((own ? atomic_load(&t->completed) : t->settled) < seq)
+    pthread_cond_wait(&t->complete, &t->mu);
+  const tn_failure *f = t->failures;
+  while (f && f->seq != seq) f = f->next;
+  dlrun_status st = f ? f->status : DLRUN_OK;
+  char msg[sizeof f->msg];
+  if (f) memcpy(msg, f->msg, sizeof msg);
+  pthread_mutex_unlock(&t->mu);
+  return st ? svc->fail(st, "%s", msg) : DLRUN_OK;
+}
+
+static dlrun_status tn_event_then(dlrun_event ev, void (*fn)(void *), void *ctx) {
+  tn_device *t = event_device(ev);
+  uint64_t seq = (uint64_t)ev.handle[1];
+  pthread_mutex_lock(&t->mu);
+  if (atomic_load(&t->completed) >= seq) {
+    pthread_mutex_unlock(&t->mu);
+    fn(ctx);
+    return DLRUN_OK;
+  }
+  tn_callback *c = malloc(sizeof *c);
+  if (!c) {
+    pthread_mutex_unlock(&t->mu);
+    return svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "testnative: out of host memory");
+  }
+  *c = (tn_callback){.next = t->callbacks, .seq = seq, .fn = fn, .ctx = ctx};
+  t->callbacks = c;
+  pthread_mutex_unlock(&t->mu);
+  return DLRUN_OK;
+}
+
+/* ---- the device's thread ---- */
+
+static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void *data) {
+  tn_device *t = tn_of(dev);
+  const unsigned char *p = data;
+  for (int i = 0; i < MAX_REGIONS; i++) {
+    tn_region *r = &t->regions[kind][i];
+    if (r->base && p >= r->base && p <= r->base + r->size) return r->view + (p - r->base);
+  }
+  return (void *)data; /* not reserved here: host memory the caller named */
+}
+
+static void *end_view(const dlrun_box_end *e) {
+  return e->dev ? view_of(e->dev, e->kind, e->data) : (void *)e->data;
+}
+
+/* The first failed event a command waits on. */
+static dlrun_status waits_status(const tn_cmd *c) {
+  for (size_t i = 0; i < c->nwaits; i++) {
+    dlrun_status st = svc->event_status(c->waits[i]);
+    if (st) return st;
+  }
+  return DLRUN_OK;
+}
+
+static const char *kind_name(tn_kind k) { return k == TN_COPY ? "copy" : "fill"; }
+
+static dlrun_status run(tn_cmd *c) {
+  dlrun_status st = waits_status(c);
+  if (st) return st;
+  if (c->kind == TN_MARK) return DLRUN_OK;
+  if (c->inject)
+    return svc->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: injected device failure",
+                     svc->device_name(c->dev->dev), kind_name(c->kind));
+  if (c->kind == TN_FILL) {
+    svc->host_fill(view_of(c->dev->dev, c->mem, c->data), c->nbytes, &c->fill);
+    return DLRUN_OK;
+  }
+  const dlrun_copy_op *op = c->op;
+  void *dst = end_view(&op->dst);
+  for (size_t i = 0; i < op->npieces; i++) {
+    const dlrun_copy_piece *p = &op->pieces[i];
+    svc->host_copy_box(op->esize, op->ndim, p->lo, p->hi, dst, op->dst.origin, op->dst.strides,
+                       end_view(&p->src), p->src.origin, p->src.strides);
+  }
+  return DLRUN_OK;
+}
+
+/* Take the callbacks of points up to seq off the list. Called with t->mu. */
+static tn_callback *take_callbacks(tn_device *t, uint64_t seq) {
+  tn_callback *ready = NULL;
+  for (tn_callback **p = &t->callbacks; *p;) {
+    tn_callback *cb = *p;
+    if (cb->seq > seq) {
+      p = &cb->next;
+      continue;
+    }
+    *p = cb->next;
+    cb->next = ready;
+    ready = cb;
+  }
+  return ready;
+}
+
+static void run_callbacks(tn_callback *ready) {
+  while (ready) {
+    tn_callback *cb = ready;
+    ready = cb->next;
+    cb->fn(cb->ctx);
+    free(cb);
+  }
+}
+
+/* Complete c's point: it reads complete, its callbacks run (outside the
+ * lock; one registered meanwhile runs at once, the point being complete),
+ * then host waits on it return. Waits return after the callbacks so that
+ * a host thread that waited never races them (a callback may drop the
+ * last hold on a buffer, and with it on the runtime). */
+static void complete(tn_device *t, tn_cmd *c, dlrun_status st) {
+  tn_failure *f = NULL;
+  if (st && (f = calloc(1, sizeof *f))) {
+    f->seq = c->seq;
+    f->status = st;
+    snprintf(f->msg, sizeof f->msg, "%s", svc->last_error());
+  }
+  pthread_mutex_lock(&t->mu);
+  if (f) {
+    f->next = t->failures;
+    t->failures = f;
+  }
+  atomic_store(&t->completed, c->seq);
+  tn_callback *ready = take_callbacks(t, c->seq);
+  pthread_mutex_unlock(&t->mu);
+  run_callbacks(ready);
+  pthread_mutex_lock(&t->mu);
+  t->settled = c->seq;
+  pthread_cond_broadcast(&t->complete);
+  pthread_mutex_unlock(&t->mu);
+}
+
+static void *device_thread(void *arg) {
+  tn_device *t = arg;
+  pthread_mutex_lock(&t->mu);
+  for (;;) {
+    tn_cmd *c = t->head;
+    if (c && !t->held && atomic_load(&c->pending) == 0) {
+      t->head = c->next;
+      if (!t->head) t->tail = NULL;
+      pthread_mutex_unlock(&t->mu);
+      dlrun_status st = run(c);
+      atomic_fetch_add(&t->ran, 1);
+      complete(t, c, st);
+      free(c);
+      pthread_mutex_lock(&t->mu);
+      continue;
+    }
+    if (!c && t->stop) break;
+    pthread_cond_wait(&t->work, &t->mu);
+  }
+  pthread_mutex_unlock(&t->mu);
+  return NULL;
+}
+
+/* A foreign wait of c completed: one fewer to go. c may run (and go) as
+ * soon as the count reaches 0, so t is read first. */
+static void wait_released(void *ctx) {
+  tn_cmd *c = ctx;
+  tn_device *t = c->dev;
+  if (atomic_fetch_sub(&c->pending, 1) != 1) return;
+  pthread_mutex_lock(&t->mu);
+  pthread_cond_signal(&t->work);
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* Queue c (its fields set but seq) after its waits; sets *done. */
+static dlrun_status enqueue(tn_device *t, tn_cmd *c, const dlrun_event *waits, size_t nwaits,
+                            dlrun_event *done) {
+  c->dev = t;
+  c->nwaits = nwaits;
+  if (nwaits) memcpy(c->waits, waits, nwaits * sizeof *waits);
+  atomic_init(&c->pending, 1); /* ours, until it is in the queue */
+  pthread_mutex_lock(&t->mu);
+  c->seq = ++t->begun;
+  if (t->tail) t->tail->next = c;
+  else t->head = c;
+  t->tail = c;
+  if (done) *done = event_of(t, c->seq);
+  pthread_mutex_unlock(&t->mu);
+  /* The queue is in order: only events of elsewhere are waited for. */
+  for (size_t i = 0; i < nwaits; i++) {
+    dlrun_event w = waits[i];
+    if ((w.platform == &platform && event_device(w) == t) || svc->event_query(w)) continue;
+    atomic_fetch_add(&c->pending, 1);
+    if (svc->event_then(w, wait_released, c)) {
+      /* No memory for a callback: this (enqueueing) thread waits instead. */
+      svc->event_wait(w);
+      atomic_fetch_sub(&c->pending, 1);
+    }
+  }
+  wait_released(c);
+  return DLRUN_OK;
+}
+
+static tn_cmd *new_cmd(tn_kind kind, size_t nwaits) {
+  tn_cmd *c = calloc(1, sizeof *c + nwaits * sizeof(dlrun_event));
+  if (!c) svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "testnative: out of host memory");
+  else c->kind = kind;
+  return c;
+}
+
+/* Whether the next operation of kind `what` is to fail (a test's). */
+static bool take_injected(tn_device *t, dlrun_work_kind what) {
+  pthread_mutex_lock(&t->mu);
+  bool take = t->inject[what] > 0;
+  if (take) t->inject[what]--;
+  pthread_mutex_unlock(&t->mu);
+  return take;
+}
+
+/* ---- work slots ---- */
+
+static dlrun_status tn_copy_box(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event *waits,
+                                size_t nwaits, dlrun_event *done) {
+  tn_cmd *c = new_cmd(op->npieces ? TN_COPY : TN_MARK, nwaits);
+  if (!c) return DLRUN_ERR_RESOURCE_EXHAUSTED;
+  c->op = op;
+  if (op->npieces) c->inject = take_injected(tn_of(dev), DLRUN_WORK_COPY);
+  return enqueue(tn_of(dev), c, waits, nwaits, done);
+}
+
+static dlrun_status tn_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                            uint64_t nbytes, const dlrun_fill *f, const dlrun_event *waits,
+                            size_t nwaits, dlrun_event *done) {
+  tn_cmd *c = new_cmd(TN_FILL, nwaits);
+  if (!c) return DLRUN_ERR_RESOURCE_EXHAUSTED;
+  c->mem = kind;
+  c->data = data;
+  c->nbytes = nbytes;
+  c->fill = *f;
+  c->inject = take_injected(tn_of(dev), DLRUN_WORK_FILL);
+  return enqueue(tn_of(dev), c, waits, nwaits, done);
+}
+
+static dlrun_status tn_record(dlrun_device *dev, const dlrun_event *waits, size_t nwaits,
+                              dlrun_event *done) {
+  tn_device *t = tn_of(dev);
+  if (nwaits == 0) { /* the point of the last command queued */
+    pthread_mutex_lock(&t->mu);
+    if (done) *done = event_of(t, t->begun);
+    pthread_mutex_unlock(&t->mu);
+    return DLRUN_OK;
+  }
+  tn_cmd *c = new_cmd(TN_MARK, nwaits);
+  return c ? enqueue(t, c, waits, nwaits, done) : DLRUN_ERR_RESOURCE_EXHAUSTED;
+}
+
+static dlrun_status tn_inject(dlrun_device *dev, dlrun_work_kind what, unsigned count) {
+  tn_device *t = tn_of(dev);
+  pthread_mutex_lock(&t->mu);
+  t->inject[what] = count;
+  pthread_mutex_unlock(&t->mu);
+  return DLRUN_OK;
+}
+
+/* ---- devices ---- */
+
+static dlrun_status tn_device_init(dlrun_device *dev, size_t local_index, size_t ndevices,
+                                   void **impl) {
+  (void)ndevices;
+  tn_device *t = calloc(1, sizeof *t);
+  if (!t) return svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "testnative: out of host memory");
+  t->dev = dev;
+  t->index = local_index;
+  pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->work, NULL);
+  pthread_cond_init(&t->complete, NULL);
+  if (pthread_create(&t->thread, NULL, device_thread, t)) {
+    pthread_cond_destroy(&t->complete);
+    pthread_cond_destroy(&t->work);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+    return svc->fail(DLRUN_ERR_RUNTIME, "testnative: cannot start the device's thread");
+  }
+  *impl = t;
+  return DLRUN_OK;
+}
+
+static void tn_device_destroy(dlrun_device *dev, void *impl) {
+  (void)dev;
+  tn_device *t = impl;
+  pthread_mutex_lock(&t->mu);
+  t->stop = true;
+  t->held = false;
+  pthread_cond_signal(&t->work);
+  pthread_mutex_unlock(&t->mu);
+  pthread_join(t->thread, NULL);
+  while (t->failures) {
+    tn_failure *f = t->failures;
+    t->failures = f->next;
+    free(f);
+  }
+  pthread_cond_destroy(&t->complete);
+  pthread_cond_destroy(&t->work);
+  pthread_mutex_destroy(&t->mu);
+  free(t);
+}
+
+/* ---- memory ---- */
+
+static bool tn_is_host_memory(const dlrun_device *dev, dlrun_memory_kind kind) {
+  (void)dev;
+  return kind == DLRUN_MEM_PINNED_HOST;
+}
+
+static void tn_memory_info(const dlrun_device *dev, dlrun_memory_kind kind,
+                           dlrun_memory_info *out) {
+  (void)dev, (void)kind;
+  *out = (dlrun_memory_info){.total = svc->host_ram(), .host_ram = true};
+}
+
+static uint64_t tn_default_capacity(const dlrun_device *dev, dlrun_memory_kind kind,
+                                    size_t ndevices) {
+  (void)dev, (void)kind, (void)ndevices;
+  return 64u << 20;
+}
+
+static dlrun_status map_host(uint64_t size, void **out) {
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED)
+    return svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "testnative: cannot map %llu bytes",
+                     (unsigned long long)size);
+  *out = p;
+  return DLRUN_OK;
+}
+
+static dlrun_status tn_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size,
+                               void **base) {
+  tn_device *t = tn_of(dev);
+  tn_region *r = NULL;
+  for (int i = 0; i < MAX_REGIONS && !r; i++)
+    if (!t->regions[kind][i].base) r = &t->regions[kind][i];
+  if (!r) return svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "testnative: too many regions");
+  void *view = NULL, *addr = NULL;
+  dlrun_status st = map_host(size, &view);
+  if (st) return st;
+  addr = view;
+  if (kind == DLRUN_MEM_DEVICE && (st = svc->map_inaccessible(size, &addr))) {
+    munmap(view, size);
+    return st;
+  }
+  pthread_mutex_lock(&t->mu);
+  *r = (tn_region){.base = addr, .view = view, .size = size};
+  pthread_mutex_unlock(&t->mu);
+  *base = addr;
+  return DLRUN_OK;
+}
+
+static void tn_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
+  tn_device *t = tn_of(dev);
+  for (int i = 0; i < MAX_REGIONS; i++) {
+    tn_region *r = &t->regions[kind][i];
+    if (r->base != base) continue;
+    if (r->view != r->base) svc->unmap(r->base, size);
+    munmap(r->view, size);
+    *r = (tn_region){0};
+  }
+}
+
+static bool tn_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
+                    uint64_t n) {
+  if (kind != DLRUN_MEM_DEVICE || n == 0) return true; /* host memory */
+  const tn_device *t = tn_of(dev);
+  const unsigned char *p = data;
+  for (int i = 0; i < MAX_REGIONS; i++) {
+    const tn_region *r = &t->regions[kind][i];
+    if (r->base && p >= r->base && (uint64_t)(p - r->base) <= r->size &&
+        n <= r->size - (uint64_t)(p - r->base))
+      return true;
+  }
+  return false;
+}
+
+/* ---- DLPack: device memory as (kDLExtDev, local index), pinned_host as
+ * the host's ---- */
+
+static void tn_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                             int32_t *id) {
+  bool host = kind == DLRUN_MEM_PINNED_HOST;
+  *type = host ? DL_CPU : DL_EXT_DEV;
+  *id = host ? 0 : (int32_t)tn_of(dev)->index; /* a process-local ordinal */
+}
+
+static ptrdiff_t tn_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
+                                  dlrun_memory_kind *kind) {
+  *kind = DLRUN_MEM_DEVICE;
+  return type == DL_EXT_DEV && id >= 0 && (size_t)id < ndevices ? id : -1;
+}
+
+static const dlrun_platform platform = {
+    .abi = DLRUN_PLATFORM_ABI,
+    .name = "testnative",
+    .class_name = "TestNativeDevice",
+    .is_accelerator = false,
+    .device_init = tn_device_init,
+    .device_destroy = tn_device_destroy,
+    .is_host_memory = tn_is_host_memory,
+    .host_readable = tn_is_host_memory,
+    .memory_info = tn_memory_info,
+    .default_capacity = tn_default_capacity,
+    .reserve = tn_reserve,
+    .release = tn_release,
+    .owns = tn_owns,
+    .copy_box = tn_copy_box,
+    .fill = tn_fill,
+    .record = tn_record,
+    .event_query = tn_event_query,
+    .event_wait = tn_event_wait,
+    .event_then = tn_event_then,
+    .dlpack_device = tn_dlpack_device,
+    .dlpack_lookup = tn_dlpack_lookup,
+    .inject_failure = tn_inject,
+};
+
+/* ---- test hooks ---- */
+
+DLRUN_API void dlrun_testnative_hold(dlrun_device *dev, int hold) {
+  tn_device *t = tn_of(dev);
+  pthread_mutex_lock(&t->mu);
+  t->held = hold != 0;
+  pthread_cond_signal(&t->work);
+  pthread_mutex_unlock(&t->mu);
+}
+
+DLRUN_API unsigned dlrun_testnative_ran(dlrun_device *dev) { return atomic_load(&tn_of(dev)->ran); }
+
+DLRUN_API int dlrun_platform_module_open(int abi, const dlrun_platform_services *services,
+                                         const dlrun_platform **out, char *err, size_t n) {
+  if (abi != DLRUN_PLATFORM_ABI || services->abi != DLRUN_PLATFORM_ABI) {
+    snprintf(err, n, "testnative was built for platform ABI %d", DLRUN_PLATFORM_ABI);
+    return 1;
+  }
+  svc = services;
+  *out = &platform;
+  return 0;
+}
