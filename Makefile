@@ -63,7 +63,6 @@ ifneq ($(MPI_PC),)
 LIB_MODULES += $(MPI_MOD)
 endif
 
-<<<<<<< HEAD
 # The OpenCL platform (include/dlrun/platform.h), loaded at run time for
 # "--devices opencl:N" and "auto": built when the OpenCL headers and the ICD
 # loader are installed (Debian: opencl-headers, ocl-icd-opencl-dev). Like the
@@ -77,12 +76,9 @@ ifeq ($(OPENCL_OK),yes)
 LIB_MODULES += $(OPENCL_MOD)
 endif
 
-# A platform module the C tests load (spec/c/modules/).
-=======
 # Platform modules the C tests load (spec/c/modules/), built beside them and
 # never installed: a stub for test_modules, and testnative (a platform with
 # its own queue and events) for test_conformance.
->>>>>>> i21-cts
 TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
 TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
 
@@ -103,7 +99,6 @@ $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
 	  $$(pkg-config --cflags $(MPI_PC)) -o $@ $< $$(pkg-config --libs $(MPI_PC))
 
-<<<<<<< HEAD
 $(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h include/dlrun/platform.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
@@ -111,12 +106,8 @@ $(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h include/dlrun/platform.h
 	  -fvisibility=hidden -shared -pthread -Iinclude $$(pkg-config --cflags OpenCL) -o $@ \
 	  $(OPENCL_SRC) $$(pkg-config --libs OpenCL)
 
-# A platform module for test_modules, built as a module is: public headers only.
-$(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
-=======
 # Test platform modules, built as a module is: public headers only.
 define test_module
->>>>>>> i21-cts
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \

@@ -1,8 +1,10 @@
 /* Device accessors and the per-platform views of a runtime. */
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device_impl.h"
+#include "timeline.h"
 #include "dlrun/debug.h"
 #include "dlrun/opencl.h"
 #include "dlrun/stats.h"
@@ -100,6 +102,7 @@ void dlrun_device_synchronize(dlrun_device *dev) {
 bool dlrun_event_done(dlrun_event ev) { return !ev.platform || ev.platform->event_query(ev); }
 
 dlrun_status dlrun_event_status(dlrun_event ev) {
+  if (dlrun_event_is_timeline(ev)) return dlrun_timeline_status(ev);
   if (!ev.platform || !ev.platform->event_query(ev)) return DLRUN_OK;
   return ev.platform->event_wait(ev); /* complete: returns at once */
 }
@@ -108,10 +111,30 @@ dlrun_status dlrun_event_wait(dlrun_event ev) {
   return ev.platform ? ev.platform->event_wait(ev) : DLRUN_OK;
 }
 
+typedef struct foreign_callback {
+  void (*fn)(void *ctx);
+  void *ctx;
+} foreign_callback;
+
+/* A foreign platform's callback thread counts as an event callback too. */
+static void run_foreign(void *p) {
+  foreign_callback c = *(foreign_callback *)p;
+  dlrun_free(p);
+  dlrun_timeline_run_as_callback(c.fn, c.ctx);
+}
+
 dlrun_status dlrun_event_then(dlrun_event ev, void (*fn)(void *ctx), void *ctx) {
-  if (ev.platform) return ev.platform->event_then(ev, fn, ctx);
-  fn(ctx);
-  return DLRUN_OK;
+  if (!ev.platform) {
+    fn(ctx);
+    return DLRUN_OK;
+  }
+  if (dlrun_event_is_timeline(ev)) return dlrun_timeline_then(ev, fn, ctx);
+  foreign_callback *c = dlrun_malloc(sizeof *c);
+  if (!c) return dlrun_fail_oom_host(sizeof *c);
+  *c = (foreign_callback){fn, ctx};
+  dlrun_status st = ev.platform->event_then(ev, run_foreign, c);
+  if (st) dlrun_free(c);
+  return st;
 }
 
 dlrun_status dlrun_events_wait(const dlrun_event *evs, size_t n) {

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "host/stream.h"
 #include "platform_impl.h"
+#include "timeline.h"
 #include "dist/dist.h"
 #include "dlrun/stats.h"
 
@@ -350,7 +351,9 @@ static void *destroy_in_background(void *rt) {
  * another thread tears the runtime down. */
 static void release_last(dlrun_ref *ref) {
   dlrun_runtime *rt = (dlrun_runtime *)ref;
-  if (dlrun_workers_is_current(rt->workers)) {
+  /* Not on a thread that runs the runtime's work or a driver's callbacks:
+   * tearing down would wait for (or free) the thread itself. */
+  if (dlrun_workers_is_current(rt->workers) || dlrun_in_event_callback()) {
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);

@@ -83,11 +83,23 @@ static dlrun_waiter *take_released(dlrun_timeline *tl, uint64_t completed, bool 
   return ready;
 }
 
+static _Thread_local int in_callbacks;
+
+bool dlrun_in_event_callback(void) { return in_callbacks > 0; }
+
+void dlrun_timeline_run_as_callback(void (*fn)(void *ctx), void *ctx) {
+  in_callbacks++;
+  fn(ctx);
+  in_callbacks--;
+}
+
 static void run_waiters(dlrun_waiter *w) {
+  in_callbacks++;
   for (dlrun_waiter *next; w; w = next) {
     next = w->next; /* fn may free w */
     w->fn(w);
   }
+  in_callbacks--;
 }
 
 /* The early waiters of points up to seq run before the points are seen
@@ -137,7 +149,8 @@ static const dlrun_failure *failure_of(const dlrun_timeline *tl, uint64_t seq) {
 
 dlrun_status dlrun_timeline_status(dlrun_event ev) {
   dlrun_timeline *tl = timeline_of(ev);
-  if (!tl || (!tl->failures && !tl->lost_seq) || !dlrun_timeline_query(ev)) return DLRUN_OK;
+  /* A failure is recorded before its point completes: early waiters see it. */
+  if (!tl || (!tl->failures && !tl->lost_seq)) return DLRUN_OK;
   pthread_mutex_lock(&tl->mu);
   const dlrun_failure *f = failure_of(tl, (uint64_t)ev.handle[1]);
   dlrun_status st = f ? dlrun_fail(f->status, "%s", f->msg) : DLRUN_OK;
@@ -184,7 +197,9 @@ typedef struct callback {
 
 static void run_callback(dlrun_waiter *w) {
   callback *c = (callback *)w;
+  in_callbacks++;
   c->fn(c->ctx);
+  in_callbacks--;
   dlrun_free(c);
 }
 

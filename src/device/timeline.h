@@ -73,6 +73,13 @@ dlrun_status dlrun_timeline_status(dlrun_event ev);
  * with nothing parked, when it already has. */
 bool dlrun_timeline_park(dlrun_event ev, dlrun_waiter *w);
 
+/* Whether the calling thread is running an event's callbacks (of a
+ * timeline's, or a foreign event's through dlrun_event_then): what it
+ * releases must not tear down the queue it runs for. */
+bool dlrun_in_event_callback(void);
+/* fn(ctx), counted as an event callback. */
+void dlrun_timeline_run_as_callback(void (*fn)(void *ctx), void *ctx);
+
 /* Whether ev is one of a timeline's events (every built-in platform's). */
 bool dlrun_event_is_timeline(dlrun_event ev);
 
