@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
@@ -242,6 +243,19 @@ static dlrun_status stage_block(copy_task *t, size_t i, dlrun_box_end *out) {
   return DLRUN_OK;
 }
 
+/* The routes being sorted (qsort has no context argument); planning runs
+ * on one thread per plan, so a thread-local serves. */
+static _Thread_local const dlrun_copy_route *sort_routes;
+
+/* Unstaged before staged, then by queue. */
+static int by_queue(const void *a, const void *b) {
+  const dlrun_copy_route *x = &sort_routes[*(const size_t *)a], *y = &sort_routes[*(const size_t *)b];
+  if (x->staged != y->staged) return x->staged ? 1 : -1;
+  uintptr_t qx = (uintptr_t)x->queue, qy = (uintptr_t)y->queue;
+  if (qx != qy) return qx < qy ? -1 : 1;
+  return *(const size_t *)a < *(const size_t *)b ? -1 : *(const size_t *)a > *(const size_t *)b;
+}
+
 /* Route every piece and gather the pieces of one queue into a group (the
  * pieces array is reordered so that each group's are adjacent). */
 dlrun_status dlrun_copy_task_seal(copy_task *t) {
@@ -262,48 +276,46 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
     staged += routes[i].staged;
     t->bytes += piece_bytes(t, i);
   }
-  /* Groups: one per distinct queue of unstaged pieces, two per staged one. */
-  size_t max_groups = 2 * staged, order = 0;
-  for (size_t i = 0; i < n; i++) {
-    bool seen = routes[i].staged;
-    for (size_t j = 0; j < i && !seen; j++) seen = !routes[j].staged && routes[j].queue == routes[i].queue;
-    max_groups += !seen;
+  /* Groups: one per distinct queue of unstaged pieces (the pieces sorted by
+   * queue: a gather from thousands of devices stays n log n), two per
+   * staged piece. */
+  size_t *order = n > 1 ? dlrun_malloc(n * sizeof *order) : NULL, one_order = 0;
+  if (n > 1 && !order) st = oom(t, n * sizeof *order);
+  if (n <= 1) order = &one_order;
+  size_t max_groups = 2 * staged, at = 0;
+  if (!st) {
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    sort_routes = routes;
+    if (n > 1) qsort(order, n, sizeof *order, by_queue);
+    for (size_t k = 0; k < n; k++)
+      max_groups += !routes[order[k]].staged &&
+                    (k == 0 || routes[order[k - 1]].queue != routes[order[k]].queue);
   }
-  if (max_groups > 1 && !(t->groups = dlrun_calloc(max_groups, sizeof *t->groups))) {
+  if (!st && max_groups > 1 && !(t->groups = dlrun_calloc(max_groups, sizeof *t->groups))) {
     t->groups = &t->one_group;
     st = oom(t, max_groups * sizeof *t->groups);
   }
   /* Two allocations per staged piece: its block and its second step's piece. */
   if (!st && staged && !(t->stages = dlrun_calloc(2 * staged, sizeof *t->stages)))
     st = oom(t, 2 * staged * sizeof *t->stages);
-  for (size_t i = 0; i < n && !st; i++) { /* unstaged pieces, grouped by queue */
-    if (routes[i].staged) continue;
-    copy_group *g = NULL;
-    for (size_t k = 0; k < t->ngroups && !g; k++)
-      if (!t->groups[k].after && t->groups[k].queue == routes[i].queue &&
-          t->groups[k].op.dst.dev == routes[i].dst.dev)
-        g = &t->groups[k];
-    if (!g) {
-      g = &t->groups[t->ngroups++];
-      *g = (copy_group){.queue = routes[i].queue,
-                        .op = {.esize = p->esize, .ndim = nd, .dst = routes[i].dst,
-                               .pieces = t->pieces + order}};
-      /* Gather this queue's pieces now, in order. */
-      for (size_t j = i; j < n; j++) {
-        if (routes[j].staged || routes[j].queue != routes[i].queue) continue;
-        const int64_t *c = coords(t, j);
-        t->pieces[order++] = (dlrun_copy_piece){.src = routes[j].src, .lo = c + nd,
-                                                .hi = c + 2 * nd};
-        g->op.npieces++;
-      }
-    }
+  for (size_t k = 0; k < n && !st; k++) { /* unstaged pieces, grouped by queue */
+    const dlrun_copy_route *r = &routes[order[k]];
+    if (r->staged) continue;
+    if (k == 0 || routes[order[k - 1]].queue != r->queue)
+      t->groups[t->ngroups++] = (copy_group){
+          .queue = r->queue,
+          .op = {.esize = p->esize, .ndim = nd, .dst = r->dst, .pieces = t->pieces + at}};
+    const int64_t *c = coords(t, order[k]);
+    t->pieces[at++] = (dlrun_copy_piece){.src = r->src, .lo = c + nd, .hi = c + 2 * nd};
+    t->groups[t->ngroups - 1].op.npieces++;
   }
+  if (order != &one_order) dlrun_free(order);
   for (size_t i = 0; i < n && !st; i++) { /* staged pieces: two steps each */
     if (!routes[i].staged) continue;
     dlrun_box_end host;
     if ((st = stage_block(t, i, &host))) break;
     const int64_t *c = coords(t, i);
-    dlrun_copy_piece *first = &t->pieces[order++];
+    dlrun_copy_piece *first = &t->pieces[at++];
     *first = (dlrun_copy_piece){.src = routes[i].src, .lo = c + nd, .hi = c + 2 * nd};
     copy_group *g1 = &t->groups[t->ngroups++], *g2 = &t->groups[t->ngroups++];
     *g1 = (copy_group){.queue = routes[i].src_queue,
