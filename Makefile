@@ -30,7 +30,9 @@ CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard spec/c/test_*.c))
-HOST_SRC := $(sort $(wildcard examples/host/*.c))
+# Host applications on the public headers; opencl_interop also needs OpenCL
+# (built with the OpenCL module, below).
+HOST_SRC := $(filter-out examples/host/opencl_interop.c,$(sort $(wildcard examples/host/*.c)))
 STRESS_SRC := $(sort $(wildcard spec/stress/*.c))
 
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
@@ -72,8 +74,10 @@ OPENCL_SRC := $(sort $(wildcard src/platforms/opencl/*.c))
 OPENCL_MOD := $(BUILD)/libdlrun_opencl.so
 OPENCL_OK := $(shell pkg-config --exists OpenCL 2>/dev/null && \
                printf '\043include <CL/cl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+OPENCL_HOST := $(BUILD)/examples/opencl_interop
 ifeq ($(OPENCL_OK),yes)
 LIB_MODULES += $(OPENCL_MOD)
+HOSTS += $(OPENCL_HOST)
 endif
 
 # Platform modules the C tests load (spec/c/modules/), built beside them and
@@ -171,6 +175,21 @@ $(BUILD)/examples/%: examples/host/%.c $(LIB_A) $(LUA_LIB_A)
 	@echo "  CC      $@"
 	@$(CC) -std=c11 $(OPT) $(SAN) $(WARN) -Iinclude -I$(LUA_INC) $(LDFLAGS_ALL) -o $@ $< \
 	  $(LUA_LIB_A) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
+
+# The OpenCL host example, on libdlrun.a and the ICD loader. Its run path
+# ($ORIGIN/..) finds the OpenCL module in the build folder, as an installed
+# application finds it beside the library.
+$(OPENCL_HOST): examples/host/opencl_interop.c $(LIB_A)
+ifeq ($(OPENCL_OK),yes)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) -std=c11 $(OPT) $(SAN) $(WARN) -Iinclude $$(pkg-config --cflags OpenCL) \
+	  $(LDFLAGS_ALL) -Wl,-rpath,'$$ORIGIN/..' -o $@ $< $(LIB_A) $$(pkg-config --libs OpenCL) \
+	  $(LIBS)
+else
+	@echo "$@ needs the OpenCL headers and ICD loader (Debian: opencl-headers," \
+	  "ocl-icd-opencl-dev)" >&2; exit 1
+endif
 
 # Stress programs, on the public headers like host applications.
 $(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)

@@ -11,8 +11,8 @@ local dl = require "dlrun"
 
 local function say(fmt, ...) io.write(fmt:format(...), "\n") end
 
--- The first 8 devices of the default backend (sim or cpu); with fewer, the
--- example says so on one line and stops with status 1.
+-- The first 8 devices of the default backend (any platform: sim, cpu, opencl);
+-- with fewer, the example says so on one line and stops with status 1.
 local N_DEVICES = 8
 if dl.device_count() < N_DEVICES then
   io.stderr:write(("buffer_error.lua: this example needs %d devices, found %d (devices %s); "
@@ -38,7 +38,7 @@ local function copied_since(start)
   return now.bytes_moved - start.bytes_moved, now.local_bytes - start.local_bytes
 end
 
-local DLPACK_DEVICE = {[1] = "kDLCPU", [12] = "kDLExtDev"}
+local DLPACK_DEVICE = {[1] = "kDLCPU", [4] = "kDLOpenCL", [12] = "kDLExtDev"}
 local function where(result)
   local d = result.capsule.device
   return ("%s (DLPack device %s, %d)"):format(tostring(result.device),

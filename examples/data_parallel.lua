@@ -11,8 +11,8 @@ local dl = require "dlrun"
 
 local function say(fmt, ...) io.write(fmt:format(...), "\n") end
 
--- The first 8 devices of the default backend (sim or cpu); with fewer, the
--- example says so on one line and stops with status 1.
+-- The first 8 devices of the default backend (any platform: sim, cpu, opencl);
+-- with fewer, the example says so on one line and stops with status 1.
 local N_DEVICES = 8
 if dl.device_count() < N_DEVICES then
   io.stderr:write(("data_parallel.lua: this example needs %d devices, found %d (devices %s); "

@@ -16,9 +16,12 @@ dl.configure{device_memory = "8MiB", device_preallocate = false}
 local function say(fmt, ...) io.write(fmt:format(...), "\n") end
 local function check(ok, what) if not ok then error("memory_timeline: " .. what, 2) end end
 
+-- Sim devices give unused memory back to the system (cpu devices use the
+-- host's memory, an OpenCL buffer has no pages to drop).
 if dl.default_backend() ~= "sim" then
-  io.stderr:write("memory_timeline.lua: this example needs a sim device (run it with "
-                  .. "--devices sim:1)\n")
+  io.stderr:write(("memory_timeline.lua: this example needs a sim device, whose unused memory "
+                   .. "it gives back to the system, but found %s devices (devices %s); run it "
+                   .. "with --devices sim:1\n"):format(dl.default_backend(), dl.device_spec()))
   os.exit(1, true)
 end
 local dev = dl.devices()[1]

@@ -11,6 +11,31 @@ local helpers = require "helpers"
 
 local DEFAULT_ENV = {DLRUN_DEVICES = "", DLRUN_DEVICE_MEMORY = ""}
 
+-- The environment of a run on n OpenCL devices: pocl's CPU driver gives one
+-- device per "pthread" in POCL_DEVICES (a vendor's driver ignores it).
+local function opencl_env(n)
+  local names = {}
+  for i = 1, n do names[i] = "pthread" end
+  return {DLRUN_DEVICES = "", DLRUN_DEVICE_MEMORY = "", POCL_DEVICES = table.concat(names, " ")}
+end
+
+-- Why n OpenCL devices are not here (the OpenCL module not built, no driver,
+-- too few devices), from dlrun --list-devices; nil when they are.
+local opencl_missing_cache = {}
+local function opencl_missing(n)
+  if opencl_missing_cache[n] == nil then
+    local out = helpers.run({"--list-devices"}, nil, opencl_env(n))
+    local line = ("\n" .. out):match("\nopencl +([^\n]*)") or "not listed"
+    local have = tonumber(line:match("^available: (%d+) devices?$"))
+    if have and have >= n then
+      opencl_missing_cache[n] = false
+    else
+      opencl_missing_cache[n] = ("needs %d OpenCL device(s): opencl %s"):format(n, line)
+    end
+  end
+  return opencl_missing_cache[n] or nil
+end
+
 local function run_example(name, options, env)
   local args = {}
   for _, o in ipairs(options or {}) do args[#args + 1] = o end
@@ -191,28 +216,56 @@ end)
 -- 0, empty stderr) or refuses at the top with one line naming what it needs and
 -- what it found (status 1, nothing on stdout). `class` is the class of the
 -- devices the examples use (the default backend's).
+--
+-- The OpenCL specs run on pocl's CPU devices here (any vendor's elsewhere)
+-- and are pending, with the reason, where there are not enough OpenCL
+-- devices. They give the same outputs as sim with as many devices (the bytes
+-- moved too), but for the device class and DLPack's device type.
 describe("examples on other device specs", function()
   local SPECS = {
-    {spec = "sim:8", canonical = "sim:8,cpu:1", count = 8, class = "SimDevice"},
-    {spec = "cpu:8", canonical = "cpu:8", count = 8, class = "CpuDevice"},
-    {spec = "sim:4", canonical = "sim:4,cpu:1", count = 4, class = "SimDevice"},
-    {spec = "cpu:1", canonical = "cpu:1", count = 1, class = "CpuDevice"},
-    {spec = "sim:8,cpu:2", canonical = "sim:8,cpu:2", count = 8, class = "SimDevice"},
-    {spec = "sim:16", canonical = "sim:16,cpu:1", count = 16, class = "SimDevice"},
+    {spec = "sim:8", canonical = "sim:8,cpu:1", count = 8, class = "SimDevice", dlpack = "kDLExtDev"},
+    {spec = "cpu:8", canonical = "cpu:8", count = 8, class = "CpuDevice", dlpack = "kDLCPU"},
+    {spec = "sim:4", canonical = "sim:4,cpu:1", count = 4, class = "SimDevice", dlpack = "kDLExtDev"},
+    {spec = "cpu:1", canonical = "cpu:1", count = 1, class = "CpuDevice", dlpack = "kDLCPU"},
+    {spec = "sim:8,cpu:2", canonical = "sim:8,cpu:2", count = 8, class = "SimDevice",
+     dlpack = "kDLExtDev"},
+    {spec = "sim:16", canonical = "sim:16,cpu:1", count = 16, class = "SimDevice",
+     dlpack = "kDLExtDev"},
+    {spec = "opencl:4", canonical = "opencl:4,cpu:1", count = 4, class = "OpenclDevice",
+     dlpack = "kDLOpenCL", opencl = true},
+    {spec = "opencl:8", canonical = "opencl:8,cpu:1", count = 8, class = "OpenclDevice",
+     dlpack = "kDLOpenCL", opencl = true},
   }
+  for _, d in ipairs(SPECS) do d.env = d.opencl and opencl_env(d.count) or DEFAULT_ENV end
 
-  local function refused(name, d, why)
-    local out, err, status = run_example(name, {"--devices", d.spec})
+  -- A case on spec d: pending, with the reason, where its devices are missing.
+  local function it_on(d, title, fn)
+    it(title, function()
+      local why = d.opencl and opencl_missing(d.count)
+      if why then
+        pending(why)
+        return
+      end
+      fn()
+    end)
+  end
+
+  local function run_on(name, d) return run_ok(name, {"--devices", d.spec}, d.env) end
+
+  -- `hint`: the devices the refusal suggests (sim:8 unless given).
+  local function refused(name, d, why, hint)
+    local out, err, status = run_example(name, {"--devices", d.spec}, d.env)
     assert.are.equal("", out)
-    assert.are.equal(name .. ": " .. why .. (" (devices %s); run it with --devices sim:8\n")
-                     :format(d.canonical), err)
+    assert.are.equal(name .. ": " .. why .. (" (devices %s); run it with --devices %s\n")
+                     :format(d.canonical, hint or "sim:8"), err)
     assert.are.equal(1, status)
   end
 
   -- The examples that need 8 devices of the default backend, sim or cpu.
   local EIGHT = {
-    {"buffer_error.lua", function(out, c)
+    {"buffer_error.lua", function(out, c, d)
       has_line(out, '  strategy "shards": 8 tensors, 0 bytes copied')
+      has_line(out, ("  the tensor lives on %s(id=0) (DLPack device %s, 0)"):format(c, d.dlpack))
       has_line(out, "  gather                   gather             256  " .. c .. "(id=0)")
       has_line(out, "  shards                   shards               0  8 devices, one shard each")
       assert.are.equal(7, count(out, "  the consumer checked all 64 values: correct\n"))
@@ -239,33 +292,77 @@ describe("examples on other device specs", function()
     local name, check = example[1], example[2]
     for _, d in ipairs(SPECS) do
       if d.count >= 8 then
-        it(("%s runs on %s"):format(name, d.spec), function()
-          check(run_ok(name, {"--devices", d.spec}), d.class)
+        it_on(d, ("%s runs on %s"):format(name, d.spec), function()
+          check(run_on(name, d), d.class, d)
         end)
       else
-        it(("%s refuses %s: it needs 8 devices"):format(name, d.spec), function()
+        it_on(d, ("%s refuses %s: it needs 8 devices"):format(name, d.spec), function()
           refused(name, d, ("this example needs 8 devices, found %d"):format(d.count))
         end)
       end
     end
   end
 
-  -- memory_pressure sets the memory of sim devices: cpu devices use the host's.
+  -- memory_pressure sets the memory of sim and OpenCL devices: cpu devices
+  -- use the host's.
   for _, d in ipairs(SPECS) do
-    if d.class == "SimDevice" and d.count >= 8 then
-      it("memory_pressure.lua runs on " .. d.spec, function()
-        local out = run_ok("memory_pressure.lua", {"--devices", d.spec})
-        has_line(out, "  SimDevice(id=7): 262144 of 1048576 bytes in use")
+    local c = d.class
+    if c ~= "CpuDevice" and d.count >= 8 then
+      it_on(d, "memory_pressure.lua runs on " .. d.spec, function()
+        local out = run_on("memory_pressure.lua", d)
+        has_line(out, "  " .. c .. "(id=7): 262144 of 1048576 bytes in use")
+        has_line(out, "  ResourceExhaustedError: Out of memory on " .. c .. "(id=0) while allocating "
+                  .. "2097152 bytes (2.00MiB): 262144 bytes in use of a 1048576 byte limit "
+                  .. "(256.00KiB of 1.00MiB); the largest free block is 786432 bytes (768.00KiB) "
+                  .. "and 0 bytes (0B) are reserved but unallocated; raise device_memory "
+                  .. "(dl.configure, --device-memory, DLRUN_DEVICE_MEMORY) to at least 3145728 "
+                  .. "bytes (3.00MiB).")
         has_line(out, "  strategy: host")
+        has_line(out, "  reason: " .. c .. "(id=0) cannot hold 2.00MiB (largest free block "
+                  .. "768.00KiB): gathered into host memory")
         has_line(out, "  auto fell back to the host: 2097152 bytes moved from the 8 devices into host memory,")
         has_line(out, "The consumer checked all 524288 values: correct.")
         has_line(out, "Exports alive after the consumer let go: 0.")
       end)
     else
-      it("memory_pressure.lua refuses " .. d.spec, function()
-        local found = d.class == "CpuDevice" and "only cpu devices" or tostring(d.count)
-        refused("memory_pressure.lua", d, "this example needs 8 sim devices, whose memory it can "
+      it_on(d, "memory_pressure.lua refuses " .. d.spec, function()
+        local found = c == "CpuDevice" and "cpu devices, which use the host's memory"
+                      or tostring(d.count)
+        refused("memory_pressure.lua", d, "this example needs 8 devices whose memory it can "
                 .. "set, but found " .. found)
+      end)
+    end
+  end
+
+  -- memory_timeline gives sim memory back to the system.
+  for _, d in ipairs(SPECS) do
+    if d.class == "SimDevice" then
+      it_on(d, "memory_timeline.lua runs on " .. d.spec, function()
+        local out = run_on("memory_timeline.lua", d)
+        has_line(out, "step 5: release_unused gave 2097152 bytes back to the system")
+        has_line(out, "step 8: all gone; dl.empty_cache() gave 4194304 bytes back")
+      end)
+    else
+      it_on(d, "memory_timeline.lua refuses " .. d.spec, function()
+        refused("memory_timeline.lua", d, ("this example needs a sim device, whose unused memory "
+                .. "it gives back to the system, but found %s devices")
+                :format(d.class:match("^(%u%l+)Device$"):lower()), "sim:1")
+      end)
+    end
+  end
+
+  -- multiprocess, alone, uses however many devices there are (opencl:8 would
+  -- add nothing to opencl:4 but a second of pocl's start).
+  for _, d in ipairs(SPECS) do
+    if d.spec ~= "opencl:8" then
+      it_on(d, "multiprocess.lua runs alone on " .. d.spec, function()
+        local out = run_on("multiprocess.lua", d)
+        local n = d.count
+        has_line(out, ("[0] batch %dx%d over %d devices of 1 process(es); this process holds "
+                       .. "rows 0..%d on %d device(s)"):format(2 * n, 2 * n, n, 2 * n - 1, n))
+        has_line(out, ('[0] export "gather" -> "gather": a tensor on %s(id=0), %d bytes copied '
+                       .. "here"):format(d.class, n == 1 and 0 or 16 * n * n))
+        has_line(out, "[0] all checks passed")
       end)
     end
   end
@@ -278,11 +375,13 @@ describe("examples on other device specs", function()
     ["cpu:1"] = {"1 cpu device", 4, 0},
     ["sim:8,cpu:2"] = {"8 sim devices", 10, 2816},
     ["sim:16"] = {"16 sim devices", 18, 11776},
+    ["opencl:4"] = {"4 opencl devices", 6, 640},
+    ["opencl:8"] = {"8 opencl devices", 10, 2816},
   }
   for _, d in ipairs(SPECS) do
-    it("pipeline.lua runs on " .. d.spec, function()
+    it_on(d, "pipeline.lua runs on " .. d.spec, function()
       local want = PIPELINE[d.spec]
-      local out = run_ok("pipeline.lua", {"--devices", d.spec})
+      local out = run_on("pipeline.lua", d)
       assert.are.equal(("%s: %s, host CpuDevice(id=0)"):format(d.canonical, want[1]),
                        out:match("^dlrun [^ ]+ on ([^\n]*)\n"))
       local last = ("\npipeline: %d tensors handed over, all values checked, %d bytes moved, "
@@ -292,15 +391,46 @@ describe("examples on other device specs", function()
   end
 end)
 
+-- A host example's path beside the dlrun command (build/examples/NAME).
+local function host_example(name) return (helpers.exe:gsub("dlrun$", "examples/" .. name)) end
+
+-- Runs a host example with environment assignments; its output (stdout and
+-- stderr) after checking it exited 0.
+local function run_host_ok(exe, env)
+  local words = {}
+  for k, v in pairs(env or {}) do words[#words + 1] = k .. "=" .. helpers.shell_quote(v) .. " " end
+  local p = assert(io.popen(table.concat(words) .. helpers.shell_quote(exe) .. " 2>&1"))
+  local out = p:read("a")
+  local ok, _, status = p:close()
+  assert.is_true(ok, out)
+  assert.are.equal(0, status)
+  return out
+end
+
 describe("examples/host/minimal.c (a host application on the C API)", function()
   it("shards, gathers and reads back through the public headers only", function()
-    local exe = (helpers.exe:gsub("dlrun$", "examples/minimal"))
-    local p = assert(io.popen(helpers.shell_quote(exe) .. " 2>&1"))
-    local out = p:read("a")
-    local ok, _, status = p:close()
-    assert.is_true(ok, out)
-    assert.are.equal(0, status)
-    assert.are.equal("gathered 4 shards: 0 ... 15, 48 bytes moved between devices\n", out)
+    assert.are.equal("gathered 4 shards: 0 ... 15, 48 bytes moved between devices\n",
+                     run_host_ok(host_example("minimal")))
+  end)
+end)
+
+describe("examples/host/opencl_interop.c (OpenCL work on an exported buffer)", function()
+  it("runs a kernel of its own on the exported cl_mem, on dlrun's queue, and checks it", function()
+    local exe = host_example("opencl_interop")
+    local f = io.open(exe)
+    if not f then
+      pending("not built: the OpenCL headers and ICD loader are not installed")
+      return
+    end
+    f:close()
+    local why = opencl_missing(1)
+    if why then
+      pending(why)
+      return
+    end
+    assert.are.equal("a kernel of the application read the exported buffer on dlrun's queue: "
+                     .. "y = 2x + 1 = 1, 3, ..., 2047, all 1024 correct\n",
+                     run_host_ok(exe, opencl_env(1)))
   end)
 end)
 
