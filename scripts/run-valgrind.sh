@@ -32,5 +32,12 @@ for t in "$build"/stress/*; do
 done
 check "examples/pipeline.lua" "$build/dlrun" examples/pipeline.lua
 check "examples/host/minimal" "$build/examples/minimal"
+# The OpenCL platform on pocl, when the module and a driver are here.
+if [ -x "$build/examples/opencl_interop" ] &&
+   POCL_DEVICES="pthread pthread" "$build/dlrun" --list-devices | grep -q '^opencl  available'; then
+  POCL_DEVICES="pthread pthread" check "examples/pipeline.lua on opencl:2" \
+    "$build/dlrun" --devices opencl:2 examples/pipeline.lua
+  check "examples/host/opencl_interop" "$build/examples/opencl_interop"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
