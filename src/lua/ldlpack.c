@@ -105,6 +105,8 @@ static int capsule_index(lua_State *L) {
     lua_pushboolean(L, (flags & DLPACK_FLAG_BITMASK_IS_COPIED) != 0 || c->copied);
   } else if (strcmp(key, "device") == 0) {
     push_int_pair(L, t->device.device_type, t->device.device_id);
+  } else if (strcmp(key, "byte_offset") == 0) {
+    lua_pushinteger(L, (lua_Integer)t->byte_offset);
   } else if (strcmp(key, "shape") == 0 || strcmp(key, "strides") == 0) {
     bool shape = key[1] == 'h';
     lua_createtable(L, t->ndim, 0);
