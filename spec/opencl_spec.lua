@@ -70,7 +70,7 @@ local c = dl.device_put(b, s[1])        -- opencl to sim: staged through the hos
 local e = dl.device_put(c, o[1])        -- and back
 local m = dl.make_mesh({2}, {"x"}, o)
 local f = dl.device_put(e, dl.NamedSharding(m, dl.P("x", nil)))
-print(table.concat(dl.device_get(f)[2], ","), tostring(c.sharding.device_set[1]))
+print(table.concat(f:tolist()[2], ","), tostring(c.sharding.device_set[1]))
 ]], {"--devices", "opencl:2,sim:2"}, ENV)
     assert.are.equal("", err)
     assert.is_true(status == 0 or status == true, out)
