@@ -963,10 +963,12 @@ typedef enum ocl_ref { REF_MEMCPY, REF_MEMSET, REF_PARALLEL } ocl_ref;
 static bool ocl_case(ocl_ctx *c, ocl_op op, ocl_ref ref_kind, par_copy *pc, int reps,
                      const char *key) {
   double *dl = xmalloc((size_t)reps * sizeof *dl), *ref = xmalloc((size_t)reps * sizeof *ref);
-  unsigned char *from = touched(c->nbytes, 1), *to = touched(c->nbytes, 2);
+  bool par = ref_kind == REF_PARALLEL;
+  unsigned char *from = par ? NULL : touched(c->nbytes, 1);
+  unsigned char *to = par ? NULL : touched(c->nbytes, 2);
   for (int r = -1; r < reps; r++) {
     double t = ocl_time(c, op), t0 = now_s(), tr;
-    if (ref_kind == REF_PARALLEL) {
+    if (par) {
       tr = par_run(pc);
     } else {
       if (ref_kind == REF_MEMCPY) memcpy(to, from, c->nbytes);
@@ -986,7 +988,7 @@ static bool ocl_case(ocl_ctx *c, ocl_op op, ocl_ref ref_kind, par_copy *pc, int 
   js_int("runs", reps);
   js_bool("values_ok", ok);
   const char *ref_key = ref_kind == REF_MEMSET ? "memset_s" : "memcpy_s";
-  if (ref_kind == REF_PARALLEL) {
+  if (par) {
     emit_samples("dlrun_s", dl, reps);
     emit_parallel(&pc->l, dl, ref, reps);
   } else {
