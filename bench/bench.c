@@ -1,9 +1,9 @@
-/* dlrun benchmarks 1, 2, 3, 5 and 6 of the benchmark issue, each against an
- * in-process C reference on the same bytes (see bench/README.md).
+/* dlrun benchmarks 1, 2, 3, 5, 6 and 9 (OpenCL), each against an in-process
+ * C reference on the same bytes (see bench/README.md).
  *
  *   bench [--quick] [--only NAME[,NAME...]]
  *
- * NAME: gather, column_gather, reshard, pool, scale. Prints one JSON object
+ * NAME: gather, column_gather, reshard, pool, scale, opencl. Prints one JSON object
  * (all numbers, medians and every sample) on stdout; progress goes to stderr.
  * Exit status 1 when dlrun fails a call or a correctness check (a wrong
  * result, transfer_stats not exactly 7/8), 0 otherwise: missing a speed
@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "dlrun/dlrun.h"
+#include "dlrun/platform.h" /* dlrun_platforms_list: is OpenCL there (9) */
 #include "median.h"
 #include "mem/pool.h" /* internal: the pool benchmark drives a pool directly */
 
@@ -124,6 +125,17 @@ static void js_int(const char *k, long long v) {
   js_key(k);
   fprintf(js, "%lld", v);
 }
+/* A string value, escaped as JSON needs. */
+static void js_str(const char *k, const char *v) {
+  js_key(k);
+  fputc('"', js);
+  for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(js, "\\%c", *p);
+    else if (*p < 0x20) fprintf(js, "\\u%04x", *p);
+    else fputc(*p, js);
+  }
+  fputc('"', js);
+}
 static void js_bool(const char *k, bool v) {
   js_key(k);
   fputs(v ? "true" : "false", js);
@@ -150,11 +162,11 @@ static dlrun_runtime *make_runtime(const char *devices, uint64_t device_memory) 
   return rt;
 }
 
-/* A 1-axis mesh "x" over the first n sim devices. */
-static dlrun_mesh *make_mesh(dlrun_runtime *rt, size_t n) {
+/* A 1-axis mesh "x" over the first n devices of `platform`. */
+static dlrun_mesh *make_mesh(dlrun_runtime *rt, const char *platform, size_t n) {
   dlrun_device **devs = xmalloc(n * sizeof *devs);
   for (size_t i = 0; i < n; i++)
-    if (!(devs[i] = dlrun_device_get(rt, "sim", i))) die("no sim device %zu", i);
+    if (!(devs[i] = dlrun_device_get(rt, platform, i))) die("no %s device %zu", platform, i);
   const char *names[1] = {"x"};
   int64_t sizes[1] = {(int64_t)n};
   dlrun_mesh *m;
@@ -175,9 +187,10 @@ static dlrun_sharding *split_sharding(dlrun_mesh *m, int dim) {
   return s;
 }
 
-static dlrun_sharding *device_sharding(dlrun_runtime *rt, size_t i) {
+static dlrun_sharding *device_sharding(dlrun_runtime *rt, const char *platform, size_t i) {
   dlrun_sharding *s;
-  CHECK(dlrun_single_device_sharding_create(dlrun_device_get(rt, "sim", i), DLRUN_MEM_DEVICE, &s));
+  CHECK(dlrun_single_device_sharding_create(dlrun_device_get(rt, platform, i), DLRUN_MEM_DEVICE,
+                                            &s));
   return s;
 }
 
@@ -402,9 +415,9 @@ static bool bench_gathers(bool do_gather, bool do_cols, bool do_reshard) {
        (long long)sh.rows, (long long)sh.cols, nbytes / MIB, ndev, reps);
 
   dlrun_runtime *rt = make_runtime("sim:8", nbytes * 4);
-  dlrun_mesh *mesh = make_mesh(rt, ndev);
+  dlrun_mesh *mesh = make_mesh(rt, "sim", ndev);
   dlrun_sharding *rows = split_sharding(mesh, 0), *cols = split_sharding(mesh, 1);
-  dlrun_sharding *one = device_sharding(rt, 0);
+  dlrun_sharding *one = device_sharding(rt, "sim", 0);
   float *host = host_matrix(sh.rows, sh.cols);
   int64_t dims[2] = {sh.rows, sh.cols};
   double *dl = xmalloc((size_t)reps * sizeof *dl), *ref = xmalloc((size_t)reps * sizeof *ref);
@@ -738,8 +751,8 @@ static bool bench_scale(void) {
     /* Device 0 holds the whole source and its destination shard. */
     su[c].rt = make_runtime(spec, 2 * nbytes + (1u << 20));
     create_s[c] = now_s() - t0;
-    su[c].one = device_sharding(su[c].rt, 0);
-    su[c].mesh = make_mesh(su[c].rt, counts[c]);
+    su[c].one = device_sharding(su[c].rt, "sim", 0);
+    su[c].mesh = make_mesh(su[c].rt, "sim", counts[c]);
     su[c].rows = split_sharding(su[c].mesh, 0);
     CHECK(dlrun_array_from_host(su[c].one, DLRUN_FLOAT32, 2, dims, host, nbytes, &su[c].x));
     CHECK(dlrun_array_block_until_ready(su[c].x));
@@ -832,6 +845,251 @@ static bool bench_scale(void) {
   return ok;
 }
 
+/* ------------------------------------------------------------ 9: OpenCL */
+
+/* Part 9 runs on the OpenCL platform's devices: opencl:4 (pocl gives four
+ * CPU devices with POCL_DEVICES="pthread pthread pthread pthread", set in
+ * main when unset). Unlike the other parts a wrong value does not stop the
+ * program: it is recorded (checks_ok in part 9's object) so that its lines
+ * read FAILED while the rest is reported. */
+#define OCL_DEVICES 4
+
+/* Why opencl:OCL_DEVICES cannot run here, into `why`; false when it can. */
+static bool opencl_missing(char *why, size_t n) {
+  dlrun_platform_status st[16];
+  size_t count = dlrun_platforms_list(st, 16);
+  for (size_t i = 0; i < count && i < 16; i++) {
+    if (strcmp(st[i].name, "opencl") != 0) continue;
+    if (!st[i].available) snprintf(why, n, "OpenCL platform not available: %s", st[i].why);
+    else if (st[i].ndevices < OCL_DEVICES)
+      snprintf(why, n, "the OpenCL platform has %zu devices, part 9 needs %d", st[i].ndevices,
+               OCL_DEVICES);
+    else return false;
+    return true;
+  }
+  snprintf(why, n, "no OpenCL platform is known to this build");
+  return true;
+}
+
+typedef enum ocl_op {
+  OCL_GATHER,    /* device_put of the row-sharded array onto OpenclDevice(id=0) */
+  OCL_TO_DEVICE, /* dlrun_array_from_host onto OpenclDevice(id=0) */
+  OCL_TO_HOST,   /* dlrun_array_read of the array on OpenclDevice(id=0) */
+  OCL_FULL,      /* dlrun_array_full(1.5f) on OpenclDevice(id=0) */
+  OCL_ZEROS,     /* dlrun_array_full(0) */
+  OCL_ARANGE,    /* dlrun_array_arange(0, 1) */
+} ocl_op;
+
+typedef struct ocl_ctx {
+  dlrun_sharding *rows, *one; /* P('x') over the devices; OpenclDevice(id=0) */
+  dlrun_array *sharded, *on_dev; /* the source value, row-sharded and on device 0 */
+  const float *host;             /* that value, row major */
+  float *back;                   /* reads land here (pre-touched) */
+  int64_t dims[2];
+  uint64_t nbytes;
+} ocl_ctx;
+
+/* The array an operation makes (NULL for reads); untimed callers check it. */
+static dlrun_array *ocl_make(ocl_ctx *c, ocl_op op) {
+  dlrun_array *y = NULL;
+  int64_t n = (int64_t)(c->nbytes / sizeof(float));
+  switch (op) {
+  case OCL_GATHER: CHECK(dlrun_device_put(c->sharded, c->one, NULL, &y)); break;
+  case OCL_TO_DEVICE:
+    CHECK(dlrun_array_from_host(c->one, DLRUN_FLOAT32, 2, c->dims, c->host, c->nbytes, &y));
+    break;
+  case OCL_TO_HOST: CHECK(dlrun_array_read(c->on_dev, 0, c->nbytes, c->back)); return NULL;
+  case OCL_FULL:
+  case OCL_ZEROS: {
+    dlrun_scalar v = {.kind = DLRUN_SCALAR_FLOAT, .re = op == OCL_FULL ? 1.5 : 0.0};
+    CHECK(dlrun_array_full(c->one, DLRUN_FLOAT32, 2, c->dims, &v, &y));
+    break;
+  }
+  case OCL_ARANGE: {
+    dlrun_scalar start = {.kind = DLRUN_SCALAR_FLOAT, .re = 0}, step = start;
+    step.re = 1;
+    CHECK(dlrun_array_arange(c->one, DLRUN_FLOAT32, &start, &step, n, &y));
+    break;
+  }
+  }
+  CHECK(dlrun_array_block_until_ready(y));
+  return y;
+}
+
+/* One timed run; the result is released after the clock stops. */
+static double ocl_time(ocl_ctx *c, ocl_op op) {
+  double t0 = now_s();
+  dlrun_array *y = ocl_make(c, op);
+  double t = now_s() - t0;
+  dlrun_array_release(y);
+  return t;
+}
+
+/* Whether element i of an operation's result holds what it should. */
+static bool ocl_expected(const ocl_ctx *c, ocl_op op, const float *got, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    float want = op == OCL_FULL ? 1.5f : op == OCL_ZEROS ? 0.0f : op == OCL_ARANGE ? (float)i
+                                                                              : c->host[i];
+    if (memcmp(&got[i], &want, sizeof want) != 0) {
+      note("9: element %zu is %g, want %g", i, (double)got[i], (double)want);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Runs the operation once more, untimed, and compares every element of its
+ * result (read into c->back, scribbled over first) with the expected one;
+ * nbytes of the result must be the source's. */
+static bool ocl_check(ocl_ctx *c, ocl_op op, const char *what) {
+  memset(c->back, 0xA5, c->nbytes);
+  dlrun_array *y = ocl_make(c, op);
+  bool ok = true;
+  if (y) {
+    ok = dlrun_array_nbytes(y) == c->nbytes;
+    if (ok) CHECK(dlrun_array_read(y, 0, c->nbytes, c->back));
+    dlrun_array_release(y);
+  }
+  ok = ok && ocl_expected(c, op, c->back, c->nbytes / sizeof(float));
+  if (!ok) note("9 %s: the result differs from the expected value", what);
+  return ok;
+}
+
+typedef enum ocl_ref { REF_MEMCPY, REF_MEMSET, REF_PARALLEL } ocl_ref;
+
+/* dlrun's operation against its reference on the same bytes, alternating
+ * run by run after one untimed warm-up of each; then the check. Emits the
+ * part's object `key`. */
+static bool ocl_case(ocl_ctx *c, ocl_op op, ocl_ref ref_kind, par_copy *pc, int reps,
+                     const char *key) {
+  double *dl = xmalloc((size_t)reps * sizeof *dl), *ref = xmalloc((size_t)reps * sizeof *ref);
+  bool par = ref_kind == REF_PARALLEL;
+  unsigned char *from = par ? NULL : touched(c->nbytes, 1);
+  unsigned char *to = par ? NULL : touched(c->nbytes, 2);
+  for (int r = -1; r < reps; r++) {
+    double t = ocl_time(c, op), t0 = now_s(), tr;
+    if (par) {
+      tr = par_run(pc);
+    } else {
+      if (ref_kind == REF_MEMCPY) memcpy(to, from, c->nbytes);
+      else memset(to, 0, c->nbytes);
+      bench_sink = to;
+      tr = now_s() - t0;
+    }
+    if (r >= 0) {
+      dl[r] = t;
+      ref[r] = tr;
+    }
+  }
+  bool ok = ocl_check(c, op, key);
+  if (ref_kind == REF_MEMCPY && to[c->nbytes - 1] != 1) die("9 %s: memcpy did not copy", key);
+  js_open(key);
+  js_int("bytes", (long long)c->nbytes);
+  js_int("runs", reps);
+  js_bool("values_ok", ok);
+  const char *ref_key = ref_kind == REF_MEMSET ? "memset_s" : "memcpy_s";
+  if (par) {
+    emit_samples("dlrun_s", dl, reps);
+    emit_parallel(&pc->l, dl, ref, reps);
+  } else {
+    emit_pair("dlrun_s", dl, ref_key, ref, reps);
+  }
+  js_close();
+  note("9 %s: dlrun %.2f ms, reference %.2f ms%s", key, median(dl, reps) * 1e3,
+       median(ref, reps) * 1e3, ok ? "" : " (values WRONG)");
+  free(dl);
+  free(ref);
+  free(from);
+  free(to);
+  return ok;
+}
+
+/* Exactly the gather's bytes move: the 3 shards on other devices count as
+ * moved, device 0's own shard as local. */
+static bool ocl_gather_bytes(dlrun_runtime *rt, ocl_ctx *c) {
+  dlrun_transfer_stats ts;
+  dlrun_transfer_stats_reset(rt);
+  dlrun_array_release(ocl_make(c, OCL_GATHER));
+  dlrun_transfer_stats_get(rt, &ts);
+  uint64_t moved = c->nbytes / OCL_DEVICES * (OCL_DEVICES - 1), local = c->nbytes - moved;
+  bool exact = ts.bytes_moved == moved && ts.local_bytes == local;
+  if (!exact)
+    note("9 gather: transfer_stats bytes_moved %llu and local_bytes %llu, want %llu and %llu",
+         (unsigned long long)ts.bytes_moved, (unsigned long long)ts.local_bytes,
+         (unsigned long long)moved, (unsigned long long)local);
+  js_open("gather_bytes");
+  js_int("bytes_moved", (long long)ts.bytes_moved);
+  js_int("local_bytes", (long long)ts.local_bytes);
+  js_int("expected_bytes_moved", (long long)moved);
+  js_int("expected_local_bytes", (long long)local);
+  js_bool("exact", exact);
+  js_close();
+  return exact;
+}
+
+static bool bench_opencl(void) {
+  char why[300];
+  js_open("opencl");
+  if (opencl_missing(why, sizeof why)) {
+    note("9 opencl: skipped: %s", why);
+    js_str("skipped", why);
+    js_close();
+    return true;
+  }
+  shape2 sh = quick ? (shape2){2048, 2048} : (shape2){8192, 2048}; /* 16 / 64 MiB */
+  int reps = quick ? 5 : 11;
+  ocl_ctx c = {.dims = {sh.rows, sh.cols}};
+  c.nbytes = (uint64_t)(sh.rows * sh.cols) * sizeof(float);
+  char spec[32];
+  snprintf(spec, sizeof spec, "opencl:%d", OCL_DEVICES);
+  note("9 opencl: float32[%lld,%lld] (%.0f MiB) on %s, %d runs", (long long)sh.rows,
+       (long long)sh.cols, c.nbytes / MIB, spec, reps);
+  dlrun_runtime *rt = make_runtime(spec, 0);
+  dlrun_mesh *mesh = make_mesh(rt, "opencl", OCL_DEVICES);
+  c.rows = split_sharding(mesh, 0);
+  c.one = device_sharding(rt, "opencl", 0);
+  float *host = host_matrix(sh.rows, sh.cols);
+  c.host = host;
+  c.back = touched(c.nbytes, 0);
+  CHECK(dlrun_array_from_host(c.rows, DLRUN_FLOAT32, 2, c.dims, host, c.nbytes, &c.sharded));
+  CHECK(dlrun_array_from_host(c.one, DLRUN_FLOAT32, 2, c.dims, host, c.nbytes, &c.on_dev));
+  CHECK(dlrun_array_block_until_ready(c.sharded));
+  CHECK(dlrun_array_block_until_ready(c.on_dev));
+
+  /* The parallel reference: the 4 row shards' bytes, laid out as dlrun's. */
+  gather_layout by_rows = {.nsrc = OCL_DEVICES, .rows = 1, .piece = c.nbytes / OCL_DEVICES};
+  unsigned char *psrc = touched(c.nbytes, 3), *pdst = touched(c.nbytes, 4);
+  memcpy(psrc, host, c.nbytes); /* one piece per shard: the shards in order */
+  par_copy pc;
+  par_start(&pc, by_rows, psrc, pdst, engine_threads());
+  bool ok = true;
+  js_int("devices", OCL_DEVICES);
+  js_ints("shape", (long long[]){sh.rows, sh.cols}, 2);
+  ok &= ocl_case(&c, OCL_GATHER, REF_PARALLEL, &pc, reps, "gather");
+  par_stop(&pc);
+  if (memcmp(pdst, host, c.nbytes) != 0) die("9 gather: the parallel memcpy reference differs");
+  free(psrc);
+  free(pdst);
+  ok &= ocl_gather_bytes(rt, &c);
+  ok &= ocl_case(&c, OCL_TO_DEVICE, REF_MEMCPY, NULL, reps, "to_device");
+  ok &= ocl_case(&c, OCL_TO_HOST, REF_MEMCPY, NULL, reps, "to_host");
+  ok &= ocl_case(&c, OCL_FULL, REF_MEMSET, NULL, reps, "full");
+  ok &= ocl_case(&c, OCL_ZEROS, REF_MEMSET, NULL, reps, "zeros");
+  ok &= ocl_case(&c, OCL_ARANGE, REF_MEMSET, NULL, reps, "arange");
+  js_bool("checks_ok", ok);
+  js_close();
+
+  dlrun_array_release(c.sharded);
+  dlrun_array_release(c.on_dev);
+  free(c.back);
+  free(host);
+  dlrun_sharding_release(c.one);
+  dlrun_sharding_release(c.rows);
+  dlrun_mesh_release(mesh);
+  dlrun_runtime_release(rt);
+  return ok;
+}
+
 /* ------------------------------------------------------------ main */
 
 static bool wanted(const char *only, const char *name) {
@@ -848,11 +1106,13 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--quick") == 0) quick = true;
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--quick] [--only gather,column_gather,reshard,pool,scale]\n",
+      fprintf(stderr, "usage: %s [--quick] [--only gather,column_gather,reshard,pool,scale,opencl]\n",
               argv[0]);
       return 2;
     }
   }
+  /* pocl's four CPU devices, unless the user chose pocl's devices. */
+  setenv("POCL_DEVICES", "pthread pthread pthread pthread", 0);
   js = stdout;
   js_first[0] = true;
   js_open(NULL);
@@ -862,6 +1122,7 @@ int main(int argc, char **argv) {
   if (g || cg || rs) ok &= bench_gathers(g, cg, rs);
   if (wanted(only, "pool")) ok &= bench_pool();
   if (wanted(only, "scale")) ok &= bench_scale();
+  if (wanted(only, "opencl")) ok &= bench_opencl();
   js_bool("checks_ok", ok);
   js_close();
   fputc('\n', js);

@@ -5,7 +5,8 @@ Usage (from bench/run.sh): python3 bench/report.py TMPDIR RESULTS [--quick]
 TMPDIR holds c.json, lua.json, numpy.json (the outputs of bench.c,
 export_overhead.lua, numpy_ref.py) and c.rc, lua.rc, numpy.rc (their exit
 statuses); mpiN.json and mpiN.rc (bench_mpi on N = 2 and 4 processes), or
-mpiN.skip saying why it did not run. Prints one line per benchmark:
+mpiN.skip saying why it did not run; opencl.json and opencl.rc (bench.c's
+part 9 in a run of its own). Prints one line per benchmark:
 
   name, dlrun's median, the reference's median, the ratio, the target, status
 
@@ -14,8 +15,8 @@ issue defines it the other way: export overhead (dlrun cost / reference
 cost) and scale (t(4096) / t(8); index map as % of t(4096)), where lower is
 better; the target column says which. Status: ok, MISSED (a speed target not
 met), FAILED (a correctness check failed), ERROR (a part did not run),
-info (no target: reported only), skipped (MPI missing: the reason is
-printed). Exits 1 on FAILED or ERROR.
+info (no target: reported only), skipped (MPI or OpenCL missing: the
+reason is printed). Exits 1 on FAILED or ERROR.
 """
 
 import json
@@ -142,6 +143,54 @@ def mpi_rows(tmp, n, skips):
     return m
 
 
+OPENCL_CASES = (  # key, label, reference, target (None: reported only)
+    ("gather", "9 opencl gather to 1 device vs parallel memcpy", "parallel_memcpy_s", 0.8),
+    ("to_device", "9 opencl host-to-device vs memcpy", "memcpy_s", 0.8),
+    ("to_host", "9 opencl device-to-host vs memcpy", "memcpy_s", 0.8),
+    ("full", "9 opencl full(1.5) vs memset", "memset_s", None),
+    ("zeros", "9 opencl zeros vs memset", "memset_s", None),
+    ("arange", "9 opencl arange vs memset", "memset_s", None),
+)
+REF_NAMES = {"parallel_memcpy_s": "parallel memcpy (the engine's thread count)",
+             "memcpy_s": "memcpy", "memset_s": "memset"}
+
+
+def opencl_rows(tmp, skips):
+    """Benchmark 9 on opencl:4; returns its data."""
+    rc, o, err = load(tmp, "opencl")
+    part = get(o, "opencl")
+    why = get(part, "skipped")
+    for key, label, ref_key, target in OPENCL_CASES:
+        target_text = "report" if target is None else ">= %g" % target
+        ref_name = REF_NAMES[ref_key] + " time / dlrun time"
+        dl, ref = get(part, key, "dlrun_s"), get(part, key, ref_key)
+        if why is not None:
+            met = "skipped"
+        elif dl is None or ref is None:
+            met = "ERROR"
+        elif not get(part, key, "values_ok"):
+            met = "FAILED"
+        else:
+            met = None if target is None else ref / dl >= target
+        row(label, dl, ref, ratio_of(ref, dl), target_text, met, ref_name, "higher")
+        if key == "gather":
+            b = get(part, "gather_bytes") or {}
+            moved, local = b.get("bytes_moved"), b.get("local_bytes")
+            met = "skipped" if why is not None else (
+                "ERROR" if moved is None else (True if b.get("exact") else "FAILED"))
+            row("9 opencl gather bytes moved/local = 3/4, 1/4", None, None, None, "exact", met,
+                "bytes_moved / local_bytes (dlrun_transfer_stats) vs the shards' bytes", "exact",
+                ratio_text="-",
+                dlrun_text="-" if moved is None else "%d / %d B" % (moved, local),
+                ref_text="-" if moved is None else "%d / %d B" % (
+                    b["expected_bytes_moved"], b["expected_local_bytes"]))
+    if why is not None:
+        skips.append("9 on opencl:4 skipped: %s" % why)
+    elif rc != 0 or err:
+        skips.append("bench.c part 9 (opencl): exit status %d%s" % (rc, ": " + err if err else ""))
+    return o
+
+
 def main():
     tmp, out_path = sys.argv[1], sys.argv[2]
     quick = "--quick" in sys.argv[3:]
@@ -226,9 +275,12 @@ def main():
             "numpy from_dlpack time / dlrun import time", "higher")
 
     # 8: between processes, against raw MPI on the same bytes.
-    mpi_notes, mpi = [], {}
+    notes, mpi = [], {}
     for n in (2, 4):
-        mpi["%d" % n] = mpi_rows(tmp, n, mpi_notes)
+        mpi["%d" % n] = mpi_rows(tmp, n, notes)
+
+    # 9: OpenCL devices, against memcpy / memset of the same bytes.
+    ocl = opencl_rows(tmp, notes)
 
     # The table.
     head = ["benchmark", "dlrun", "reference", "ratio", "target", "status"]
@@ -288,7 +340,7 @@ def main():
                           e["bytes_sent"], e["bytes_received"],
                           "; MPI with dlrun's strided send datatypes %s" % fmt_time(e["mpi_strided_s"])
                           if "mpi_strided_s" in e else ""))
-    for line in mpi_notes:
+    for line in notes:
         print(line)
     for name, rc, err in (("bench.c", c_rc, c_err), ("export_overhead.lua", l_rc, l_err),
                           ("numpy_ref.py", n_rc, n_err)):
@@ -315,7 +367,7 @@ def main():
                     "machine": platform.machine(), "cpus": os.cpu_count(),
                     "load_average_start": start_load, "load_average_end": end_load},
         "summary": summary,
-        "c": c, "lua": lua, "numpy": npy, "mpi": mpi,
+        "c": c, "lua": lua, "numpy": npy, "mpi": mpi, "opencl": ocl,
         "exit_status": {"bench.c": c_rc, "export_overhead.lua": l_rc, "numpy_ref.py": n_rc},
     }
     with open(out_path, "w") as f:

@@ -9,7 +9,9 @@
 # PYTHON (a python3 with Debian's NumPy, default /usr/bin/python3 when it
 # exists, else python3), RESULTS (output file, default bench/results.json),
 # MPIRUN (default mpirun: benchmark 8 runs under it on 2 and 4 processes;
-# without it, or without bench_mpi, its lines are reported as skipped).
+# without it, or without bench_mpi, its lines are reported as skipped),
+# DLRUN_OPENCL_MODULE (default $BUILD/libdlrun_opencl.so: benchmark 9 runs on
+# opencl:4; without the module or an OpenCL device its lines are skipped).
 # Exit status: 0 when every correctness check passed (a missed speed target
 # is reported as MISSED, not an error), 1 otherwise.
 set -u
@@ -39,11 +41,17 @@ done
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/dlrun-bench.XXXXXX")" || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-echo "dlrun benchmarks${QUICK:+ (quick)}: C (bench.c), Lua (export_overhead.lua), NumPy (numpy_ref.py), MPI (bench_mpi.c)" >&2
+echo "dlrun benchmarks${QUICK:+ (quick)}: C (bench.c, OpenCL in its own run), Lua (export_overhead.lua), NumPy (numpy_ref.py), MPI (bench_mpi.c)" >&2
 
 cat /proc/loadavg >"$TMP/load.start" 2>/dev/null
-"$BUILD/bench/bench" $QUICK >"$TMP/c.json"
+"$BUILD/bench/bench" $QUICK --only gather,column_gather,reshard,pool,scale >"$TMP/c.json"
 echo $? >"$TMP/c.rc"
+# 9 in a process of its own (a failure there leaves the other parts' lines
+# standing), with the OpenCL module of this build (bench links libdlrun.a
+# statically, so the module is not beside it); bench sets POCL_DEVICES.
+env DLRUN_OPENCL_MODULE="${DLRUN_OPENCL_MODULE:-$BUILD/libdlrun_opencl.so}" \
+  timeout -k 10 300 "$BUILD/bench/bench" $QUICK --only opencl >"$TMP/opencl.json"
+echo $? >"$TMP/opencl.rc"
 "$BUILD/dlrun" bench/export_overhead.lua $QUICK >"$TMP/lua.json"
 echo $? >"$TMP/lua.rc"
 "$PYTHON" bench/numpy_ref.py $QUICK --lib "$BUILD/libdlrun.so" >"$TMP/numpy.json"
