@@ -85,6 +85,13 @@ typedef struct dlrun_copy_op {
    * work on host threads may run it on the calling thread when its queue is
    * idle. */
   bool sync;
+  /* (optional) Called once when the work is complete, done or failed, just
+   * before its point reads complete, from any thread (the platform's
+   * completion path): it releases what the work held, so that whoever
+   * waits for the point finds it released. It must not block, nor touch
+   * the op afterwards: it may free it. */
+  void (*complete)(void *ctx);
+  void *complete_ctx;
   /* The platform's own, from copy_box until the work completes: room for
    * its bookkeeping of this op, so that enqueueing need not allocate (host
    * execution keeps its queue node here). */

@@ -41,14 +41,14 @@ struct dlrun_copy_task {
   copy_group *groups, one_group;
   size_t ngroups;
   dlrun_event *dones;  /* the groups' done events, when they are joined */
-  dlrun_copy_op join;  /* the join on the destination's queue: a copy of no pieces */
+  dlrun_copy_op *join; /* then the join on the destination's queue: a copy of no
+                          pieces (allocated with dones) */
   void **stages;       /* staging blocks, one per staged piece */
   size_t nstages;
   dlrun_event *deps;   /* the sources' ready events not yet done; set when queued */
   size_t ndeps;
   uint64_t bytes;
   bool queued;
-  dlrun_waiter waiter; /* on the destination's ready event */
   dlrun_buffer *one_src;
   dlrun_event one_dep;
   int64_t own[]; /* dst_lo, dst_strides, then the first piece's coordinates and strides */
@@ -94,7 +94,7 @@ void dlrun_copy_plan_free(copy_plan *p) {
     if (t->groups != &t->one_group) dlrun_free(t->groups);
     for (size_t k = 0; k < t->nstages; k++) dlrun_free(t->stages[k]);
     dlrun_free(t->stages);
-    dlrun_free(t->dones);
+    dlrun_free(t->join); /* with dones */
     if (t->deps != &t->one_dep) dlrun_free(t->deps);
     if (t->srcs != &t->one_src) {
       dlrun_free(t->srcs);
@@ -336,9 +336,11 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
   if (routes != &one_route) dlrun_free(routes);
   if (st) return st;
   /* Joined on the destination's queue unless one group on it does all. */
-  if ((t->ngroups > 1 || (t->ngroups == 1 && t->groups[0].queue != t->dst->dev)) &&
-      !(t->dones = dlrun_malloc(t->ngroups * sizeof *t->dones)))
-    return oom(t, t->ngroups * sizeof *t->dones);
+  if (t->ngroups > 1 || (t->ngroups == 1 && t->groups[0].queue != t->dst->dev)) {
+    size_t bytes = sizeof *t->join + t->ngroups * sizeof *t->dones;
+    if (!(t->join = dlrun_malloc(bytes))) return oom(t, bytes);
+    t->dones = (dlrun_event *)(void *)(t->join + 1);
+  }
   return DLRUN_OK;
 }
 
@@ -353,41 +355,21 @@ static void task_finished(copy_task *t) {
   plan_done(t->plan, 1); /* may free t */
 }
 
-static void task_finished_ctx(void *t) { task_finished(t); }
-
-static void task_finished_waiter(dlrun_waiter *w) {
-  task_finished((copy_task *)((char *)w - offsetof(copy_task, waiter)));
-}
-
-/* Call task_finished once the destination is ready (early: the plan's
- * buffers go back before anyone sees it ready); parking on a timeline's
- * event allocates nothing. Fails only when another platform's event can
- * call back for lack of memory: the task has then finished here. */
-static dlrun_status finish_when_ready(copy_task *t) {
-  dlrun_event ready = t->dst->ready;
-  if (dlrun_event_is_timeline(ready)) {
-    t->waiter.fn = task_finished_waiter;
-    t->waiter.early = true;
-    if (!dlrun_timeline_park(ready, &t->waiter)) task_finished(t);
-    return DLRUN_OK;
-  }
-  dlrun_status st = dlrun_event_then(ready, task_finished_ctx, t);
-  if (st) {
-    char why[256];
-    snprintf(why, sizeof why, "%s", dlrun_last_error());
-    dlrun_workers_flush(t->dst->dev->rt->workers);
-    dlrun_event_wait(ready);
-    task_finished(t);
-    st = dlrun_fail(st, "%s", why);
-  }
-  return st;
-}
+/* A copy op's completion (dlrun_copy_op.complete), on whatever thread the
+ * platform completes work: counted as an event callback (what it releases
+ * must not tear the runtime down there). */
+static void finish_task(void *t) { task_finished(t); }
+static void task_finished_ctx(void *t) { dlrun_timeline_run_as_callback(finish_task, t); }
 
 /* Enqueue every group of t after deps; on a failure, wait for the groups
  * already enqueued (they read the plan) and return it. */
 static dlrun_status enqueue_groups(copy_task *t) {
   dlrun_status st = DLRUN_OK;
   size_t queued = 0;
+  if (!t->dones) { /* the one group's op is the task's last: it finishes the task */
+    t->groups[0].op.complete = task_finished_ctx;
+    t->groups[0].op.complete_ctx = t;
+  }
   for (; queued < t->ngroups; queued++) {
     copy_group *g = &t->groups[queued];
     const dlrun_event *waits = g->after ? g->after : t->deps;
@@ -400,8 +382,9 @@ static dlrun_status enqueue_groups(copy_task *t) {
     return st;
   }
   if (!st) {
-    t->join = (dlrun_copy_op){.esize = t->plan->esize, .ndim = t->plan->ndim};
-    st = t->dst->dev->platform->copy_box(t->dst->dev, &t->join, t->dones, t->ngroups,
+    *t->join = (dlrun_copy_op){.esize = t->plan->esize, .ndim = t->plan->ndim,
+                               .complete = task_finished_ctx, .complete_ctx = t};
+    st = t->dst->dev->platform->copy_box(t->dst->dev, t->join, t->dones, t->ngroups,
                                          &t->dst->ready);
   }
   if (st) { /* the queued groups read the plan: they finish first */
@@ -444,7 +427,6 @@ dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
     return st;
   }
   t->queued = true;
-  if ((st = finish_when_ready(t))) return st; /* the put fails; the task is done */
   for (size_t k = 0; k < t->npieces; k++) {
     dlrun_buffer *src = t->srcs[k];
     if (src->dev == dst) continue;

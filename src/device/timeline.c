@@ -15,6 +15,7 @@ struct dlrun_failure {
 
 void dlrun_timeline_init(dlrun_timeline *tl, const dlrun_platform *pl) {
   *tl = (dlrun_timeline){.platform = pl};
+  atomic_init(&tl->begun, 0);
   atomic_init(&tl->completed, 0);
   pthread_mutex_init(&tl->mu, NULL);
   pthread_cond_init(&tl->cv, NULL);
@@ -52,18 +53,14 @@ static dlrun_event point(dlrun_timeline *tl, uint64_t seq) {
 
 static dlrun_timeline *timeline_of(dlrun_event ev) { return (dlrun_timeline *)ev.handle[0]; }
 
+/* Points are begun in queue order by the queue's own serialisation (a
+ * stream's lock, a driver queue's): counting them needs no lock here. */
 dlrun_event dlrun_timeline_begin(dlrun_timeline *tl) {
-  pthread_mutex_lock(&tl->mu);
-  uint64_t seq = ++tl->begun;
-  pthread_mutex_unlock(&tl->mu);
-  return point(tl, seq);
+  return point(tl, atomic_fetch_add_explicit(&tl->begun, 1, memory_order_relaxed) + 1);
 }
 
 dlrun_event dlrun_timeline_last(dlrun_timeline *tl) {
-  pthread_mutex_lock(&tl->mu);
-  uint64_t seq = tl->begun;
-  pthread_mutex_unlock(&tl->mu);
-  return point(tl, seq);
+  return point(tl, atomic_load_explicit(&tl->begun, memory_order_relaxed));
 }
 
 /* Detach the waiters whose point is now complete (only the early ones when
@@ -94,6 +91,7 @@ void dlrun_timeline_run_as_callback(void (*fn)(void *ctx), void *ctx) {
 }
 
 static void run_waiters(dlrun_waiter *w) {
+  if (!w) return;
   in_callbacks++;
   for (dlrun_waiter *next; w; w = next) {
     next = w->next; /* fn may free w */
@@ -124,9 +122,11 @@ void dlrun_timeline_complete(dlrun_timeline *tl, dlrun_event at, dlrun_status st
     tl->lost_status = st;
   }
   dlrun_waiter *first = tl->waiters ? take_released(tl, seq, true) : NULL;
-  pthread_mutex_unlock(&tl->mu);
-  run_waiters(first);
-  pthread_mutex_lock(&tl->mu);
+  if (first) { /* they run unlocked, before the point reads complete */
+    pthread_mutex_unlock(&tl->mu);
+    run_waiters(first);
+    pthread_mutex_lock(&tl->mu);
+  }
   uint64_t completed = atomic_load_explicit(&tl->completed, memory_order_relaxed);
   if (seq > completed) atomic_store_explicit(&tl->completed, completed = seq, memory_order_release);
   if (tl->sleepers) pthread_cond_broadcast(&tl->cv);

@@ -38,7 +38,7 @@ struct dlrun_timeline {
   const dlrun_platform *platform; /* whose events its points are */
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  uint64_t begun;
+  _Atomic uint64_t begun;
   _Atomic uint64_t completed; /* read without the lock by queries */
   int sleepers;               /* threads waiting on cv */
   dlrun_waiter *waiters;
@@ -52,7 +52,8 @@ void dlrun_timeline_fini(dlrun_timeline *tl); /* every point complete */
 dlrun_status dlrun_timeline_create(const dlrun_platform *pl, dlrun_timeline **out);
 void dlrun_timeline_destroy(dlrun_timeline *tl);
 
-/* The next point, begun now. */
+/* The next point, begun now (callers serialise their queue's begins, so
+ * that points follow the queue's order). */
 dlrun_event dlrun_timeline_begin(dlrun_timeline *tl);
 /* The point after every point begun so far. */
 dlrun_event dlrun_timeline_last(dlrun_timeline *tl);

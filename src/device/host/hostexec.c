@@ -106,15 +106,15 @@ static void copy_one_unit(void *ctx, size_t i) {
   copy_work *w = ctx;
   const dlrun_copy_op *op = w->op;
   size_t piece = i, part = 0, parts = 1;
-  int dim = 0;
   if (!w->per_piece) { /* the piece whose units hold i */
     piece = 0;
     while (w->first[piece + 1] <= i) piece++;
     part = i - w->first[piece];
-    parts = unit_count(op, &op->pieces[piece], &dim);
+    parts = w->first[piece + 1] - w->first[piece];
   }
   const dlrun_copy_piece *p = &op->pieces[piece];
-  int nd = op->ndim;
+  int nd = op->ndim, dim = 0;
+  while (parts > 1 && p->hi[dim] - p->lo[dim] == 1) dim++; /* as unit_count cut it */
   int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
   memcpy(lo, p->lo, (size_t)nd * sizeof *lo);
   memcpy(hi, p->hi, (size_t)nd * sizeof *hi);
@@ -134,11 +134,13 @@ static void copy_one_unit(void *ctx, size_t i) {
 
 static dlrun_status run_copy(void *ctx, dlrun_status prior) {
   copy_work *w = ctx;
+  const dlrun_copy_op *op = w->op;
   dlrun_status st = prior ? prior : w->inject ? injected(w->q, "copy") : DLRUN_OK;
-  if (st) return st;
-  if (w->nunits == 1) copy_one_unit(w, 0); /* nothing to share */
-  else if (w->nunits) dlrun_workers_parallel(w->q->stream.workers, w->nunits, copy_one_unit, w);
-  return DLRUN_OK;
+  if (!st && w->nunits == 1) copy_one_unit(w, 0); /* nothing to share */
+  else if (!st && w->nunits)
+    dlrun_workers_parallel(w->q->stream.workers, w->nunits, copy_one_unit, w);
+  if (op->complete) op->complete(op->complete_ctx); /* may free op */
+  return st;
 }
 
 _Static_assert(sizeof(copy_work) <= DLRUN_COPY_OP_RESERVED, "copy_work outgrows its room");

@@ -150,17 +150,27 @@ static void after_task(dlrun_stream *s) {
   if (more) requeue(s);
 }
 
+static bool all_complete(const dlrun_event *evs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!dlrun_event_done(evs[i])) return false;
+  return true;
+}
+
 /* Run the head task of s. A head task whose dependencies are pending
  * parks s instead (it stays scheduled, off the queue) until the event it
  * waits for wakes it. */
 static void run_one(dlrun_stream *s) {
   pthread_mutex_lock(&s->mu);
   dlrun_task *t = s->head; /* only this thread takes from s now */
+  bool ready = all_complete(t->deps + t->next_dep, t->ndeps - t->next_dep); /* the common case */
+  if (ready) pop_head(s);
   pthread_mutex_unlock(&s->mu);
-  if (park_on_dependency(t)) return;
-  pthread_mutex_lock(&s->mu);
-  pop_head(s);
-  pthread_mutex_unlock(&s->mu);
+  if (!ready) {
+    if (park_on_dependency(t)) return;
+    pthread_mutex_lock(&s->mu);
+    pop_head(s);
+    pthread_mutex_unlock(&s->mu);
+  }
   run_task(t);
   after_task(s);
 }
@@ -360,11 +370,6 @@ dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_eve
   return DLRUN_OK;
 }
 
-static bool all_complete(const dlrun_event *evs, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!dlrun_event_done(evs[i])) return false;
-  return true;
-}
 
 dlrun_status dlrun_stream_run(dlrun_stream *s, dlrun_task *t, const dlrun_event *deps,
                               size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *point) {

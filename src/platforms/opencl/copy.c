@@ -447,6 +447,7 @@ dlrun_status ocl_copy_box(dlrun_device *dev, dlrun_copy_op *op, const dlrun_even
   ocl_enqueue q;
   if (!st) st = ocl_begin(d, "copy", DLRUN_WORK_COPY, waits, nwaits, &q);
   if (st) return st;
+  ocl_on_complete(&q, op->complete, op->complete_ctx);
   cp.q = &q;
   if (ocl_op_runs(&q)) {
     each_piece(op, &dst, &cp);

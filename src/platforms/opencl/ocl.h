@@ -140,6 +140,9 @@ typedef struct ocl_enqueue {
  * d->lock is held (the queue's order) until ocl_end, which must follow. */
 dlrun_status ocl_begin(ocl_device *d, const char *what, int inject_kind, const dlrun_event *waits,
                        size_t nwaits, ocl_enqueue *q);
+/* fn(ctx) when the op completes, just before its point does (a copy's
+ * dlrun_copy_op.complete). */
+void ocl_on_complete(ocl_enqueue *q, void (*fn)(void *ctx), void *ctx);
 /* Whether the op must enqueue its work (false: it fails already, by a
  * failed wait or an injected failure: only its marker is enqueued). */
 bool ocl_op_runs(const ocl_enqueue *q);

@@ -43,6 +43,8 @@ struct ocl_op {
   cl_int cl_status;       /* a command's failure */
   bool injected;          /* a failure injected by a test (inject_failure) */
   char *wait_msg;         /* the first failed wait's message */
+  void (*on_complete)(void *ctx); /* a copy's dlrun_copy_op.complete, or NULL */
+  void *on_complete_ctx;
   void **keep;            /* host bytes the commands read, freed at the end */
   size_t nkeep;
 };
@@ -96,6 +98,7 @@ static void op_finish(ocl_op *op) {
              ocl_error_name(op->cl_status), op->cl_status);
     st = DLRUN_ERR_RUNTIME;
   }
+  if (op->on_complete) op->on_complete(op->on_complete_ctx); /* before the point completes */
   ocl_svc->timeline_complete(d->tl, op->point, st, st ? msg : NULL);
 }
 
@@ -296,6 +299,11 @@ dlrun_status ocl_begin(ocl_device *d, const char *what, int inject_kind, const d
 }
 
 bool ocl_op_runs(const ocl_enqueue *q) { return !q->failed; }
+
+void ocl_on_complete(ocl_enqueue *q, void (*fn)(void *ctx), void *ctx) {
+  q->op->on_complete = fn;
+  q->op->on_complete_ctx = ctx;
+}
 
 cl_uint ocl_wait_count(const ocl_enqueue *q) { return q->last ? 0 : q->nwaits; }
 
