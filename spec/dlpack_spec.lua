@@ -400,18 +400,11 @@ describe("stream", function()
     assert.are.same(VALUES6, dl.from_dlpack(c):tolist())
   end)
 
-  -- What a device array takes as a stream: sim has no queues, opencl also
-  -- takes one of its command queues.
-  local STREAMS = {
-    sim = "nil (wait for the array) or -1 (do not wait)",
-    opencl = "nil (wait for the array), -1 (do not wait) or the cl_command_queue of an OpenCL "
-             .. "device of dlrun",
-  }
   for _, s in ipairs({0, 1, 2, 7}) do
     it("device arrays refuse stream=" .. s .. " with a BufferError naming what they take", function()
       local x = arange6(D[2])
       expect_error("BufferError",
-                   "stream must be " .. STREAMS[helpers.platform] .. " for arrays on "
+                   "stream must be " .. helpers.streams() .. " for arrays on "
                    .. helpers.dev(2) .. ", got " .. s,
                    x.__dlpack__, x, {stream = s})
     end)

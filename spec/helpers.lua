@@ -277,6 +277,16 @@ setmetatable(M, {__index = function(_, k)
 end})
 function M.dev(id) return ("%s(id=%d)"):format(platform().class, id) end
 
+-- What a device array of the default platform takes as __dlpack__'s stream,
+-- as the BufferError refusing another says: sim has no queues a consumer can
+-- name, opencl also takes one of its command queues.
+local STREAMS = {
+  sim = "nil (wait for the array) or -1 (do not wait)",
+  opencl = "nil (wait for the array), -1 (do not wait) or the cl_command_queue of an OpenCL "
+           .. "device of dlrun",
+}
+function M.streams() return STREAMS[platform().platform] end
+
 -- Cases about one platform (its memory modes, its capacities, its names)
 -- say so: on another default platform they are pending with the reason,
 -- never silently left out. it_on and describe_on take the platform, why
