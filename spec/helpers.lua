@@ -266,7 +266,7 @@ local function platform()
     for _, p in ipairs({d0.platform, "cpu"}) do
       names[#names + 1] = p .. ":" .. dl.device_count(p)
     end
-    platform_info = {platform = dl.default_backend(), class = tostring(d0):match("^(%w+)%("),
+    platform_info = {platform = d0.platform, class = tostring(d0):match("^(%w+)%("),
                      dl_type = (x:__dlpack_device__()), spec = table.concat(names, ",")}
     x:delete()
   end
