@@ -199,9 +199,10 @@ static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t i
   if (!host_type || (type == kDLCPU && id == 0))
     *out = dlrun_device_from_dlpack(rt, type, id, &kind);
   if (*out) return DLRUN_OK;
-  /* A type some device of this runtime exports as (its id 0 exists) is
-   * supported: only the id is wrong. */
-  if (type == kDLCPU || type == kDLExtDev || dlrun_device_from_dlpack(rt, type, 0, &kind))
+  /* A device type some device of this runtime exports as (its id 0 exists)
+   * is supported: only the id is wrong. */
+  if (type == kDLCPU || type == kDLExtDev ||
+      (!host_type && dlrun_device_from_dlpack(rt, type, 0, &kind)))
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "The device specification passed to to_dlpack names device id %d, which "
                       "does not exist for DLDeviceType %d",
