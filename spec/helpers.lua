@@ -263,7 +263,7 @@ local function platform()
     local d0 = dl.devices()[1]
     local x = dl.zeros({1}, "uint8", d0)
     local names = {}
-    for _, p in ipairs({d0.platform, "cpu"}) do
+    for _, p in ipairs(d0.platform == "cpu" and {"cpu"} or {d0.platform, "cpu"}) do
       names[#names + 1] = p .. ":" .. dl.device_count(p)
     end
     platform_info = {platform = d0.platform, class = tostring(d0):match("^(%w+)%("),
