@@ -261,18 +261,29 @@ local function platform()
   if not platform_info then
     local dl = require "dlrun"
     local d0 = dl.devices()[1]
-    local x = dl.zeros({1}, "uint8", d0)
     local names = {}
     for _, p in ipairs(d0.platform == "cpu" and {"cpu"} or {d0.platform, "cpu"}) do
       names[#names + 1] = p .. ":" .. dl.device_count(p)
     end
     platform_info = {platform = d0.platform, class = tostring(d0):match("^(%w+)%("),
-                     dl_type = (x:__dlpack_device__()), spec = table.concat(names, ",")}
-    x:delete()
+                     spec = table.concat(names, ",")}
   end
   return platform_info
 end
+-- The DLPack type, from __dlpack_device__ of a one-byte array: asked for apart, so
+-- that reading the names allocates nothing (specs count allocations).
+local function dl_type()
+  local info = platform()
+  if not info.dl_type then
+    local dl = require "dlrun"
+    local x = dl.zeros({1}, "uint8", dl.devices()[1])
+    info.dl_type = (x:__dlpack_device__())
+    x:delete()
+  end
+  return info.dl_type
+end
 setmetatable(M, {__index = function(_, k)
+  if k == "dl_type" then return dl_type() end
   if platform_fields[k] then return platform()[k] end
 end})
 function M.dev(id) return ("%s(id=%d)"):format(platform().class, id) end
