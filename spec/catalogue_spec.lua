@@ -22,8 +22,8 @@
 -- After the table, nothing may have leaked: every device memory's bytes_in_use
 -- and dl.live_exports() are back to their values from before the catalogue.
 --
--- The busted process runs on the default devices (8 sim devices and the host
--- cpu device); the catalogue needs at least 2 devices of the default backend.
+-- The busted process runs on the default devices (8 devices of the default
+-- platform, sim or opencl, and the host cpu device); the catalogue needs at least 2 devices of the default backend.
 -- Run from the repository root: busted spec/catalogue_spec.lua
 
 local helpers = require "helpers"
@@ -35,7 +35,7 @@ local dl = require "dlrun"
 
 local function all_devices()
   local list = {}
-  for _, platform in ipairs {"sim", "cpu"} do
+  for _, platform in ipairs(helpers.platform == "cpu" and {"cpu"} or {helpers.platform, "cpu"}) do
     local ok, devs = pcall(dl.devices, platform)
     if ok then for _, d in ipairs(devs) do list[#list + 1] = d end end
   end
@@ -1299,11 +1299,11 @@ for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
        class = "BufferError", message = fn .. ": stream must be nil or an integer, got number"}
   add {name = fn .. "{stream=5}", fn = function() return export {stream = 5} end,
        class = "BufferError",
-       message = "stream must be nil (wait for the array) or -1 (do not wait) for arrays on "
+       message = "stream must be " .. helpers.streams() .. " for arrays on "
                  .. tostring(F.d0) .. ", got 5"}
   add {name = fn .. "{stream=math.mininteger}", fn = function() return export {stream = math.mininteger} end,
        class = "BufferError",
-       message = "stream must be nil (wait for the array) or -1 (do not wait) for arrays on "
+       message = "stream must be " .. helpers.streams() .. " for arrays on "
                  .. tostring(F.d0) .. ", got " .. math.mininteger}
 end
 add {name = "to_dlpack(a sharded array)", fn = function() return dl.to_dlpack(F.xs) end,

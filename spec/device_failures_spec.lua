@@ -10,8 +10,8 @@ local dl = require "dlrun"
 
 local expect_error = helpers.expect_error
 
-local COPY = "SimDevice(id=1): copy failed: injected device failure"
-local FILL = "SimDevice(id=0): fill failed: injected device failure"
+local COPY = helpers.dev(1) .. ": copy failed: injected device failure"
+local FILL = helpers.dev(0) .. ": fill failed: injected device failure"
 
 local function devices() return dl.devices() end
 

@@ -127,18 +127,18 @@ local function round_up_256(n) return (n + 255) // 256 * 256 end
 -- ---------------------------------------------------------------------------
 
 describe("dl.devices", function()
-  it("lists the 8 default sim devices, ordered by id", function()
+  it("lists the 8 devices of the default platform, ordered by id", function()
     local ds = dl.devices()
     assert.are.equal(8, #ds)
     for i, d in ipairs(ds) do
       assert.are.equal(i - 1, d.id)
-      assert.are.equal("sim", d.platform)
+      assert.are.equal(helpers.platform, d.platform)
       assert.are.equal(0, d.process_index)
     end
   end)
 
-  it("dl.devices('sim') is the default list and dl.devices(nil) is too", function()
-    local a, b, c = dl.devices(), dl.devices("sim"), dl.devices(nil)
+  it("dl.devices(platform) is the default list and dl.devices(nil) is too", function()
+    local a, b, c = dl.devices(), dl.devices(helpers.platform), dl.devices(nil)
     assert.are.equal(8, #b)
     assert.are.equal(8, #c)
     for i = 1, 8 do
@@ -176,11 +176,11 @@ describe("dl.devices", function()
     assert.is_nil(d[1])
   end)
 
-  it("tostring gives SimDevice(id=N) and CpuDevice(id=N)", function()
+  it("tostring gives ClassDevice(id=N) (SimDevice, OpenclDevice) and CpuDevice(id=N)", function()
     local ds = dl.devices()
-    assert.are.equal("SimDevice(id=0)", tostring(ds[1]))
-    assert.are.equal("SimDevice(id=3)", tostring(ds[4]))
-    assert.are.equal("SimDevice(id=7)", tostring(ds[8]))
+    assert.are.equal(helpers.class .. "(id=0)", tostring(ds[1]))
+    assert.are.equal(helpers.class .. "(id=3)", tostring(ds[4]))
+    assert.are.equal(helpers.class .. "(id=7)", tostring(ds[8]))
     assert.are.equal("CpuDevice(id=0)", tostring(dl.devices("cpu")[1]))
   end)
 
@@ -227,11 +227,11 @@ describe("dl.devices", function()
     it("an unknown backend is JAX's RuntimeError listing the platforms present", function()
       expect_error("RuntimeError",
         "Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are "
-          .. "present. Platforms present are: sim,cpu",
+          .. "present. Platforms present are: " .. helpers.platform .. ",cpu",
         dl.devices, "gpu")
       expect_error("RuntimeError",
         "Unknown backend: '' requested, but no platforms that are instances of  are "
-          .. "present. Platforms present are: sim,cpu",
+          .. "present. Platforms present are: " .. helpers.platform .. ",cpu",
         dl.devices, "")
     end)
 
@@ -252,7 +252,7 @@ end)
 describe("dl.device_count", function()
   it("counts the default backend's devices and each platform's", function()
     assert.are.equal(8, dl.device_count())
-    assert.are.equal(8, dl.device_count("sim"))
+    assert.are.equal(8, dl.device_count(helpers.platform))
     assert.are.equal(1, dl.device_count("cpu"))
     assert.are.equal(#dl.devices(), dl.device_count())
   end)
@@ -260,7 +260,7 @@ describe("dl.device_count", function()
   it("an unknown backend is JAX's RuntimeError", function()
     expect_error("RuntimeError",
       "Unknown backend: 'tpu' requested, but no platforms that are instances of tpu are "
-        .. "present. Platforms present are: sim,cpu",
+        .. "present. Platforms present are: " .. helpers.platform .. ",cpu",
       dl.device_count, "tpu")
   end)
 
@@ -275,9 +275,12 @@ describe("dl.device_count", function()
 end)
 
 describe("dl.default_backend", function()
-  it("is sim on the default runtime", function()
-    assert.are.equal("sim", dl.default_backend())
+  it("is the platform of the default devices", function()
+    assert.are.equal(dl.devices()[1].platform, dl.default_backend())
   end)
+
+  helpers.it_on("sim", "auto is sim:8 where no accelerator is found", "is sim on the default runtime",
+                function() assert.are.equal("sim", dl.default_backend()) end)
 
   it("is cpu when there are only cpu devices (cpu:4)", function()
     local r = child([[
@@ -531,7 +534,7 @@ end)
 
 local RUNNING_DEFAULT =
   "configure must be called before the runtime is first used (it is already running with "
-  .. "devices sim:8,cpu:1)"
+  .. "devices " .. helpers.spec .. ")"
 
 local CONFIGURE_KEYS = "devices, device_memory, device_memory_fraction, device_preallocate, "
   .. "pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate"
@@ -1376,12 +1379,12 @@ describe("out of device memory", function()
       first_line(err))
   end)
 
-  it("on the suite's own devices a request over the limit names SimDevice(id=0)", function()
+  it("on the suite's own devices a request over the limit names device 0", function()
     local d = dl.devices()[1]
     local before = d:memory_stats()
     local n = before.bytes_limit + 1
     expect_error("ResourceExhaustedError",
-      {contains = ("Out of memory on SimDevice(id=0) while allocating %d bytes ("):format(n)},
+      {contains = ("Out of memory on %s while allocating %d bytes ("):format(helpers.dev(0), n)},
       dl.zeros, {n}, "uint8")
     local after = d:memory_stats()
     assert.are.equal(before.num_allocs, after.num_allocs)

@@ -182,7 +182,8 @@ describe("errors raised by dlrun functions", function()
     assert.is_true(dl.Error:is_instance(err))
     assert.are.equal("RuntimeError", err.name)
     assert.are.equal("RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are "
-                       .. "instances of gpu are present. Platforms present are: sim,cpu",
+                       .. "instances of gpu are present. Platforms present are: "
+                       .. helpers.platform .. ",cpu",
                      tostring(err))
   end)
 
@@ -216,7 +217,7 @@ describe("errors raised by dlrun functions", function()
     assert.is_true(dl.ResourceExhaustedError:is_instance(err))
     assert.is_true(dl.Error:is_instance(err))
     assert.is_false(dl.RuntimeError:is_instance(err))
-    assert(err.message:find(("Out of memory on SimDevice(id=0) while allocating %d bytes"):format(n),
+    assert(err.message:find(("Out of memory on " .. helpers.dev(0) .. " while allocating %d bytes"):format(n),
                             1, true), err.message)
   end)
 

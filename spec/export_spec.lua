@@ -1,8 +1,9 @@
 -- Export strategies (issue 5): dl.export with strategies gather, replica, host,
 -- shards and auto; dl.try_export; dl.ensure_single_device; dl.is_dlpack_exportable.
 --
--- The busted process runs on 8 sim devices (ids 0..7) plus the host cpu device
--- dl.host_device(). Device types: kDLCPU = 1, kDLExtDev = 12. The test array is
+-- The busted process runs on 8 devices of the default platform (ids 0..7) plus
+-- the host cpu device dl.host_device(). Device types: kDLCPU = 1; kDLDevice =
+-- helpers.dl_type for the default platform's device memory. The test array is
 -- float32 16x4: N = 256 bytes, 32 bytes (2 rows) per device when split 8 ways.
 -- Run from the repository root: busted spec/export_spec.lua
 
@@ -31,7 +32,7 @@ local function sharing(f)
 end
 local export, try_export = sharing(dl.export), sharing(dl.try_export)
 
-local kDLCPU, kDLExtDev = 1, 12
+local kDLCPU, kDLDevice = 1, helpers.dl_type
 local N = 256
 
 local D = {}
@@ -98,7 +99,7 @@ describe("dl.export, strategy gather", function()
     assert.are.equal("gather", r.strategy)
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[0], r.device)
-    assert.are.same({kDLExtDev, 0}, r.capsule.device)
+    assert.are.same({kDLDevice, 0}, r.capsule.device)
     assert.are.same({16, 4}, r.capsule.shape)
     assert.are.equal("float32", r.capsule.dtype)
     assert.is_nil(r.reason)
@@ -111,7 +112,7 @@ describe("dl.export, strategy gather", function()
     local r = export(split8(), {strategy = "gather", device = D[5]})
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[5], r.device)
-    assert.are.same({kDLExtDev, 5}, r.capsule.device)
+    assert.are.same({kDLDevice, 5}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
   end)
 
@@ -119,7 +120,7 @@ describe("dl.export, strategy gather", function()
     local x = make(named(dl.Mesh({D[6], D[1], D[3], D[0]}, {"x"}), dl.P("x")))
     local r = export(x, {strategy = "gather"})
     assert.are.equal(D[6], r.device)
-    assert.are.same({kDLExtDev, 6}, r.capsule.device)
+    assert.are.same({kDLDevice, 6}, r.capsule.device)
     assert.are.equal(N, r.bytes_moved)
     assert.are.same(VALUES, imported(r.capsule))
   end)
@@ -130,7 +131,7 @@ describe("dl.export, strategy gather", function()
     assert.are.equal("gather", r.strategy)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[3], r.device)
-    assert.are.same({kDLExtDev, 3}, r.capsule.device)
+    assert.are.same({kDLDevice, 3}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
     local again = export(x, {strategy = "gather", device = D[3]})
     assert.are.equal(0, again.bytes_moved)
@@ -141,7 +142,7 @@ describe("dl.export, strategy gather", function()
     local r = export(make(D[3]), {strategy = "gather", device = D[6]})
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[6], r.device)
-    assert.are.same({kDLExtDev, 6}, r.capsule.device)
+    assert.are.same({kDLDevice, 6}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
   end)
 
@@ -150,7 +151,7 @@ describe("dl.export, strategy gather", function()
     assert.are.equal("gather", r.strategy)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[2], r.device)
-    assert.are.same({kDLExtDev, 2}, r.capsule.device)
+    assert.are.same({kDLDevice, 2}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
   end)
 
@@ -210,7 +211,7 @@ describe("dl.export, strategy replica", function()
     assert.are.equal("replica", r.strategy)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[0], r.device)
-    assert.are.same({kDLExtDev, 0}, r.capsule.device)
+    assert.are.same({kDLDevice, 0}, r.capsule.device)
     assert.is_nil(r.reason)
     assert.are.same(VALUES, imported(r.capsule))
   end)
@@ -219,18 +220,18 @@ describe("dl.export, strategy replica", function()
     local r = export(replicated8(), {strategy = "replica", device = D[4]})
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[4], r.device)
-    assert.are.same({kDLExtDev, 4}, r.capsule.device)
+    assert.are.same({kDLDevice, 4}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
   end)
 
   it("raises a ValueError naming the replicas' devices when opts.device holds none", function()
-    expect_error("ValueError", 'export: strategy "replica" found no replica on SimDevice(id=0); '
-                 .. "the array's replicas are on [SimDevice(id=4), SimDevice(id=5), "
-                 .. 'SimDevice(id=6), SimDevice(id=7)]; pass one of those as device, or use '
+    expect_error("ValueError", 'export: strategy "replica" found no replica on ' .. helpers.dev(0) .. '; '
+                 .. "the array's replicas are on [" .. helpers.dev(4) .. ", " .. helpers.dev(5) .. ", "
+                 .. helpers.dev(6) .. ', ' .. helpers.dev(7) .. ']; pass one of those as device, or use '
                  .. 'strategy "gather"',
                  export, make(named(M4, dl.P())), {strategy = "replica", device = D[0]})
-    expect_error("ValueError", 'export: strategy "replica" found no replica on SimDevice(id=2); '
-                 .. "the array's replicas are on [SimDevice(id=5)]; pass one of those as "
+    expect_error("ValueError", 'export: strategy "replica" found no replica on ' .. helpers.dev(2) .. '; '
+                 .. "the array's replicas are on [" .. helpers.dev(5) .. "]; pass one of those as "
                  .. 'device, or use strategy "gather"',
                  export, make(D[5]), {strategy = "replica", device = D[2]})
   end)
@@ -239,8 +240,8 @@ describe("dl.export, strategy replica", function()
     local C0 = dl.devices("cpu")[1]
     local mixed = make(named(dl.Mesh({D[0], H}, {"x"}), dl.P()))
     assert.is_true(mixed.is_fully_replicated)
-    expect_error("ValueError", 'export: strategy "replica" found no replica on SimDevice(id=1); '
-                 .. "the array's replicas are on [SimDevice(id=0), CpuDevice(id=0)]; pass one "
+    expect_error("ValueError", 'export: strategy "replica" found no replica on ' .. helpers.dev(1) .. '; '
+                 .. "the array's replicas are on [" .. helpers.dev(0) .. ", CpuDevice(id=0)]; pass one "
                  .. 'of those as device, or use strategy "gather"',
                  export, mixed, {strategy = "replica", device = D[1]})
     local r = export(mixed, {strategy = "replica", device = C0})
@@ -341,7 +342,7 @@ describe("dl.export, strategy shards", function()
       assert.are.equal(D[k - 1], e.device)
       assert.are.equal(0, e.replica_id)
       assert.are.same({{first, first + 1}, {1, 4}}, e.index)
-      assert.are.same({kDLExtDev, k - 1}, e.capsule.device)
+      assert.are.same({kDLDevice, k - 1}, e.capsule.device)
       assert.are.same({2, 4}, e.capsule.shape)
       assert.are.same(rows(first, first + 1), imported(e.capsule))
     end
@@ -450,7 +451,7 @@ describe("dl.export, strategy auto", function()
   it("is the default strategy", function()
     local r = export(split8())
     assert.are.equal("gather", r.strategy)
-    assert.are.equal("gathered onto SimDevice(id=0), which has room", r.reason)
+    assert.are.equal("gathered onto " .. helpers.dev(0) .. ", which has room", r.reason)
     assert.are.equal(N, r.bytes_moved)
     local q = export(replicated8(), {})
     assert.are.equal("replica", q.strategy)
@@ -459,17 +460,17 @@ describe("dl.export, strategy auto", function()
   it("gathers a sharded array onto a device with room", function()
     local r = export(split8(), {strategy = "auto", device = D[3]})
     assert.are.equal("gather", r.strategy)
-    assert.are.equal("gathered onto SimDevice(id=3), which has room", r.reason)
+    assert.are.equal("gathered onto " .. helpers.dev(3) .. ", which has room", r.reason)
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[3], r.device)
-    assert.are.same({kDLExtDev, 3}, r.capsule.device)
+    assert.are.same({kDLDevice, 3}, r.capsule.device)
     assert.are.same(VALUES, imported(r.capsule))
   end)
 
   it("exports a one-device array as it is", function()
     local r = export(make(D[2]))
     assert.are.equal("gather", r.strategy)
-    assert.are.equal("already on one device (SimDevice(id=2)): exported as it is, gathering nothing", r.reason)
+    assert.are.equal("already on one device (" .. helpers.dev(2) .. "): exported as it is, gathering nothing", r.reason)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[2], r.device)
     assert.are.same(VALUES, imported(r.capsule))
@@ -482,7 +483,7 @@ describe("dl.export, strategy auto", function()
     assert.are.equal(0, r.bytes_moved)
     local q = export(make(named(M4, dl.P())), {device = D[1]})
     assert.are.equal("gather", q.strategy)
-    assert.are.equal("gathered onto SimDevice(id=1), which has room", q.reason)
+    assert.are.equal("gathered onto " .. helpers.dev(1) .. ", which has room", q.reason)
     assert.are.equal(N, q.bytes_moved)
     assert.are.equal(D[1], q.device)
     assert.are.same(VALUES, imported(q.capsule))
@@ -612,7 +613,7 @@ describe("dl.export legacy exports", function()
 
   it("refuse copy=false, naming the ways out", function()
     expect_error("ValueError", "a legacy DLPack tensor cannot be marked read-only, so exporting "
-                 .. "the array on SimDevice(id=1) as one needs a copy (a consumer could write "
+                 .. "the array on " .. helpers.dev(1) .. " as one needs a copy (a consumer could write "
                  .. "into memory dlrun's arrays share), but copy=False. Ask for max_version (1, "
                  .. "0) or later (READ_ONLY), or for legacy_sharing=share if the consumer never "
                  .. "writes.", dl.export, make(D[1]),
@@ -779,7 +780,7 @@ describe("dl.try_export", function()
     assert.are.equal("direct", r.strategy)
     assert.are.equal(0, r.bytes_moved)
     assert.are.equal(D[3], r.device)
-    assert.are.same({kDLExtDev, 3}, r.capsule.device)
+    assert.are.same({kDLDevice, 3}, r.capsule.device)
     assert.is_nil(r.buffer_error)
     assert.are.same(VALUES, imported(r.capsule))
   end)
@@ -797,7 +798,7 @@ describe("dl.try_export", function()
   it("falls back on the BufferError of a multi-device array and says what ran", function()
     local r = try_export(split8())
     assert.are.equal("gather", r.strategy)
-    assert.are.equal("gathered onto SimDevice(id=0), which has room", r.reason)
+    assert.are.equal("gathered onto " .. helpers.dev(0) .. ", which has room", r.reason)
     assert.are.equal(N, r.bytes_moved)
     assert.are.equal(D[0], r.device)
     assert.is_true(dl.BufferError:is_instance(r.buffer_error))
@@ -824,7 +825,7 @@ describe("dl.try_export", function()
   it("re-raises a ValueError (copy=false to the host from a sim array) unchanged", function()
     dl.reset_transfer_stats()
     expect_error("ValueError", "Specified device=CpuDevice(id=0) which requires a copy since the "
-                 .. "source device is SimDevice(id=1), however copy=False. Set copy=True or "
+                 .. "source device is " .. helpers.dev(1) .. ", however copy=False. Set copy=True or "
                  .. "copy=None to perform the requested operation.",
                  try_export, make(D[1]), {copy = false, dl_device = {kDLCPU, 0}})
     assert.are.equal(0, moved())
@@ -875,8 +876,8 @@ describe("dl.try_export", function()
   it("raises the fallback's error when the fallback fails too", function()
     expect_error("ValueError", copy_false_text("gather", "256B", D[0]),
                  try_export, split8(), {copy = false})
-    expect_error("BufferError", "stream must be nil (wait for the array) or -1 (do not wait) for "
-                 .. "arrays on SimDevice(id=0), got 5", try_export, make(D[0]), {stream = 5})
+    expect_error("BufferError", "stream must be " .. helpers.streams() .. " for "
+                 .. "arrays on " .. helpers.dev(0) .. ", got 5", try_export, make(D[0]), {stream = 5})
   end)
 
   it("checks its arguments before exporting", function()

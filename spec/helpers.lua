@@ -242,4 +242,73 @@ function M.capture(line)
   return text
 end
 
+-- ---- the platform the suite runs on ----
+-- The busted process runs on the default runtime: DLRUN_DEVICES, unset in
+-- plain runs ("auto": 8 sim devices and the host cpu device);
+-- scripts/run-tests.sh runs the suite again with DLRUN_DEVICES=opencl:8.
+-- Children (M.run, M.mpirun) inherit DLRUN_DEVICES unless a spec sets
+-- devices itself. What a spec says about the default devices comes from the
+-- library, read on first use:
+--   M.platform  the default platform's name ("sim", "opencl")
+--   M.class     its device class ("SimDevice", "OpenclDevice")
+--   M.dl_type   the DLPack device type its device memory exports as
+--               (12 kDLExtDev for sim, 4 kDLOpenCL)
+--   M.spec      the running device spec ("sim:8,cpu:1", "opencl:8,cpu:1")
+-- and M.dev(id) is tostring of the default platform's device `id`.
+local platform_fields = {platform = true, class = true, dl_type = true, spec = true}
+local platform_info
+local function platform()
+  if not platform_info then
+    local dl = require "dlrun"
+    local d0 = dl.devices()[1]
+    local names = {}
+    for _, p in ipairs(d0.platform == "cpu" and {"cpu"} or {d0.platform, "cpu"}) do
+      names[#names + 1] = p .. ":" .. dl.device_count(p)
+    end
+    platform_info = {platform = d0.platform, class = tostring(d0):match("^(%w+)%("),
+                     spec = table.concat(names, ",")}
+  end
+  return platform_info
+end
+-- The DLPack type, from __dlpack_device__ of a one-byte array: asked for apart, so
+-- that reading the names allocates nothing (specs count allocations).
+local function dl_type()
+  local info = platform()
+  if not info.dl_type then
+    local dl = require "dlrun"
+    local x = dl.zeros({1}, "uint8", dl.devices()[1])
+    info.dl_type = (x:__dlpack_device__())
+    x:delete()
+  end
+  return info.dl_type
+end
+setmetatable(M, {__index = function(_, k)
+  if k == "dl_type" then return dl_type() end
+  if platform_fields[k] then return platform()[k] end
+end})
+function M.dev(id) return ("%s(id=%d)"):format(platform().class, id) end
+
+-- What a device array of the default platform takes as __dlpack__'s stream,
+-- as the BufferError refusing another says: sim has no queues a consumer can
+-- name, opencl also takes one of its command queues.
+local STREAMS = {
+  sim = "nil (wait for the array) or -1 (do not wait)",
+  opencl = "nil (wait for the array), -1 (do not wait) or the cl_command_queue of an OpenCL "
+           .. "device of dlrun",
+}
+function M.streams() return STREAMS[platform().platform] end
+
+-- Cases about one platform (its memory modes, its capacities, its names)
+-- say so: on another default platform they are pending with the reason,
+-- never silently left out. it_on and describe_on take the platform, why
+-- the cases are that platform's own, then what `it` / `describe` take.
+local function on(kind, name, why, title, fn)
+  local busted = require "busted"
+  if platform().platform == name then return busted[kind](title, fn) end
+  -- tail calls, so that busted reports the spec's line
+  return busted.pending(("%s [%s only: %s]"):format(title, name, why))
+end
+function M.it_on(name, why, title, fn) return on("it", name, why, title, fn) end
+function M.describe_on(name, why, title, fn) return on("describe", name, why, title, fn) end
+
 return M

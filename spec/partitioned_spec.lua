@@ -189,9 +189,9 @@ describe("dl.from_partitioned", function()
         .. "float32: every partition must have one dtype", function(d)
           d.partitions[2].data = dl.array({1, 2, 3, 4}, "int32", dl.devices()[2])
         end)
-    bad("the partition at position (1,) is on SimDevice(id=1), a device of this process, but "
+    bad("the partition at position (1,) is on " .. H.dev(1) .. ", a device of this process, but "
         .. "has no data", function(d) d.partitions[2].data = nil end)
-    bad("the partitions at positions (0,) and (1,) are both on SimDevice(id=0): an inferred "
+    bad("the partitions at positions (0,) and (1,) are both on " .. H.dev(0) .. ": an inferred "
         .. "sharding needs one device per partition", function(d)
           d.partitions[2].location[1].device = dl.devices()[1]
         end)

@@ -28,8 +28,10 @@ local function test_module(env)
 end
 
 -- dl.platforms() of a fresh dlrun (which finds modules beside itself), as
--- "name available devices reason" lines.
+-- "name available devices reason" lines. It runs on the default devices
+-- ("auto"), not the suite's: `env` may take the suite's platform away.
 local function platforms_of(env)
+  env.DLRUN_DEVICES = ""
   local out, err, status = helpers.run_code([[
     local dl = require "dlrun"
     for _, p in ipairs(dl.platforms()) do

@@ -545,17 +545,17 @@ describe("dl.make_array_from_single_device_arrays", function()
     expect_error("ValueError",
                  "Addressable devices and per-device arrays devices do not match. Sharding "
                    .. "contains devices {CpuDevice(id=0)} that are not present in per-device "
-                   .. "arrays. Per-device arrays contain devices {SimDevice(id=1)} that are not "
+                   .. "arrays. Per-device arrays contain devices {" .. helpers.dev(1) .. "} that are not "
                    .. "present in the sharding.",
                  dl.make_array_from_single_device_arrays, {2, 2}, s, {piece(D(1)), piece(D(0))})
     expect_error("ValueError",
                  "When making an array from single-device arrays, the input arrays must be from "
-                   .. "distinct devices, but got devices [SimDevice(id=0), SimDevice(id=0)]",
+                   .. "distinct devices, but got devices [" .. helpers.dev(0) .. ", " .. helpers.dev(0) .. "]",
                  dl.make_array_from_single_device_arrays, {2, 2}, s, {piece(D(0)), piece(D(0))})
     local sims = dl.NamedSharding(dl.Mesh({D(0), D(1)}, {"x"}), dl.P("x"))
     expect_error("ValueError",
                  "Addressable devices and per-device arrays devices do not match. Sharding "
-                   .. "contains devices {SimDevice(id=1)} that are not present in per-device "
+                   .. "contains devices {" .. helpers.dev(1) .. "} that are not present in per-device "
                    .. "arrays. Per-device arrays contain devices {CpuDevice(id=0)} that are not "
                    .. "present in the sharding.",
                  dl.make_array_from_single_device_arrays, {2, 2}, sims, {piece(D(0)), piece(HOST)})

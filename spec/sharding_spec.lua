@@ -3,8 +3,8 @@
 -- message (issue 3, "Meshes, specs, shardings"; semantics and messages from
 -- ../shared/reference/jax.md; Lua names from ../shared/DESIGN.md).
 --
--- The busted process runs on 8 sim devices (ids 0..7) plus the host cpu
--- device. Every expected table below was worked out by hand from jax.md's
+-- The busted process runs on 8 devices of the default platform (ids 0..7)
+-- plus the host cpu device. Every expected table below was worked out by hand from jax.md's
 -- rules: a device's block along a dimension is the mixed-radix number of its
 -- mesh coordinates along that entry's axes (first name most significant);
 -- indices are 1-based inclusive {first, last}; the replica id is the number of
@@ -16,7 +16,7 @@ local dl = require "dlrun"
 
 local expect_error = helpers.expect_error
 
--- D[id] is the sim device with that id.
+-- D[id] is the default platform's device with that id.
 local D = {}
 for _, dev in ipairs(dl.devices()) do D[dev.id] = dev end
 
@@ -46,7 +46,7 @@ local function indices_by_id(sharding, shape)
   local out, count = {}, 0
   for dev, index in pairs(map) do
     count = count + 1
-    assert.are.equal("sim", dev.platform)
+    assert.are.equal(helpers.platform, dev.platform)
     assert.is_nil(out[dev.id + 1], "device listed twice")
     out[dev.id + 1] = index
   end
@@ -741,9 +741,9 @@ describe("tostring of shardings", function()
   end)
 
   it("SingleDeviceSharding in both memory kinds", function()
-    assert.are.equal("SingleDeviceSharding(device=SimDevice(id=0), memory_kind=device)",
+    assert.are.equal("SingleDeviceSharding(device=" .. helpers.dev(0) .. ", memory_kind=device)",
                      tostring(dl.SingleDeviceSharding(D[0])))
-    assert.are.equal("SingleDeviceSharding(device=SimDevice(id=5), memory_kind=pinned_host)",
+    assert.are.equal("SingleDeviceSharding(device=" .. helpers.dev(5) .. ", memory_kind=pinned_host)",
                      tostring(dl.SingleDeviceSharding(D[5], "pinned_host")))
   end)
 end)
@@ -860,11 +860,11 @@ describe("validation", function()
   end)
 
   it("duplicate devices in a mesh", function()
-    expect_error("ValueError", "Mesh contains duplicate devices: SimDevice(id=0) appears twice",
+    expect_error("ValueError", "Mesh contains duplicate devices: " .. helpers.dev(0) .. " appears twice",
                  dl.Mesh, devs({0, 0}), "x")
-    expect_error("ValueError", "Mesh contains duplicate devices: SimDevice(id=3) appears twice",
+    expect_error("ValueError", "Mesh contains duplicate devices: " .. helpers.dev(3) .. " appears twice",
                  dl.Mesh, devs({{0, 3}, {3, 1}}), {"x", "y"})
-    expect_error("ValueError", "Mesh contains duplicate devices: SimDevice(id=2) appears twice",
+    expect_error("ValueError", "Mesh contains duplicate devices: " .. helpers.dev(2) .. " appears twice",
                  dl.make_mesh, {2}, "x", {D[2], D[2]})
   end)
 

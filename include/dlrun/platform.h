@@ -279,7 +279,10 @@ typedef struct dlrun_platform_services {
                         const int64_t *src_origin, const int64_t *src_strides);
   void (*host_fill)(void *data, uint64_t nbytes, const dlrun_fill *f);
   /* Timelines (see above): create one whose events name `pl` (its slots
-   * event_query/event_wait/event_then then call the timeline_ ones);
+   * event_query/event_wait/event_then are then the timeline_ ones
+   * themselves, set when the module opens, not wrappers: the library knows
+   * timeline events by those slots, and releases what work held before its
+   * point reads complete);
    * destroy (every point complete); the next point, enqueued now; complete
    * the points up to `seq` (status DLRUN_OK: done; else failed with `msg`,
    * which names the device, the operation and the driver's error); the

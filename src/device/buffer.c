@@ -47,7 +47,8 @@ dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *
                                dlrun_buffer **out) {
   *out = NULL;
   if (!dev->local) return dlrun_not_local(dev);
-  if (!dev->platform->owns(dev, kind, data, nbytes))
+  /* Zero bytes are in every memory (a zero-size export's data is NULL). */
+  if (nbytes && !dev->platform->owns(dev, kind, data, nbytes))
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "the %llu bytes at %p are not in %s's %s memory",
                       (unsigned long long)nbytes, data, dev->name, dlrun_memory_kind_name(kind));

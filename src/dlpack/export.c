@@ -187,7 +187,8 @@ dlrun_status dlrun_export_device(dlrun_array *a, int32_t *device_type, int32_t *
 }
 
 /* The device a dl_device request names: the host cpu device for (kDLCPU, 0),
- * a sim device for (kDLExtDev, id); JAX's BufferError otherwise. */
+ * a device whose memory exports as (type, id), e.g. a sim device for
+ * (kDLExtDev, id); JAX's BufferError otherwise. */
 static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t id,
                                       dlrun_device **out) {
   dlrun_memory_kind kind;
@@ -198,7 +199,10 @@ static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t i
   if (!host_type || (type == kDLCPU && id == 0))
     *out = dlrun_device_from_dlpack(rt, type, id, &kind);
   if (*out) return DLRUN_OK;
-  if (type == kDLCPU || type == kDLExtDev)
+  /* A device type some device of this runtime exports as (its id 0 exists)
+   * is supported: only the id is wrong. */
+  if (type == kDLCPU || type == kDLExtDev ||
+      (!host_type && dlrun_device_from_dlpack(rt, type, 0, &kind)))
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "The device specification passed to to_dlpack names device id %d, which "
                       "does not exist for DLDeviceType %d",

@@ -47,12 +47,6 @@ static dlrun_status ocl_record(dlrun_device *dev, const dlrun_event *waits, size
   return st ? st : ocl_end(&q, CL_SUCCESS, done);
 }
 
-static bool ocl_event_query(dlrun_event ev) { return ocl_svc->timeline_query(ev); }
-static dlrun_status ocl_event_wait(dlrun_event ev) { return ocl_svc->timeline_wait(ev); }
-static dlrun_status ocl_event_then(dlrun_event ev, void (*fn)(void *ctx), void *ctx) {
-  return ocl_svc->timeline_then(ev, fn, ctx);
-}
-
 /* The DLPack stream protocol: a consumer names a device's queue by its
  * cl_command_queue handle. */
 static int64_t ocl_consumer_stream(const dlrun_device *dev) {
@@ -94,7 +88,7 @@ static dlrun_status ocl_inject_failure(dlrun_device *dev, dlrun_work_kind what, 
   return DLRUN_OK;
 }
 
-const dlrun_platform ocl_platform = {
+dlrun_platform ocl_platform = {
     .abi = DLRUN_PLATFORM_ABI,
     .name = "opencl",
     .class_name = "OpenclDevice",
@@ -114,9 +108,7 @@ const dlrun_platform ocl_platform = {
     .copy_box = ocl_copy_box,
     .fill = ocl_fill,
     .record = ocl_record,
-    .event_query = ocl_event_query,
-    .event_wait = ocl_event_wait,
-    .event_then = ocl_event_then,
+    /* event_query, event_wait, event_then: the timeline's, set at open */
     .dlpack_device = ocl_dlpack_device,
     .dlpack_lookup = ocl_dlpack_lookup,
     .export_data = ocl_export_data,
@@ -136,6 +128,13 @@ EXPORT int dlrun_platform_module_open(int abi, const dlrun_platform_services *sv
     return -1;
   }
   ocl_svc = svc;
+  /* Its events are the library's timeline points: with the timeline's own
+   * slots the library knows them as such, so work releases what it held
+   * before its point reads complete (a buffer a fill or a copy held is
+   * free once block_until_ready returns), as on sim and cpu. */
+  ocl_platform.event_query = svc->timeline_query;
+  ocl_platform.event_wait = svc->timeline_wait;
+  ocl_platform.event_then = svc->timeline_then;
   *out = &ocl_platform;
   return 0;
 }

@@ -33,7 +33,7 @@ extern const char *const ocl_kernel_names[OCL_KERNEL_COUNT];
 
 /* The library's services and this platform's vtable (module.c). */
 extern const dlrun_platform_services *ocl_svc;
-extern const dlrun_platform ocl_platform;
+extern dlrun_platform ocl_platform;
 
 /* ---- errors (errors.c) ---- */
 /* "CL_INVALID_VALUE" for -30; "CL_ERROR" for a code it does not know. */
