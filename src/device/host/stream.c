@@ -162,7 +162,8 @@ static bool all_complete(const dlrun_event *evs, size_t n) {
 static void run_one(dlrun_stream *s) {
   pthread_mutex_lock(&s->mu);
   dlrun_task *t = s->head; /* only this thread takes from s now */
-  bool ready = all_complete(t->deps + t->next_dep, t->ndeps - t->next_dep); /* the common case */
+  size_t left = t->ndeps - t->next_dep;
+  bool ready = !left || all_complete(t->deps + t->next_dep, left); /* the common case */
   if (ready) pop_head(s);
   pthread_mutex_unlock(&s->mu);
   if (!ready) {
