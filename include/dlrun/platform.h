@@ -85,11 +85,12 @@ typedef struct dlrun_copy_op {
    * work on host threads may run it on the calling thread when its queue is
    * idle. */
   bool sync;
-  /* (optional) Called once when the work is complete, done or failed, just
-   * before its point reads complete, from any thread (the platform's
-   * completion path): it releases what the work held, so that whoever
-   * waits for the point finds it released. It must not block, nor touch
-   * the op afterwards: it may free it. */
+  /* Set by the caller (NULL: none); every platform calls it once when the
+   * work is complete, done or failed, just before its point reads
+   * complete, from its completion path (any thread): it releases what the
+   * work held, so that whoever waits for the point finds it released. It
+   * does not block. The platform must not touch the op afterwards: the
+   * callback may free it. */
   void (*complete)(void *ctx);
   void *complete_ctx;
   /* The platform's own, from copy_box until the work completes: room for

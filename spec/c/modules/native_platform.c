@@ -259,6 +259,8 @@ static void *device_thread(void *arg) {
       pthread_mutex_unlock(&t->mu);
       dlrun_status st = run(c);
       atomic_fetch_add(&t->ran, 1);
+      /* A copy's own completion first (it may free the op), then its point. */
+      if (c->op && c->op->complete) c->op->complete(c->op->complete_ctx);
       complete(t, c, st);
       free(c);
       pthread_mutex_lock(&t->mu);
