@@ -305,6 +305,7 @@ $(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)
 check-asan: deps-hardening
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=$(CLANG) SAN="$(ASAN)" OPT="-O1 -g" all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ABI_CHECK=off \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
 	  BUSTED_RUNNER=build-asan/dlrun scripts/run-tests.sh build-asan
 
 # Concurrency under ThreadSanitizer: host threads and Lua states sharing one
