@@ -229,7 +229,9 @@ describe("progress on stderr", function()
   -- the progress line ("...(99%)" ESC[K) is erased (CR ESC[K) first (issue
   -- 10, item 13).
   it("is erased before the script writes to the terminal", function()
-    -- `script` comes with bsdutils, which scripts/deps.sh installs.
+    -- `script` comes with bsdutils, which scripts/deps.sh installs. 32 copies
+    -- stay queued: enough that the time date(1) takes between rounds never
+    -- drains them, which would restart the second the progress line waits for.
     local code = [[
       local dl = require "dlrun"
       local d = dl.devices()
@@ -241,7 +243,7 @@ describe("progress on stderr", function()
         p:close()
         return t
       end
-      -- Keep a chain of copies in flight (eight queued) for `secs` seconds.
+      -- Keep a chain of copies in flight (32 queued) for `secs` seconds.
       local function busy(secs)
         local stop = now() + secs
         repeat
@@ -249,7 +251,7 @@ describe("progress on stderr", function()
             n = n + 1
             x = dl.device_put(x, d[n % 2 + 1])
             queue[#queue + 1] = x
-            if #queue > 8 then table.remove(queue, 1):block_until_ready() end
+            if #queue > 32 then table.remove(queue, 1):block_until_ready() end
           end
         until now() >= stop
       end
