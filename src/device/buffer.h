@@ -109,6 +109,9 @@ typedef struct dlrun_copy_route {
 void dlrun_copy_route_of(const dlrun_box_end *dst, const dlrun_box_end *src,
                          dlrun_copy_route *out);
 
+/* The bytes of the box [lo, hi) of esize-byte elements. */
+uint64_t dlrun_box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi);
+
 /* Copy the N-d box [lo, hi) (global coordinates) of esize-byte elements
  * from src to dst now: host to device, device to host, device to device,
  * between platforms (staged). Returns when it is done, with the device's

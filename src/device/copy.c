@@ -180,21 +180,10 @@ dlrun_status dlrun_copy_task_add(copy_task *t, dlrun_buffer *src, const int64_t 
 
 size_t dlrun_copy_task_piece_count(const copy_task *t) { return t->npieces; }
 
-static uint64_t box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
-  uint64_t bytes = esize;
-  for (int d = 0; d < ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
-  return bytes;
-}
-
 static uint64_t piece_bytes(const copy_task *t, size_t i) {
   const int64_t *c = coords(t, i);
   int nd = t->plan->ndim;
-  return box_bytes(t->plan->esize, nd, c + nd, c + 2 * nd);
-}
-
-static dlrun_status oom(copy_task *t, size_t bytes) {
-  (void)t;
-  return dlrun_fail_oom_host(bytes);
+  return dlrun_box_bytes(t->plan->esize, nd, c + nd, c + 2 * nd);
 }
 
 /* Room for the pieces as queues see them, their source strides, and the
@@ -204,12 +193,12 @@ static dlrun_status alloc_pieces(copy_task *t) {
   if (n <= 1) return DLRUN_OK;
   if (!(t->pieces = dlrun_malloc(n * (sizeof *t->pieces + nd * sizeof(int64_t)) + 1))) {
     t->pieces = &t->one_piece;
-    return oom(t, n * sizeof *t->pieces);
+    return dlrun_fail_oom_host(n * sizeof *t->pieces);
   }
   t->src_strides = (int64_t *)(void *)(t->pieces + n);
   if (!(t->deps = dlrun_malloc(n * sizeof *t->deps))) {
     t->deps = &t->one_dep;
-    return oom(t, n * sizeof *t->deps);
+    return dlrun_fail_oom_host(n * sizeof *t->deps);
   }
   return DLRUN_OK;
 }
@@ -235,7 +224,7 @@ static dlrun_status stage_block(copy_task *t, size_t i, dlrun_box_end *out) {
   /* Its strides live after the block's bytes (the task has no other room). */
   size_t at = (size_t)((bytes + 15) & ~(uint64_t)15);
   unsigned char *block = dlrun_malloc(at + (size_t)nd * sizeof(int64_t) + 1);
-  if (!block) return oom(t, at);
+  if (!block) return dlrun_fail_oom_host(at);
   int64_t *strides = (int64_t *)(void *)(block + at);
   dlrun_row_major_strides(nd, shape, strides);
   t->stages[t->nstages++] = block;
@@ -266,7 +255,7 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
   if (st) return st;
   dlrun_copy_route *routes = n > 1 ? dlrun_malloc(n * sizeof *routes) : NULL;
   dlrun_copy_route one_route;
-  if (n > 1 && !routes) return oom(t, n * sizeof *routes);
+  if (n > 1 && !routes) return dlrun_fail_oom_host(n * sizeof *routes);
   if (n <= 1) routes = &one_route;
   dlrun_box_end dst = dlrun_buffer_end(t->dst, dst_lo(t), dst_strides(t));
   size_t staged = 0;
@@ -280,7 +269,7 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
    * queue: a gather from thousands of devices stays n log n), two per
    * staged piece. */
   size_t *order = n > 1 ? dlrun_malloc(n * sizeof *order) : NULL, one_order = 0;
-  if (n > 1 && !order) st = oom(t, n * sizeof *order);
+  if (n > 1 && !order) st = dlrun_fail_oom_host(n * sizeof *order);
   if (n <= 1) order = &one_order;
   size_t max_groups = 2 * staged, at = 0;
   if (!st) {
@@ -293,11 +282,11 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
   }
   if (!st && max_groups > 1 && !(t->groups = dlrun_calloc(max_groups, sizeof *t->groups))) {
     t->groups = &t->one_group;
-    st = oom(t, max_groups * sizeof *t->groups);
+    st = dlrun_fail_oom_host(max_groups * sizeof *t->groups);
   }
   /* Two allocations per staged piece: its block and its second step's piece. */
   if (!st && staged && !(t->stages = dlrun_calloc(2 * staged, sizeof *t->stages)))
-    st = oom(t, 2 * staged * sizeof *t->stages);
+    st = dlrun_fail_oom_host(2 * staged * sizeof *t->stages);
   for (size_t k = 0; k < n && !st; k++) { /* unstaged pieces, grouped by queue */
     const dlrun_copy_route *r = &routes[order[k]];
     if (r->staged) continue;
@@ -324,7 +313,7 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
     /* The second step reads the block: its piece is the host end. */
     dlrun_copy_piece *second = dlrun_malloc(sizeof *second);
     if (!second) {
-      st = oom(t, sizeof *second);
+      st = dlrun_fail_oom_host(sizeof *second);
       break;
     }
     *second = (dlrun_copy_piece){.src = host, .lo = c + nd, .hi = c + 2 * nd};
@@ -338,7 +327,7 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
   /* Joined on the destination's queue unless one group on it does all. */
   if (t->ngroups > 1 || (t->ngroups == 1 && t->groups[0].queue != t->dst->dev)) {
     size_t bytes = sizeof *t->join + t->ngroups * sizeof *t->dones;
-    if (!(t->join = dlrun_malloc(bytes))) return oom(t, bytes);
+    if (!(t->join = dlrun_malloc(bytes))) return dlrun_fail_oom_host(bytes);
     t->dones = (dlrun_event *)(void *)(t->join + 1);
   }
   return DLRUN_OK;

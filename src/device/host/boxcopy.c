@@ -8,6 +8,12 @@
 #include "device/buffer.h"
 #include "hostexec.h"
 
+uint64_t dlrun_box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
+  uint64_t bytes = esize;
+  for (int d = 0; d < ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
+  return bytes;
+}
+
 void dlrun_row_major_strides(int ndim, const int64_t *dims, int64_t *strides) {
   int64_t s = 1;
   for (int d = ndim - 1; d >= 0; d--) {

@@ -1,6 +1,8 @@
 /* Host execution (hostexec.h): the queue of the cpu and sim platforms. */
 #include "hostexec.h"
 
+#include "device/buffer.h"
+
 #include <string.h>
 
 #include "core/alloc.h"
@@ -66,12 +68,6 @@ typedef struct copy_work {
  * whole, one per item. */
 #define UNIT_BYTES ((uint64_t)4 << 20)
 
-static uint64_t box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
-  uint64_t bytes = esize;
-  for (int d = 0; d < ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
-  return bytes;
-}
-
 /* How many units piece p is cut into, and along which dimension. */
 static size_t unit_count(const dlrun_copy_op *op, const dlrun_copy_piece *p, int *dim) {
   int nd = op->ndim;
@@ -81,7 +77,7 @@ static size_t unit_count(const dlrun_copy_op *op, const dlrun_copy_piece *p, int
     *dim = 0;
     return 1;
   }
-  uint64_t want = (box_bytes(op->esize, nd, p->lo, p->hi) + UNIT_BYTES - 1) / UNIT_BYTES;
+  uint64_t want = (dlrun_box_bytes(op->esize, nd, p->lo, p->hi) + UNIT_BYTES - 1) / UNIT_BYTES;
   uint64_t extent = (uint64_t)(p->hi[*dim] - p->lo[*dim]);
   return want < 1 ? 1 : want > extent ? extent : want;
 }
@@ -128,7 +124,7 @@ static void copy_one_unit(void *ctx, size_t i) {
                       op->dst.strides, end_view(&p->src), p->src.origin, p->src.strides);
   dlrun_trace_event(w->q->dev->name, "transfer", "copy", start,
                     "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
-                    (unsigned long long)box_bytes(op->esize, nd, lo, hi), end_name(&p->src),
+                    (unsigned long long)dlrun_box_bytes(op->esize, nd, lo, hi), end_name(&p->src),
                     end_name(&op->dst));
 }
 
