@@ -87,17 +87,18 @@ static const help_entry environment[] = {
      "the largest message between two processes, in bytes (4096 to 1073741824, the "
      "default); a larger piece of a transfer goes as several. Every process of a job must "
      "set the same: a different value is a ValueError on every process when joining"},
-    {"DLRUN_MPI_MODULE", "the MPI transport module to load when joining (default: the "
-                         "libdlrun_mpi.so installed beside dlrun)"},
-    {"DLRUN_OPENCL_MODULE", "the OpenCL platform module to load (default: the "
-                            "libdlrun_opencl.so installed beside dlrun); one that is missing "
-                            "or does not load leaves its platform out (see --list-devices)"},
+    {"DLRUN_MPI_MODULE", "the MPI transport module to load when joining (default: "
+                         "libdlrun_mpi.so beside the library or the executable, then in "
+                         "../lib from there)"},
+    {"DLRUN_OPENCL_MODULE", "the OpenCL platform module to load (default: libdlrun_opencl.so, "
+                            "found as the MPI one); one that is missing or does not load "
+                            "leaves its platform out (see --list-devices)"},
+    {"DLRUN_CUDA_MODULE", "the same for the CUDA platform module, libdlrun_cuda.so (not part "
+                          "of this release: listed as not available)"},
     {"DLRUN_OPENCL_PLATFORM",
      "which OpenCL platform the opencl devices run on when several are installed: an index "
      "(0) or a part of the platform's name, in any case (portable, nvidia). Unset: the "
      "first platform with a GPU or accelerator, else the first with any device"},
-    {"DLRUN_CUDA_MODULE", "the CUDA platform module to load, libdlrun_cuda.so (not part of "
-                          "this release: listed as not available)"},
     {"DLRUN_LUA_DIR", "directory holding dlrun/init.lua, first on package.path; unset or "
                       "empty: DIR/../share/lua/5.4, then DIR/../lua, where DIR is the "
                       "directory of the executable, symbolic links resolved"},
