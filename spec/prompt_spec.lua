@@ -119,7 +119,10 @@ describe("the prompt", function()
   end)
 
   it("edits lines with readline when the system has it: the up arrow recalls a line", function()
-    if os.execute("ldconfig -p | grep -qE 'libreadline\\.so\\.[78] |libedit\\.so\\.2 '") ~= true then
+    local loads = PYTHON .. " -c 'import ctypes, sys\n" ..
+                  "for name in sys.argv[1:]:\n  try: ctypes.CDLL(name); sys.exit(0)\n  except OSError: pass\n" ..
+                  "sys.exit(1)' libreadline.so.8 libreadline.so.7 libedit.so.2"
+    if os.execute(loads) ~= true then
       pending("no libreadline.so.8 or libedit.so.2 on this system")
       return
     end

@@ -3,8 +3,9 @@
  *   dlrun [options] [script [args...]]
  *
  * Scripts, `arg`, `...`, -e, -l, -E, -W, -i, "-", a script piped in on stdin
- * and the prompt on a terminal (prompt.c) behave as in `lua5.4`. The dlrun options (--devices, --device-memory)
- * configure the process-wide default runtime before any Lua code runs; they,
+ * and the prompt on a terminal (prompt.c) behave as in `lua5.4`. The dlrun
+ * options (--devices, --device-memory) configure the process-wide default
+ * runtime before any Lua code runs; they,
  * DLRUN_DEVICES, DLRUN_DEVICE_MEMORY and the --trace file are checked first.
  * The C half of the module ("dlrun.core") is linked into this executable and
  * registered in package.preload; the Lua half is found through package.path,
