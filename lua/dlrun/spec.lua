@@ -5,7 +5,11 @@
 local errors = require "dlrun.errors"
 
 local PartitionSpec = {__name = "PartitionSpec"}
-PartitionSpec.__index = PartitionSpec
+-- Entries past n read as nil; a field a PartitionSpec lacks is an AttributeError.
+PartitionSpec.__index = function(_, key)
+  if type(key) ~= "string" then return nil end
+  error(errors.attribute_error("PartitionSpec", key, {"n"}), 2)
+end
 
 local function describe(value)
   if type(value) == "table" then
@@ -22,7 +26,9 @@ local function canonical(entry, position)
     if entry == "" then return nil end
     return entry
   end
-  if type(entry) ~= "table" or getmetatable(entry) then
+  -- a list that only prints differently (mesh.axis_names) is a plain list
+  local mt = getmetatable(entry)
+  if type(entry) ~= "table" or (mt and not (type(mt) == "table" and rawget(mt, "__dlrun_printed"))) then
     errors.raise("TypeError",
                  "P: entry %d must be nil, an axis name or a list of axis names, got %s",
                  position, errors.typename(entry))

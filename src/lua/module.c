@@ -12,6 +12,7 @@ void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
 
 int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_errors_open(L);
+  dlrun_lua_printing_open(L);
   lua_newtable(L);
   dlrun_lua_runtime_open(L);
   dlrun_lua_device_open(L);
