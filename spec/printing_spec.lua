@@ -269,3 +269,42 @@ describe("stats", function()
     assert.truthy(tostring(dl.platforms()):find('^%[{accelerator='))
   end)
 end)
+
+describe("PartitionSpec entries", function()
+  it("a list of axis names prints as a tuple and stays a list", function()
+    local p = dl.P("x", {"x", "y"})
+    assert.are.equal("('x', 'y')", tostring(p[2]))
+    assert.are.same({"x", "y"}, p[2])
+    assert.are.equal(2, #p[2])
+    assert.are.equal("PartitionSpec('x', ('x', 'y'))", tostring(p))
+    assert.are.equal(dl.P("x", {"x", "y"}), p)
+  end)
+end)
+
+describe("in a job", function()
+  for _, n in ipairs {2, 3, 4} do
+    it("on " .. n .. " processes: another process's Shard prints data=None, device lists every device", function()
+      local out, err, status = helpers.mpirun(n, [[
+local p, n = dl.process_index(), dl.process_count()
+local x = dl.arange(2 * n, "int32", dl.NamedSharding(dl.make_mesh({n}, {"x"}), dl.P("x")))
+local parts = {}
+for i, s in ipairs(x.global_shards) do parts[i] = tostring(s) end
+print(p, table.concat(parts, " | "))
+print(p, tostring(dl.local_devices()), #dl.devices())]], {args = "--devices sim:1"})
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      local want = {}
+      for p = 0, n - 1 do
+        local parts = {}
+        for i = 0, n - 1 do
+          parts[#parts + 1] = ("Shard(device=SimDevice(id=%d), index=(slice(%d, %d, None),), replica_id=0, data=%s)")
+            :format(i, 2 * i, 2 * i + 2, i == p and ("[%d %d]"):format(2 * i, 2 * i + 1) or "None")
+        end
+        want[#want + 1] = p .. "\t" .. table.concat(parts, " | ")
+        want[#want + 1] = ("%d\t[SimDevice(id=%d)]\t%d"):format(p, p, n)
+      end
+      table.sort(want)
+      assert.are.same(want, helpers.sorted_lines(out))
+    end)
+  end
+end)

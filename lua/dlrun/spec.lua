@@ -3,6 +3,7 @@
 -- product, first name most significant). Entries are canonicalised as JAX
 -- does: an empty list is nil, a one-name list is that name.
 local errors = require "dlrun.errors"
+local printing = require "dlrun.printing"
 
 local PartitionSpec = {__name = "PartitionSpec"}
 -- Entries past n read as nil; a field a PartitionSpec lacks is an AttributeError.
@@ -48,7 +49,7 @@ local function canonical(entry, position)
   end
   if #names == 0 then return nil end
   if #names == 1 then return names[1] end
-  return names
+  return setmetatable(names, printing.tuple) -- prints as ('x', 'y'), as in JAX
 end
 
 local function P(...)
