@@ -56,6 +56,9 @@ unsigned dlrun_lua_option_keys_present(lua_State *L, int idx, const char *fn,
 int dlrun_lua_released_error(lua_State *L, int idx);
 void dlrun_lua_errors_open(lua_State *L);
 
+/* Push require(name): a Lua module of dlrun. */
+void dlrun_lua_require(lua_State *L, const char *name);
+
 /* Create the metatable `tname` with the metamethods `meta` and __name
  * `shown` (what messages call the type); leaves it on the stack. */
 void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,

@@ -472,9 +472,7 @@ void dlrun_lua_array_open(lua_State *L) {
   };
   luaL_setfuncs(L, creators, 0);
 
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun.format");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun.format");
   lua_setfield(L, LUA_REGISTRYINDEX, FORMAT_KEY);
 
   static const luaL_Reg meta[] = {

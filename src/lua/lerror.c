@@ -12,9 +12,7 @@
 #define PROBE_KEY "dlrun.errors.probe"
 
 void dlrun_lua_errors_open(lua_State *L) {
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun.errors");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun.errors");
   lua_getfield(L, -1, "new");
   lua_setfield(L, LUA_REGISTRYINDEX, ERRORS_KEY);
   lua_getfield(L, -1, "describe");

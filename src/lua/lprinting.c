@@ -8,9 +8,7 @@
 #define PRINTED_MARK "__dlrun_printed"
 
 void dlrun_lua_printing_open(lua_State *L) {
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun.printing");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun.printing");
   lua_setfield(L, LUA_REGISTRYINDEX, PRINTING_KEY);
 }
 

@@ -78,9 +78,7 @@ int dlrun_lua_open(lua_State *L, dlrun_runtime *rt) {
   lua_pushcfunction(L, luaopen_dlrun_core);
   lua_setfield(L, -2, "dlrun.core");
   lua_pop(L, 1);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun");
   return 1;
 }
 

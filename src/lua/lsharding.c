@@ -716,9 +716,7 @@ void dlrun_lua_sharding_open(lua_State *L) {
   luaL_setfuncs(L, funcs, 0);
 
   /* dl.P's tables are told apart by their metatable, which prints them. */
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun.spec");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun.spec");
   lua_getfield(L, -1, "PartitionSpec");
   lua_pushcfunction(L, l_spec_string);
   lua_setfield(L, -2, "__tostring");
