@@ -288,7 +288,10 @@ describe("in a job", function()
 local p, n = dl.process_index(), dl.process_count()
 local x = dl.arange(2 * n, "int32", dl.NamedSharding(dl.make_mesh({n}, {"x"}), dl.P("x")))
 local parts = {}
-for i, s in ipairs(x.global_shards) do parts[i] = tostring(s) end
+for i, s in ipairs(x.global_shards) do
+  parts[i] = tostring(s)
+  assert((s.data ~= nil) == (i == p + 1)) -- another process's data reads as nil
+end
 print(p, table.concat(parts, " | "))
 print(p, tostring(dl.local_devices()), #dl.devices())]], {args = "--devices sim:1"})
       assert.are.equal("", err)
