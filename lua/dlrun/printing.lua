@@ -1,8 +1,8 @@
 -- How dlrun's table results print: metatables holding __tostring only, so
 -- that the tables index, count (#), iterate (ipairs, pairs) and unpack as
 -- before, and messages still call them tables; a Shard's adds __name
--- ("Shard", as messages call it) and an __index that refuses unknown fields. Forms follow what JAX and Python print for the same
--- values:
+-- ("Shard", as messages call it) and an __index that refuses unknown
+-- fields. Forms follow what JAX and Python print for the same values:
 --   tuple        x.shape, shard_shape(), axis_names   (16, 4)  (8,)  ()  ('x', 'y')
 --   slice        one {first, last} entry of an index  slice(0, 2, None)
 --   whole_slice  an entry covering its whole dimension slice(None, None, None)
