@@ -596,7 +596,8 @@ describe("Capsules", function()
     assert.are.same({4, 1}, c.strides)
     assert.are.equal("int16", c.dtype)
     assert.are.equal("Capsule(dltensor)", tostring(c))
-    assert.is_nil(c.no_such_field)
+    helpers.expect_error("AttributeError", "'Capsule' object has no attribute 'no_such_field'",
+                         function() return c.no_such_field end)
   end)
 
   it("a versioned capsule has every field", function()
