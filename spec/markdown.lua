@@ -122,4 +122,31 @@ function M.code_spans(path)
   return spans
 end
 
+-- What a code block says it prints: the text after `marker` (the Lua
+-- pattern of a comment's "-->", e.g. "%-%->%s" or "#%s*%-%->%s") on each line.
+function M.shown(code, marker)
+  local expected = {}
+  for line in code:gmatch("[^\n]+") do
+    local shown = line:match(marker .. "(.*)$")
+    if shown then expected[#expected + 1] = shown end
+  end
+  return expected
+end
+
+-- Nil when every expected line is a line of `out`, in order (tabs read as
+-- two spaces); else why not, naming `where`.
+function M.missing_shown(expected, out, where)
+  local lines = {}
+  for line in out:gmatch("[^\n]+") do lines[#lines + 1] = (line:gsub("\t", "  ")) end
+  local at = 1
+  for _, want in ipairs(expected) do
+    while at <= #lines and lines[at] ~= want do at = at + 1 end
+    if at > #lines then
+      return ("%s says %q but the output was:\n%s"):format(where, want, out)
+    end
+    at = at + 1
+  end
+  return nil
+end
+
 return M

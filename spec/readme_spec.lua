@@ -3,34 +3,14 @@
 local helpers = require "helpers"
 local markdown = require "markdown"
 
-local function readme_blocks()
-  local f = assert(io.open("README.md"))
-  local text = f:read("a")
-  f:close()
-  local blocks = {}
-  for code in text:gmatch("```lua\n(.-)```") do blocks[#blocks + 1] = code end
-  assert(#blocks > 0, "no Lua block in README.md")
-  return blocks
-end
-
 -- Run a block and check every "--> shown" comment appears, in order, in its output.
-local function check_block(code)
-  local expected = {}
-  for line in code:gmatch("[^\n]+") do
-    local shown = line:match("%-%->%s(.*)$")
-    if shown then expected[#expected + 1] = shown end
-  end
-  local out, err, status = helpers.run({"-"}, code, {DLRUN_DEVICES = ""})
+local function check_block(block)
+  local expected = markdown.shown(block.code, "%-%->%s")
+  local out, err, status = helpers.run({"-"}, block.code, {DLRUN_DEVICES = ""})
   assert.are.equal("", err)
   assert.are.equal(0, status)
-  local lines = {}
-  for line in out:gmatch("[^\n]+") do lines[#lines + 1] = (line:gsub("\t", "  ")) end
-  local at = 1
-  for _, want in ipairs(expected) do
-    while at <= #lines and lines[at] ~= want do at = at + 1 end
-    assert(at <= #lines, ("README says %q but the output was:\n%s"):format(want, out))
-    at = at + 1
-  end
+  local why = markdown.missing_shown(expected, out, "README.md:" .. block.line)
+  assert(not why, why)
   return #expected
 end
 
@@ -117,7 +97,9 @@ describe("README", function()
 
   it("every Lua block runs and prints what its --> comments say", function()
     local shown = 0
-    for _, code in ipairs(readme_blocks()) do shown = shown + check_block(code) end
+    local blocks = markdown.blocks("README.md", "lua")
+    assert(#blocks > 0, "no Lua block in README.md")
+    for _, block in ipairs(blocks) do shown = shown + check_block(block) end
     assert.is_true(shown >= 7)
   end)
 
