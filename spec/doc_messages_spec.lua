@@ -9,9 +9,12 @@
 -- docs follow; a new quote needs a case (and a case that no quote matches
 -- any more is reported, so the table stays the docs' own).
 --
--- The cases run in a few fresh processes, each group on the devices it
--- names (not the suite's), the job cases under mpirun; so the spec runs
--- once, in the default pass.
+-- The cases run in groups, each in a fresh process on the devices it names
+-- (not the suite's), so the spec runs once, in the default pass: dlrun on
+-- one process, a job of 4 processes under mpirun, a job with a late
+-- process, OpenCL (pending where it is not here), NumPy and dlrun's C API
+-- through ctypes (pending without python3-numpy) and the dlrun command
+-- itself. About 3 seconds in all.
 local helpers = require "helpers"
 local markdown = require "markdown"
 local python = require "python_side"
