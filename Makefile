@@ -86,7 +86,7 @@ endif
 TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
 TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
 
-.PHONY: all _all deps deps-hardening test demo clean c-tests check-asan check-tsan check-valgrind \
+.PHONY: all _all deps deps-hardening test demo examples clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
         install-lua-module
 # The packages first, then the build in a second make: what this Makefile
@@ -94,7 +94,7 @@ TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
 all: deps
 	@+$(MAKE) --no-print-directory _all
 
-_all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) $(HOSTS) $(STRESSES) \
+_all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) examples $(STRESSES) \
       $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD)
 
 $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
@@ -168,6 +168,11 @@ $(BUILD)/tests/%: spec/c/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -Ispec/c -o $@ $< $(LIB_A) $(LIBS)
+
+# The host applications of examples/host/ (README, "A short tour of the C
+# API"), into $(BUILD)/examples/: every one this machine can build
+# (opencl_interop only with the OpenCL module). `make` builds them too.
+examples: $(HOSTS)
 
 # Host applications are built as a user would: public headers only.
 $(BUILD)/examples/%: examples/host/%.c $(LIB_A) $(LUA_LIB_A)

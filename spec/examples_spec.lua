@@ -412,6 +412,21 @@ describe("examples/host/minimal.c (a host application on the C API)", function()
     assert.are.equal("gathered 4 shards: 0 ... 15, 48 bytes moved between devices\n",
                      run_host_ok(host_example("minimal")))
   end)
+
+  -- Its comment and the README say `make examples` builds it: the target
+  -- exists, builds every host example, and `make` left nothing for it to do.
+  it("is built by make examples, which make all has already run", function()
+    local build = helpers.exe:match("^(.*)/[^/]*$") or "."
+    local make = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD="
+                 .. helpers.shell_quote(build) .. " "
+    local plan = helpers.capture(make .. "-n -B examples 2>&1")
+    for _, name in ipairs {"minimal", "embed"} do
+      assert(plan:find(" -o " .. build .. "/examples/" .. name .. " ", 1, true),
+             ("make -n -B examples does not build %s/examples/%s:\n%s"):format(build, name, plan))
+    end
+    local _, _, status = os.execute(make .. "-q examples")
+    assert.are.equal(0, status, "make -q examples: not up to date after make")
+  end)
 end)
 
 describe("examples/host/opencl_interop.c (OpenCL work on an exported buffer)", function()

@@ -5,24 +5,13 @@
 -- "ok - ..." / "not ok - ..." lines and "<name> interop: N passed, N failed".
 -- A library that is not installed fails its spec, naming the package (make test installs it).
 --
--- The library: DLRUN_LIB, else libdlrun.so next to DLRUN_EXE (<build>/dlrun),
--- else build/libdlrun.so. The interpreter: /usr/bin/python3 (the python3
--- first on PATH may lack numpy); DLRUN_PYTHON overrides it.
+-- The interpreter and the library: spec/python_side.lua.
 
 local helpers = require "spec.helpers"
+local python = require "python_side"
 
-local PYTHON = os.getenv("DLRUN_PYTHON") or "/usr/bin/python3"
-
-local function library()
-  local lib = os.getenv("DLRUN_LIB")
-  if lib and lib ~= "" then return lib end
-  local exe = os.getenv("DLRUN_EXE")
-  if exe and exe ~= "" then
-    local dir = exe:match("^(.*)/[^/]*$") or "."
-    return dir .. "/libdlrun.so"
-  end
-  return "build/libdlrun.so"
-end
+local PYTHON = python.PYTHON
+local library = python.library
 
 local function quote(s)
   return "'" .. tostring(s):gsub("'", [['\'']]) .. "'"
@@ -30,11 +19,7 @@ end
 
 local read_all = helpers.read_all
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
+local exists = python.exists
 
 -- Run a shell command line; returns its output (stdout and stderr) and exit
 -- status (128 + n for a signal).
@@ -51,10 +36,8 @@ end
 -- missing Python module fails, naming the package (make test installs it).
 local function interop(module, package, script, summary_name, least)
   return function()
-    assert(exists(PYTHON), PYTHON .. " is missing (scripts/deps.sh installs " .. package .. ")")
-    local _, has = run(quote(PYTHON) .. " -c 'import " .. module .. "'")
-    assert(has == 0, module .. " is missing for " .. PYTHON .. " (scripts/deps.sh installs "
-           .. package .. "): its interop checks cannot run")
+    local why = python.missing(module, package)
+    assert(not why, why and why .. ": its interop checks cannot run")
     local lib = library()
     assert(exists(lib), lib .. " is missing: build it with make")
 

@@ -1,6 +1,7 @@
 /* A host application embedding dlrun: shard an array over four simulated
- * devices, gather it to one, and read it back. Build: see the Makefile
- * (target `examples`), or link with libdlrun.a -pthread -lm. */
+ * devices, gather it to one, and read it back. Build: `make examples`
+ * (build/examples/minimal), or link with libdlrun.a -pthread -lm. The
+ * README's tour of the C API is an excerpt of this file (the suite checks it). */
 #include <stdio.h>
 
 #include <dlrun/dlrun.h>
@@ -26,17 +27,22 @@ int main(void) {
   if ((st = dlrun_mesh_create(devs, 4, 1, &axis, &size, &mesh))) return fail("mesh", st);
   dlrun_partition_spec rows = {.nentries = 1, .entries = {{.naxes = 1, .axes = {"x"}}}};
   dlrun_sharding *sharded, *single;
-  if ((st = dlrun_named_sharding_create(mesh, &rows, DLRUN_MEM_DEVICE, &sharded))) return fail("sharding", st);
-  if ((st = dlrun_single_device_sharding_create(devs[0], DLRUN_MEM_DEVICE, &single))) return fail("single", st);
+  if ((st = dlrun_named_sharding_create(mesh, &rows, DLRUN_MEM_DEVICE, &sharded)))
+    return fail("sharding", st);
+  if ((st = dlrun_single_device_sharding_create(devs[0], DLRUN_MEM_DEVICE, &single)))
+    return fail("single", st);
 
   /* 16 values 0..15, each device filling its own quarter in place. */
   dlrun_scalar start = {.kind = DLRUN_SCALAR_INT, .i = 0}, step = {.kind = DLRUN_SCALAR_INT, .i = 1};
   dlrun_array *x, *gathered;
-  if ((st = dlrun_array_arange(sharded, DLRUN_FLOAT32, &start, &step, 16, &x))) return fail("arange", st);
+  if ((st = dlrun_array_arange(sharded, DLRUN_FLOAT32, &start, &step, 16, &x)))
+    return fail("arange", st);
+  /* Device to device: the other three quarters move onto the first device. */
   if ((st = dlrun_device_put(x, single, NULL, &gathered))) return fail("device_put", st);
 
   float out[16];
-  if ((st = dlrun_array_read(gathered, 0, sizeof out, out))) return fail("read", st); /* waits */
+  if ((st = dlrun_array_read(gathered, 0, sizeof out, out))) /* waits for the copies */
+    return fail("read", st);
   dlrun_transfer_stats stats;
   dlrun_transfer_stats_get(rt, &stats);
   printf("gathered %zu shards: %g ... %g, %llu bytes moved between devices\n",
