@@ -98,6 +98,12 @@ quote(raised(dl.export, x, {strategy = "replica", device = dl.devices()[1]}))]]}
 local x = dl.zeros({3}, "float32")
 x:delete()
 quote(raised(x.tolist, x))]]},
+  {"a misspelt field of an Array", [[
+local x = dl.zeros({3}, "float32")
+quote(raised(function() return x.shpae end))]]},
+  {"an unknown field of an Array", [[
+local x = dl.zeros({3}, "float32")
+quote(raised(function() return x.foo end))]]},
   {"data with a key other than 1..n", [[quote(raised(dl.array, {a = 1}))]]},
   {"a complex element with another key", [[quote(raised(dl.array, {{re = 1, im = 2, x = 3}}))]]},
   {"a mesh of the wrong depth", [[quote(raised(dl.Mesh, dl.devices(), {"x", "y"}))]]},
