@@ -531,7 +531,7 @@ static void test_trace(void) {
       CHECK(len > 4 && strcmp(text + len - 4, "\n]}\n") == 0, "ends %s", text);
     }
     CHECK(dlrun_trace_stop() == DLRUN_ERR_RUNTIME, "second stop accepted");
-    CHECK(strcmp(dlrun_last_error(), "dlrun_trace_stop: tracing is not on") == 0, "%s",
+    CHECK(strcmp(dlrun_last_error(), "tracing is not on") == 0, "%s",
           dlrun_last_error());
     /* events after stop go nowhere, and a new trace starts empty */
     dlrun_trace_event(NULL, "memory", "free", 0, NULL);
