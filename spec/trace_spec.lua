@@ -440,11 +440,10 @@ local y = dl.device_put(x, dl.devices()[2]):block_until_ready()
 local function assert_work_traced(path)
   local summary = python_summary(path)
   os.remove(path)
-  assert.truthy(summary:find("name arange 1\n", 1, true), summary)
-  assert.truthy(summary:find("name copy 1\n", 1, true), summary)
-  assert.truthy(summary:find("name alloc 2\n", 1, true), summary)
-  assert.truthy(summary:find("copy_bytes 64\n", 1, true), summary)
-  assert.truthy(summary:find("copy_fields True\n", 1, true), summary)
+  for _, line in ipairs {"name arange 1", "name copy 1", "name alloc 2", "copy_bytes 64",
+                         "copy_fields True"} do
+    assert.truthy(summary:find(line .. "\n", 1, true), summary)
+  end
 end
 
 local function lines(s)

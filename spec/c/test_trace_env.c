@@ -42,16 +42,6 @@ static int traced_child(const char *path) {
   return failed;
 }
 
-static const char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  static char buf[1 << 16];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
-
 int main(void) {
   TEST("DLRUN_TRACE: the default runtime traces, and exit completes the file") {
     char path[] = "/tmp/dlrun_test_trace_env_XXXXXX";
@@ -64,7 +54,7 @@ int main(void) {
     int status = -1;
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-    const char *text = slurp(path);
+    const char *text = check_slurp(path);
     CHECK(text != NULL, "no trace file");
     if (text) {
       CHECK_STR_CONTAINS(text, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
