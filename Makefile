@@ -254,9 +254,17 @@ pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 install_lua_module = install -d $(1)/dlrun $(2)/dlrun && install -m 644 $(LUA_FILES) $(1)/dlrun/ && \
   install -m 755 $(LUA_MOD) $(2)/dlrun/core.so
 
-$(MAN): docs/dlrun.1.in include/dlrun/dlrun.h
+# Its OPTIONS and ENVIRONMENT are made from `dlrun --help`, the one list,
+# printed by src/cli/help.c built alone: no sanitizer of SAN runs at build time.
+HELP_TOOL := $(BUILD)/tools/print-help
+$(HELP_TOOL): src/cli/help.c src/cli/help.h
 	@mkdir -p $(dir $@)
-	@sed 's/@VERSION@/$(VERSION)/g' $< >$@
+	@$(CC) -std=c11 -D_GNU_SOURCE -DCLI_HELP_MAIN $(WARN) -I$(LUA_INC) -o $@ $<
+$(MAN): docs/dlrun.1.in include/dlrun/dlrun.h scripts/man-from-help.awk $(HELP_TOOL)
+	@mkdir -p $(dir $@)
+	@$(HELP_TOOL) >$@.help
+	@awk -v version=$(VERSION) -f scripts/man-from-help.awk $@.help $< >$@.tmp
+	@rm -f $@.help && mv $@.tmp $@
 
 install: $(EXE) $(LIB_SO) $(LIB_A) $(LUA_LIB_A) $(LUA_MOD) $(MAN) $(LIB_MODULES)
 	@echo "  INSTALL $(DESTDIR)$(PREFIX)"

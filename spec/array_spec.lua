@@ -624,9 +624,10 @@ describe("Array properties", function()
     assert.are.equal(2, x.ndim)
   end)
 
-  it("unknown fields are nil", function()
+  it("an unknown field is an AttributeError; a key that is no name is nil", function()
     local x = dl.zeros({ 2 }, "float32")
-    assert.is_nil(x.foo)
+    expect_error("AttributeError", "'Array' object has no attribute 'foo'",
+                 function() return x.foo end)
     assert.is_nil(x[1])
   end)
 

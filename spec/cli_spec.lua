@@ -60,21 +60,6 @@ local function run(opts)
   return { out = out, err = read_all(errfile), code = code }
 end
 
--- run_on_terminal{args...} -> { out = what the terminal showed, code = exit
--- status }, running dlrun under a pseudo-terminal (util-linux `script`), so
--- stdin, stdout and stderr are all a terminal (`script` comes with bsdutils,
--- which scripts/deps.sh installs).
-local function run_on_terminal(args)
-  local cmd = { quote(EXE) }
-  for _, a in ipairs(args) do cmd[#cmd + 1] = quote(a) end
-  local outfile = temp_file()
-  local line = ("script -qec %s /dev/null </dev/null >%s"):format(
-    quote(table.concat(cmd, " ")), quote(outfile))
-  local _, how, code = os.execute(line)
-  if how == "signal" then code = 128 + code end
-  return { out = read_all(outfile), code = code }
-end
-
 -- Asserts that `text` contains `part` literally, showing both on failure.
 local function assert_has(text, part)
   assert(text:find(part, 1, true),
@@ -117,10 +102,11 @@ describe("dlrun command", function()
       local r = run{ "--help" }
       assert.are.equal(0, r.code)
       assert_has(r.out, "at least 4KiB, rounded down to a multiple of 256 bytes.")
-      assert_has(r.out, "the memories of all devices together fit in\n"
+      assert_has(r.out, "Default: the memories of all devices together fit in\n"
                         .. "                        host RAM")
       assert_has(r.out, "With no script, no -e and no -v,\n"
-                        .. "the script is read from stdin when stdin is not a terminal.")
+                        .. "the script is read from stdin when stdin is not a terminal; on a terminal\n"
+                        .. "dlrun starts its prompt, as lua5.4 does.\n")
       assert_has(r.out, "complete at exit, os.exit too")
     end)
 
@@ -136,13 +122,6 @@ describe("dlrun command", function()
       assert_starts(r.err, "dlrun: unknown option '--x'")
       assert_has(r.err, "--help")
       assert.are.equal("", r.out)
-    end)
-
-    it("no script and no -e on a terminal prints usage to stderr and exits 1", function()
-      local r = run_on_terminal{}
-      assert.are.equal(1, r.code)
-      assert_starts(r.out, "usage: dlrun [options] [script [args...]]\r\n")
-      assert_has(r.out, "read from stdin when stdin is not a terminal")
     end)
 
     it("an option missing its value fails", function()

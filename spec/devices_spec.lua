@@ -170,9 +170,10 @@ describe("dl.devices", function()
     assert.are.equal("Device", getmetatable(d).__name)
   end)
 
-  it("unknown fields of a device are nil", function()
+  it("an unknown field of a device is an AttributeError; a key that is no name is nil", function()
     local d = dl.devices()[1]
-    assert.is_nil(d.nonexistent)
+    helpers.expect_error("AttributeError", "'Device' object has no attribute 'nonexistent'",
+                         function() return d.nonexistent end)
     assert.is_nil(d[1])
   end)
 

@@ -18,10 +18,11 @@ local PARENT = {
   RuntimeError = "Error",
   ResourceExhaustedError = "Error",
   AssertionError = "Error",
+  AttributeError = "Error",
 }
 local CLASSES = {
   "Error", "BufferError", "ValueError", "IndivisibleError", "DuplicateSpecError",
-  "TypeError", "RuntimeError", "ResourceExhaustedError", "AssertionError",
+  "TypeError", "RuntimeError", "ResourceExhaustedError", "AssertionError", "AttributeError",
 }
 
 -- Whether class `a` is `b` or one of b's ancestors.

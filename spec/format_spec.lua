@@ -570,6 +570,68 @@ describe("tostring(Array) prints as NumPy does", function()
   end
 end)
 
+-- The texts below are what NumPy 1.24 prints for the same arrays.
+describe("dlrun.format.str (NumPy's str, for a Shard's data)", function()
+  it("separates elements by a space and puts rows on lines of their own", function()
+    assert.are.equal("[[1.5 2. ]\n [3.  4. ]]", format.str(fake("float32", { 2, 2 }, { 1.5, 2, 3, 4 })))
+    assert.are.equal(lines {
+      "[[[ 0  1  2  3]", "  [ 4  5  6  7]", "  [ 8  9 10 11]]", "",
+      " [[12 13 14 15]", "  [16 17 18 19]", "  [20 21 22 23]]]" },
+      format.str(fake("int64", { 2, 3, 4 }, iota)))
+  end)
+
+  it("wraps at 75 columns, continuation lines indented by one", function()
+    assert.are.equal(lines {
+      "[ 0.  1.  2.  3.  4.  5.  6.  7.  8.  9. 10. 11. 12. 13. 14. 15. 16. 17.",
+      " 18. 19. 20. 21. 22. 23. 24. 25. 26. 27. 28. 29. 30. 31. 32. 33. 34. 35.",
+      " 36. 37. 38. 39.]" }, format.str(fake("float32", { 40 }, fiota)))
+  end)
+
+  it("prints a 0-d array as its scalar and a zero-size one as []", function()
+    assert.are.equal("5", format.str(fake("int32", {}, { 5 })))
+    assert.are.equal("1.0", format.str(fake("float32", {}, { 1.0 })))
+    assert.are.equal("1e-05", format.str(fake("float32", {}, { f32(1e-5) })))
+    assert.are.equal("(1+2j)", format.str(fake("complex64", {}, { { 1, 2 } })))
+    assert.are.equal("True", format.str(fake("bool", {}, { true })))
+    assert.are.equal("[]", format.str(fake("float64", { 0, 3 }, {})))
+  end)
+end)
+
+describe("dlrun.format.object_repr (NumPy's repr of an object array, for mesh.devices)", function()
+  local function devs(n)
+    local t = {}
+    for i = 1, n do t[i] = ("SimDevice(id=%d)"):format(i - 1) end
+    return t
+  end
+
+  it("does not pad elements, wraps at 75 columns and moves dtype=object when it must", function()
+    assert.are.equal(lines {
+      "array([SimDevice(id=0), SimDevice(id=1), SimDevice(id=2), SimDevice(id=3),",
+      "       SimDevice(id=4), SimDevice(id=5), SimDevice(id=6), SimDevice(id=7),",
+      "       SimDevice(id=8), SimDevice(id=9), SimDevice(id=10),",
+      "       SimDevice(id=11)], dtype=object)" }, format.object_repr({ 12 }, devs(12)))
+    assert.are.equal(lines {
+      "array([SimDevice(id=0), SimDevice(id=1), SimDevice(id=2), SimDevice(id=3),",
+      "       SimDevice(id=4), SimDevice(id=5), SimDevice(id=6), SimDevice(id=7)],",
+      "      dtype=object)" }, format.object_repr({ 8 }, devs(8)))
+  end)
+
+  it("lays out 2-d and 3-d meshes as NumPy does", function()
+    assert.are.equal(lines {
+      "array([[SimDevice(id=0), SimDevice(id=1), SimDevice(id=2),",
+      "        SimDevice(id=3)],",
+      "       [SimDevice(id=4), SimDevice(id=5), SimDevice(id=6),",
+      "        SimDevice(id=7)]], dtype=object)" }, format.object_repr({ 2, 4 }, devs(8)))
+    assert.are.equal(lines {
+      "array([[[SimDevice(id=0), SimDevice(id=1)],",
+      "        [SimDevice(id=2), SimDevice(id=3)]],",
+      "",
+      "       [[SimDevice(id=4), SimDevice(id=5)],",
+      "        [SimDevice(id=6), SimDevice(id=7)]]], dtype=object)" },
+      format.object_repr({ 2, 2, 2 }, devs(8)))
+  end)
+end)
+
 describe(CASES_FILE, function()
   it("is what " .. GENERATOR .. " writes with this machine's NumPy", function()
     local p = io.popen(PYTHON .. " -c 'import numpy; print(numpy.__version__)' 2>/dev/null")

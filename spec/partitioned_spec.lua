@@ -223,6 +223,67 @@ describe("dl.from_partitioned", function()
   end)
 end)
 
+describe("dl.from_partitioned round trips of every platform and memory kind", function()
+  -- In fresh processes with two devices of each platform: sim and cpu, and opencl on pocl
+  -- when it is here. A round trip keeps the memory kind and moves no byte; given the
+  -- array's own sharding, only replicas (the description holds one copy) are rebuilt.
+  local CHUNK = [[
+local dl = require "dlrun"
+for _, platform in ipairs {"sim", "opencl", "cpu"} do
+  local ok, devs = pcall(dl.devices, platform)
+  for _, kind in ipairs(ok and {"device", "pinned_host"} or {}) do
+    local mesh = dl.make_mesh({2}, {"x"}, devs)
+    local layouts = {one = dl.SingleDeviceSharding(devs[2], kind),
+                     split = dl.NamedSharding(mesh, dl.P("x"), kind),
+                     replicated = dl.NamedSharding(mesh, dl.P(), kind)}
+    for _, name in ipairs {"one", "split", "replicated"} do
+      local x = dl.arange(0, 8, 1, "float32", layouts[name])
+      dl.reset_transfer_stats()
+      local y = dl.from_partitioned(x:__partitioned__())
+      local moved = dl.transfer_stats().bytes_moved
+      dl.reset_transfer_stats()
+      local z = dl.from_partitioned(x:__partitioned__(), x.sharding)
+      print(platform, kind, name, moved, y.sharding.memory_kind, y.addressable_shards[1].device.id,
+            dl.transfer_stats().bytes_moved, z.sharding == x.sharding, z:tolist()[8])
+    end
+  end
+end]]
+
+  local function expect(platforms)
+    local want = {}
+    for _, platform in ipairs(platforms) do
+      for _, kind in ipairs {"device", "pinned_host"} do
+        want[#want + 1] = table.concat({platform, kind, "one", 0, kind, 1, 0, "true", "7.0"}, "\t")
+        want[#want + 1] = table.concat({platform, kind, "split", 0, kind, 0, 0, "true", "7.0"}, "\t")
+        -- The second replica is not in the description: 32 bytes rebuild it.
+        want[#want + 1] = table.concat({platform, kind, "replicated", 0, kind, 0, 32, "true",
+                                        "7.0"}, "\t")
+      end
+    end
+    return table.concat(want, "\n") .. "\n"
+  end
+
+  it("on sim and cpu devices", function()
+    local out, err, status = H.run_code(CHUNK, {"--devices", "sim:2,cpu:2"})
+    assert.are.equal("", err)
+    assert.is_true(status == 0 or status == true)
+    assert.are.equal(expect {"sim", "cpu"}, out)
+  end)
+
+  it("on OpenCL devices", function()
+    local env = {POCL_DEVICES = "pthread pthread"}
+    local list = H.run({"--list-devices"}, nil, env)
+    local line = list:match("opencl +([^\n]*)")
+    if not (line and line:match("^available")) then
+      return pending("OpenCL not here: " .. tostring(line))
+    end
+    local out, err, status = H.run_code(CHUNK, {"--devices", "opencl:2,cpu:2"}, env)
+    assert.are.equal("", err)
+    assert.is_true(status == 0 or status == true)
+    assert.are.equal(expect {"opencl", "cpu"}, out)
+  end)
+end)
+
 describe("dl.from_partitioned reads descriptions raw and checks their arithmetic", function()
   after_each(function() collectgarbage(); collectgarbage() end)
 

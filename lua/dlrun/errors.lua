@@ -38,6 +38,7 @@ define("TypeError", Error)
 define("RuntimeError", Error)
 define("ResourceExhaustedError", Error)
 define("AssertionError", Error)
+define("AttributeError", Error)
 
 function M.new(class, message)
   if type(class) == "string" then class = assert(M[class], class) end
@@ -47,6 +48,27 @@ end
 -- Raise `class` with a formatted message, blaming the caller of the caller.
 function M.raise(class, fmt, ...)
   error(M.new(class, select("#", ...) > 0 and fmt:format(...) or fmt), 3)
+end
+
+-- The AttributeError for reading `key` that an object of type `typename`
+-- does not have, as Python words it (3.10 and later), suggesting the
+-- closest of `names` (lua/dlrun/suggest.lua): "'Array' object has no
+-- attribute 'shpae'. Did you mean: 'shape'?".
+function M.attribute_error(typename, key, names)
+  local message = ("'%s' object has no attribute '%s'"):format(typename, key)
+  local near = require("dlrun.suggest")(key, names)
+  if near then message = message .. (". Did you mean: '%s'?"):format(near) end
+  return M.new("AttributeError", message)
+end
+
+-- Whether reading v[key] raised the AttributeError above: a protected read
+-- for code that probes optional fields (Python's hasattr). Returns the
+-- value, or nil when v has no such field; other errors pass on.
+function M.probe(v, key)
+  local ok, value = pcall(function() return v[key] end)
+  if ok then return value end
+  if M.AttributeError:is_instance(value) then return nil end
+  error(value, 0)
 end
 
 function M.is_error(value)

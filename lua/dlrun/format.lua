@@ -485,26 +485,10 @@ local function fetch_visible(a, shape, strides, vis)
   return vals, order
 end
 
-function M.repr(a)
-  local shape, dtype = a.shape, tostring(a.dtype)
-  local ndim = #shape
-  -- The layout recurses once per dimension; arrays have at most MAX_NDIM.
-  if ndim > MAX_NDIM then
-    errors.raise("ValueError", "repr: shape has %d dimensions, at most %d are supported",
-      ndim, MAX_NDIM)
-  end
-  local size = a.size
-  if size == nil then
-    size = 1
-    for i = 1, ndim do size = size * shape[i] end
-  end
-  local dtype_str = "dtype=" .. dtype .. ")"
-
-  if size == 0 then
-    local body = ndim == 1 and "[]" or ("[], shape=" .. tuple_repr(shape))
-    return PREFIX .. body .. ", " .. dtype_str
-  end
-
+-- The visible positions, strides and element texts (flat offset -> text)
+-- of `a` (of `shape` and `size`), as NumPy formats them.
+local function element_texts(a, shape, size)
+  local ndim, dtype = #shape, tostring(a.dtype)
   local summarise = size > THRESHOLD
   local strides, vis = {}, {}
   local stride = 1
@@ -513,15 +497,21 @@ function M.repr(a)
     stride = stride * shape[axis]
     vis[axis] = visible_positions(shape[axis], summarise)
   end
-
   local vals, order = fetch_visible(a, shape, strides, vis)
   local list = {}
   for i, off in ipairs(order) do list[i] = vals[off] end
   local strs = {}
   for i, s in ipairs(format_values(list, dtype, ndim)) do strs[order[i]] = s end
+  return vis, strides, strs
+end
 
-  -- Nested layout. `hanging` is the indent of continuation lines at this
-  -- depth, `width` the columns available (one less per "]" still to come).
+-- NumPy's nested layout of the element texts: `hanging` is the indent of
+-- continuation lines, `width` the columns available, `sep` what separates
+-- elements (", " in repr, " " in str; rows end with it right-trimmed).
+local function layout_body(ndim, vis, strides, strs, hanging0, width0, sep)
+  local row_sep = sep:gsub("%s+$", "")
+  -- `hanging` is the indent of continuation lines at this depth, `width`
+  -- the columns available (one less per "]" still to come).
   local function layout(axis, base, hanging, width)
     if axis > ndim then return strs[base] end
     local pos = vis[axis]
@@ -539,12 +529,12 @@ function M.repr(a)
           line = hanging
         end
         line = line .. word
-        if i < npos then line = line .. ", " end
+        if i < npos then line = line .. sep end
       end
       lines[#lines + 1] = line
       s = concat(lines, "\n")
     else
-      local sep = "," .. rep("\n", ndim - axis)
+      local rows = row_sep .. rep("\n", ndim - axis)
       local parts = {}
       for i = 1, npos do
         local p = pos[i]
@@ -555,23 +545,85 @@ function M.repr(a)
           item = "..."
         end
         parts[#parts + 1] = hanging .. item
-        if i < npos then parts[#parts + 1] = sep end
+        if i < npos then parts[#parts + 1] = rows end
       end
       s = concat(parts)
     end
     return "[" .. s:sub(#hanging + 1) .. "]"
   end
+  return layout(1, 0, hanging0, width0)
+end
 
+-- repr's text around the body: prefix, body, "," and "dtype=...)", which
+-- goes on a line of its own when it would pass the line width.
+local function repr_text(prefix, shape, size, dtype, vis, strides, strs)
+  local dtype_str = "dtype=" .. dtype .. ")"
+  if size == 0 then
+    local body = #shape == 1 and "[]" or ("[], shape=" .. tuple_repr(shape))
+    return prefix .. body .. ", " .. dtype_str
+  end
   -- the "," that follows the array body takes one column (as in NumPy's
   -- array_repr, which passes suffix="," to array2string)
-  local body = layout(1, 0, rep(" ", #PREFIX + 1), LINEWIDTH - 1)
-  local text = PREFIX .. body .. ","
+  local body = layout_body(#shape, vis, strides, strs, rep(" ", #prefix + 1), LINEWIDTH - 1, ", ")
+  local text = prefix .. body .. ","
   local last_nl = text:match(".*()\n")
   local last_len = last_nl and (#text - last_nl) or #text
   if last_len + 1 + #dtype_str > LINEWIDTH then
-    return text .. "\n" .. rep(" ", #PREFIX) .. dtype_str
+    return text .. "\n" .. rep(" ", #prefix) .. dtype_str
   end
   return text .. " " .. dtype_str
+end
+
+local function shape_and_size(a)
+  local shape = a.shape
+  local ndim = #shape
+  -- The layout recurses once per dimension; arrays have at most MAX_NDIM.
+  if ndim > MAX_NDIM then
+    errors.raise("ValueError", "repr: shape has %d dimensions, at most %d are supported",
+      ndim, MAX_NDIM)
+  end
+  local size = a.size
+  if size == nil then
+    size = 1
+    for i = 1, ndim do size = size * shape[i] end
+  end
+  return shape, size
+end
+
+function M.repr(a)
+  local shape, size = shape_and_size(a)
+  local vis, strides, strs
+  if size > 0 then vis, strides, strs = element_texts(a, shape, size) end
+  return repr_text(PREFIX, shape, size, tostring(a.dtype), vis, strides, strs)
+end
+
+-- NumPy's str of the array (what JAX's str(x) and a Shard's data show):
+-- "[0. 1.]", rows on lines of their own, no prefix nor dtype; a 0-d array
+-- as its scalar ("1.0", "3", "(1+2j)").
+function M.str(a)
+  local shape, size = shape_and_size(a)
+  if size == 0 then return "[]" end
+  local vis, strides, strs = element_texts(a, shape, size)
+  if #shape > 0 then return layout_body(#shape, vis, strides, strs, " ", LINEWIDTH, " ") end
+  local text = strs[0]:gsub("%.([ej+-])", "%1"):gsub("%.$", ".0")
+  if COMPLEX_PART[tostring(a.dtype)] then text = "(" .. text:gsub("%.0$", "") .. ")" end
+  return text
+end
+
+-- NumPy's repr of an object array of `shape` whose elements (row-major)
+-- print as the strings in flat: "array([SimDevice(id=0), SimDevice(id=1)],
+-- dtype=object)". Object elements are not padded to a common width.
+function M.object_repr(shape, flat)
+  local size = #flat
+  local vis, strides, strs = {}, {}, {}
+  local stride = 1
+  for axis = #shape, 1, -1 do
+    strides[axis] = stride
+    stride = stride * shape[axis]
+    vis[axis] = visible_positions(shape[axis], size > THRESHOLD)
+  end
+  for i = 1, size do strs[i - 1] = flat[i] end
+  return repr_text("array(", shape, size, "object", vis, strides, strs)
 end
 
 return M

@@ -8,7 +8,7 @@ local dl = {}
 for k, v in pairs(core) do dl[k] = v end
 for _, name in ipairs {"Error", "BufferError", "ValueError", "IndivisibleError",
                        "DuplicateSpecError", "TypeError", "RuntimeError",
-                       "ResourceExhaustedError", "AssertionError"} do
+                       "ResourceExhaustedError", "AssertionError", "AttributeError"} do
   dl[name] = errors[name]
 end
 dl.__version__ = core._version

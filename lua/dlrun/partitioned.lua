@@ -208,9 +208,15 @@ return function(dl)
            .. "has %s: every partition must have one dtype", tuple(p.position), a.dtype,
            tuple(first.position), first.array.dtype)
     end
-    local here = a.addressable_shards[1].device
+    -- dlrun's own capsules import where they were exported from, memory kind included,
+    -- so a round trip moves nothing; other data moves to its location, into the first
+    -- partition's memory kind.
+    local here, kind = a.addressable_shards[1].device, a.sharding.memory_kind
+    local want = first and first.array.sharding.memory_kind or kind
     p.home = p.home or here
-    if here ~= p.home then a = dl.device_put(a, p.home) end
+    if here ~= p.home or kind ~= want then
+      a = dl.device_put(a, dl.SingleDeviceSharding(p.home, want))
+    end
     return a
   end
 
@@ -220,6 +226,12 @@ return function(dl)
     local t = {}
     for i = 1, tiling[d] do t[i], k = nest(parts, tiling, d + 1, k) end
     return t, k
+  end
+
+  -- An array of this shape and dtype over mesh holding no shard of this process's.
+  local function empty(shape, mesh, spec, dtype, kind)
+    local sharding = dl.NamedSharding(mesh, spec, kind)
+    return dl.make_array_from_callback(shape, sharding, function() end, dtype)
   end
 
   local function no_dtype()
@@ -292,35 +304,34 @@ return function(dl)
       for d = 1, #shape do names[d] = "p" .. (d - 1) end
       mesh = dl.Mesh((nest(parts, tiling, 1, 1)), names)
     end
-    local inferred = dl.NamedSharding(mesh, dl.P(table.unpack(names)))
-    local out
+    local spec = dl.P(table.unpack(names))
     if #arrays > 0 then
-      out = dl.make_array_from_single_device_arrays(shape, inferred, arrays)
-    else
-      -- No partition lives on this process's devices: its data for the others' (a
-      -- replica here) gives the dtype of an array holding no shard.
-      local dtype = nil
-      for _, p in ipairs(parts) do
-        if dtype == nil and p.data ~= nil then dtype = dl.from_dlpack(p.data).dtype end
-      end
-      -- With a sharding, another process's data gives it (see dl.from_partitioned).
-      if dtype == nil and sharding ~= nil then return nil, shape, inferred end
-      if dtype == nil then no_dtype() end
-      out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
+      local inferred = dl.NamedSharding(mesh, spec, arrays[1].sharding.memory_kind)
+      return dl.make_array_from_single_device_arrays(shape, inferred, arrays)
     end
-    return out
+    -- No partition lives on this process's devices: its data for the others' (a replica
+    -- here) gives the dtype and memory kind of an array holding no shard.
+    local like = nil
+    for _, p in ipairs(parts) do
+      if like == nil and p.data ~= nil then like = dl.from_dlpack(p.data) end
+    end
+    -- With a sharding, another process's data gives them (see dl.from_partitioned).
+    if like == nil and sharding ~= nil then return nil, shape, mesh, spec end
+    if like == nil then no_dtype() end
+    return empty(shape, mesh, spec, like.dtype, like.sharding.memory_kind)
   end
 
-  -- The dtype of the first process whose rebuilt array has one (mine: this process's, or
-  -- nil): one small collective.
-  local function shared_dtype(mine)
-    local bytes = {string.byte(mine or "", 1, -1)}
-    for i = #bytes + 1, 16 do bytes[i] = 0 end
+  -- The dtype and memory kind of the first process whose rebuilt array has them (mine:
+  -- this process's array, or nil): one small collective.
+  local function shared_layout(mine)
+    local text = mine and mine.dtype .. " " .. mine.sharding.memory_kind or ""
+    local bytes = {string.byte(text, 1, -1)}
+    for i = #bytes + 1, 32 do bytes[i] = 0 end
     for _, row in ipairs(dl.process_allgather(dl.array(bytes, "uint8")):tolist()) do
       if row[1] ~= 0 then
-        local name = {}
-        for i = 1, #row do if row[i] ~= 0 then name[i] = string.char(row[i]) end end
-        return table.concat(name)
+        local chars = {}
+        for i = 1, #row do if row[i] ~= 0 then chars[i] = string.char(row[i]) end end
+        return table.concat(chars):match("^(%S+) (%S+)$")
       end
     end
     return nil
@@ -335,17 +346,19 @@ return function(dl)
       errors.check_nargs("from_partitioned", 2, ...)
       return rebuild(desc)
     end
-    local ok, out, shape, inferred = pcall(function(...)
+    local ok, out, shape, mesh, spec = pcall(function(...)
       errors.check_nargs("from_partitioned", 2, ...)
       return rebuild(desc, sharding)
     end, ...)
     dl._agree("from_partitioned", not ok and out or nil)
     -- A process holding no partition and no data (nothing of a sharded array, say) takes
-    -- the dtype from another process's: every process asks, as none knows who lacks it.
-    local dtype = dl.process_count() > 1 and shared_dtype(out and out.dtype) or nil
+    -- the dtype and memory kind from another process's: every process asks, as none knows
+    -- who lacks them.
+    local dtype, kind
+    if dl.process_count() > 1 then dtype, kind = shared_layout(out) end
     if out == nil then
       if dtype == nil then no_dtype() end
-      out = dl.make_array_from_callback(shape, inferred, function() end, dtype)
+      out = empty(shape, mesh, spec, dtype, kind)
     end
     return dl.device_put(out, sharding)
   end

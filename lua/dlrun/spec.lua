@@ -3,9 +3,14 @@
 -- product, first name most significant). Entries are canonicalised as JAX
 -- does: an empty list is nil, a one-name list is that name.
 local errors = require "dlrun.errors"
+local printing = require "dlrun.printing"
 
 local PartitionSpec = {__name = "PartitionSpec"}
-PartitionSpec.__index = PartitionSpec
+-- Entries past n read as nil; a field a PartitionSpec lacks is an AttributeError.
+PartitionSpec.__index = function(_, key)
+  if type(key) ~= "string" then return nil end
+  error(errors.attribute_error("PartitionSpec", key, {"n"}), 2)
+end
 
 local function describe(value)
   if type(value) == "table" then
@@ -22,7 +27,9 @@ local function canonical(entry, position)
     if entry == "" then return nil end
     return entry
   end
-  if type(entry) ~= "table" or getmetatable(entry) then
+  -- a list that only prints differently (mesh.axis_names) is a plain list
+  local mt = getmetatable(entry)
+  if type(entry) ~= "table" or (mt and not (type(mt) == "table" and rawget(mt, "__dlrun_printed"))) then
     errors.raise("TypeError",
                  "P: entry %d must be nil, an axis name or a list of axis names, got %s",
                  position, errors.typename(entry))
@@ -42,7 +49,7 @@ local function canonical(entry, position)
   end
   if #names == 0 then return nil end
   if #names == 1 then return names[1] end
-  return names
+  return setmetatable(names, printing.tuple) -- prints as ('x', 'y'), as in JAX
 end
 
 local function P(...)

@@ -97,7 +97,10 @@ local function array_fields(x)
   if t ~= "table" and t ~= "userdata" then return nil end
   local ok, shape, sharding = pcall(function() return x.shape, x.sharding end)
   if not ok then
-    if errors.is_error(shape) then error(shape, 0) end
+    -- (an object without those fields is not array-like)
+    if errors.is_error(shape) and not errors.AttributeError:is_instance(shape) then
+      error(shape, 0)
+    end
     return nil
   end
   if type(shape) ~= "table" or sharding == nil then return nil end

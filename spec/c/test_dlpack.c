@@ -1927,6 +1927,43 @@ done:
   return ok;
 }
 
+/* Host memory is one DLPack device, (kDLCPU, 0), for every cpu device and
+ * every pinned_host memory: an export of dlrun's own comes back, with no
+ * target, where it was exported from, without a copy. */
+static void test_import_own_host_memory(void) {
+  TEST("own exports of host memory import back into their device and memory kind") {
+    dlrun_sharding *pinned1 = NULL;
+    CHECK(dlrun_single_device_sharding_create(sim1, DLRUN_MEM_PINNED_HOST, &pinned1) == DLRUN_OK,
+          "%s", dlrun_last_error());
+    dlrun_sharding *places[] = {on_cpu1, pinned1};
+    static const int64_t dims[] = {6};
+    for (size_t k = 0; k < NELEM(places); k++) {
+      dlrun_array *a = iota_f32(places[k], 1, dims), *b = NULL;
+      dlrun_export_options o = versioned_opts(-1);
+      dlrun_exported e = {0};
+      CHECK(dlrun_export(a, &o, &e) == DLRUN_OK, "%s", dlrun_last_error());
+      CHECK(tensor_of(&e)->device.device_type == kDLCPU && tensor_of(&e)->device.device_id == 0,
+            "place %zu exports as (%d, %d)", k, (int)tensor_of(&e)->device.device_type,
+            tensor_of(&e)->device.device_id);
+      dlrun_import_outcome how;
+      CHECK(dlrun_import(rt, e.legacy, e.versioned, NULL, &b, &how) == DLRUN_OK, "%s",
+            dlrun_last_error());
+      CHECK(how == DLRUN_IMPORT_WRAPPED, "place %zu: outcome %d", k, (int)how);
+      dlrun_sharding *s = dlrun_array_sharding(b);
+      CHECK(dlrun_array_device(b) == dlrun_sharding_device(places[k], 0), "place %zu: device %s", k,
+            dlrun_device_name(dlrun_array_device(b)));
+      CHECK(dlrun_sharding_memory_kind(s) == dlrun_sharding_memory_kind(places[k]),
+            "place %zu: memory kind %d", k, (int)dlrun_sharding_memory_kind(s));
+      float v[6];
+      CHECK(dlrun_array_read(b, 0, sizeof v, v) == DLRUN_OK && v[5] == 5.0f, "values");
+      dlrun_array_release(b);
+      dlrun_array_release(a);
+    }
+    dlrun_sharding_release(pinned1);
+    CHECK(dlrun_live_exports(rt) == 0, "live exports %lld", (long long)dlrun_live_exports(rt));
+  }
+}
+
 static void test_roundtrips(void) {
   static const int64_t shapes[][3] = {{0}, {4}, {3, 4}, {2, 3, 4}, {3, 1}, {1, 4}, {2, 1, 4},
                                       {0}, {0, 4}, {3, 0}};
@@ -1996,6 +2033,7 @@ int main(int argc, char **argv) {
   test_waits_and_exhaustion();
   test_counts();
   test_transposed_downstream();
+  test_import_own_host_memory();
   test_roundtrips();
 
   dlrun_sharding_release(on_host);

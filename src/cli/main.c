@@ -2,9 +2,10 @@
  *
  *   dlrun [options] [script [args...]]
  *
- * Scripts, `arg`, `...`, -e, -l, -E, -W, "-" and a script piped in on stdin
- * behave as in `lua5.4`. The dlrun options (--devices, --device-memory)
- * configure the process-wide default runtime before any Lua code runs; they,
+ * Scripts, `arg`, `...`, -e, -l, -E, -W, -i, "-", a script piped in on stdin
+ * and the prompt on a terminal (prompt.c) behave as in `lua5.4`. The dlrun
+ * options (--devices, --device-memory) configure the process-wide default
+ * runtime before any Lua code runs; they,
  * DLRUN_DEVICES, DLRUN_DEVICE_MEMORY and the --trace file are checked first.
  * The C half of the module ("dlrun.core") is linked into this executable and
  * registered in package.preload; the Lua half is found through package.path,
@@ -23,7 +24,9 @@
 #include <lualib.h>
 
 #include "dlrun/dlrun.h"
+#include "help.h"
 #include "platforms.h"
+#include "prompt.h"
 #include "report.h"
 
 #define PROGNAME "dlrun"
@@ -47,6 +50,7 @@ typedef struct cli_options {
   int script;             /* argv index of the script; argc when none */
   int script_is_stdin;    /* the script is "-" (not after "--") */
   int implicit_stdin;     /* no script, no -e, no -v: stdin, when not a terminal */
+  int interactive;        /* -i, or no script, no -e, no -v and stdin a terminal: the prompt */
   int ignore_env;         /* -E */
   int show_version;       /* -v */
   cli_action *actions;    /* argc entries allocated, nactions used */
@@ -65,73 +69,6 @@ typedef struct cli_options {
 static char progname[32] = PROGNAME;
 
 /* ---- messages ---------------------------------------------------------- */
-
-static void print_usage(FILE *out) {
-  fputs("usage: " PROGNAME " [options] [script [args...]]\n"
-        "Run a Lua " LUA_VERSION_MAJOR "." LUA_VERSION_MINOR
-        " script with the dlrun module built in.\n"
-        "Options come before the script; everything after the script name\n"
-        "goes to the script (in `arg` and `...`). With no script, no -e and no -v,\n"
-        "the script is read from stdin when stdin is not a terminal.\n"
-        "\n"
-        "Options:\n"
-        "  -e STAT               execute string STAT (repeatable, run in order)\n"
-        "  -l MOD                require MOD into global MOD (-l G=MOD: into G)\n"
-        "  -E                    ignore LUA_INIT, LUA_PATH and LUA_CPATH\n"
-        "  -W                    turn warnings on\n"
-        "  -v                    print the version, then go on\n"
-        "  --devices SPEC        devices of the default runtime, e.g. sim:8,cpu:2\n"
-        "  --device-memory SIZE  memory of each simulated device, e.g. 2GiB: bytes, or a\n"
-        "                        number with a unit KiB, MiB, GiB, TiB (or K, M, G, T;\n"
-        "                        powers of 1024), kB, MB, GB, TB (powers of 1000) or B;\n"
-        "                        at least 4KiB, rounded down to a multiple of 256 bytes.\n"
-        "                        Or N%: the simulated devices share N% of host RAM.\n"
-        "                        Default: the memories of all devices together fit in\n"
-        "                        host RAM (half of it for the simulated devices); a size\n"
-        "                        that makes them add up to more is noted on stderr\n"
-        "  --pinned-host-memory SIZE  pinned_host memory of each simulated device, as\n"
-        "                        --device-memory\n"
-        "  --device-preallocate BOOL  true: reserve and commit each simulated device's\n"
-        "                        memory when the runtime starts; false (default): grow\n"
-        "                        on demand\n"
-        "  --pinned-host-preallocate BOOL  the same for pinned_host memory\n"
-        "  --trace FILE          write a Chrome trace (Perfetto, chrome://tracing) of\n"
-        "                        allocations, copies, exports, imports and deleters;\n"
-        "                        FILE is created before the script runs and events are\n"
-        "                        streamed to it; it is complete at exit, os.exit too.\n"
-        "                        On a job of several processes, process p writes\n"
-        "                        FILE with .p before its extension (t.json: t.1.json)\n"
-        "  --stats               at exit, print a per-device table of memory, bytes\n"
-        "                        moved and DLPack exports still alive (on a job, of\n"
-        "                        this process's devices)\n"
-        "  --distributed MODE    auto (default): join the job when launched by mpirun\n"
-        "                        (Open MPI or MPICH), else run alone; mpi: join (a job\n"
-        "                        of one when not launched); off: run alone. An\n"
-        "                        uncaught error on one process ends the whole job\n"
-        "  --list-devices        list the platforms dlrun knows (sim, cpu, modules such\n"
-        "                        as opencl) with their devices, or why they are not\n"
-        "                        available, and exit\n"
-        "  --version             print the version and exit\n"
-        "  -h, --help            print this help and exit\n"
-        "  --                    stop handling options\n"
-        "  -                     read the script from stdin\n"
-        "\n"
-        "Environment:\n"
-        "  DLRUN_LUA_DIR         directory holding dlrun/init.lua\n"
-        "  DLRUN_DEVICES         default for --devices (else \"auto\"); checked at start\n"
-        "  DLRUN_DEVICE_MEMORY   default for --device-memory; checked at start\n"
-        "  DLRUN_PINNED_HOST_MEMORY, DLRUN_DEVICE_PREALLOCATE,\n"
-        "  DLRUN_PINNED_HOST_PREALLOCATE  defaults for the options of those names\n"
-        "  DLRUN_DISTRIBUTED     default for --distributed; checked at start\n"
-        "  DLRUN_DISTRIBUTED_TIMEOUT  seconds any wait for other processes may last\n"
-        "                        (default 300)\n"
-        "  DLRUN_MPI_MODULE      the MPI transport module to load (default: the\n"
-        "                        libdlrun_mpi.so installed beside dlrun)\n"
-        "  DLRUN_OPENCL_MODULE   the OpenCL platform module to load (default: the\n"
-        "                        libdlrun_opencl.so installed beside dlrun)\n"
-        "  LUA_INIT_5_4, LUA_INIT  Lua code, or @file, run before the script\n",
-        out);
-}
 
 static void print_version(void) {
   printf(PROGNAME " " DLRUN_VERSION_STRING " (" LUA_RELEASE ")\n");
@@ -199,7 +136,7 @@ static int parse_long(cli_options *o, int *i) {
   const char *arg = o->argv[*i];
   const char *value;
   if (strcmp(arg, "--help") == 0) {
-    print_usage(stdout);
+    cli_print_help(stdout);
     return EXIT_SUCCESS;
   }
   if (strcmp(arg, "--version") == 0) {
@@ -295,12 +232,14 @@ static int parse_args(cli_options *o) {
     case 'W':
     case 'v':
     case 'h':
+    case 'i':
       if (arg[2] != '\0') break;
+      if (arg[1] == 'i') o->interactive = 1;
       if (arg[1] == 'E') o->ignore_env = 1;
       if (arg[1] == 'W') o->actions[o->nactions++] = (cli_action){'W', NULL};
       if (arg[1] == 'v') o->show_version = 1;
       if (arg[1] == 'h') {
-        print_usage(stdout);
+        cli_print_help(stdout);
         return EXIT_SUCCESS;
       }
       continue;
@@ -590,6 +529,12 @@ static void wrap_exit(lua_State *L, int stats) {
   lua_pop(L, 1);
 }
 
+/* The prompt, after the script: errors there are printed and forgotten. */
+static void start_prompt(lua_State *L) {
+  static const cli_prompt_hooks hooks = {call_chunk, push_error_text};
+  cli_prompt(L, &hooks);
+}
+
 /* Everything that runs Lua, in protected mode so that even a memory error
  * while opening the libraries is reported. Returns a boolean: success. */
 static int protected_main(lua_State *L) {
@@ -613,6 +558,7 @@ static int protected_main(lua_State *L) {
     else lua_warning(L, "@on", 0);
   }
   if (ok && (o->script < o->argc || o->implicit_stdin)) ok = run_script(L, o);
+  if (ok && o->interactive) start_prompt(L);
   lua_pushboolean(L, ok);
   return 1;
 }
@@ -645,12 +591,12 @@ static void finish_at_exit(void) {
   _exit(EXIT_FAILURE); /* exit() may not be called again from an atexit handler */
 }
 
-/* Whether the command line asks for something to run; with no script, no -e
- * and no -v, stdin is the script when it is not a terminal (as in lua5.4). */
-static int has_work(cli_options *o) {
-  if (o->script < o->argc || o->has_e || o->show_version) return 1;
+/* With no script, no -e, no -v and no -i, stdin is the script when it is not
+ * a terminal, else the prompt starts (as in lua5.4). */
+static void choose_stdin_use(cli_options *o) {
+  if (o->script < o->argc || o->has_e || o->show_version || o->interactive) return;
   o->implicit_stdin = !isatty(STDIN_FILENO);
-  return o->implicit_stdin || o->has_code;
+  o->interactive = !o->implicit_stdin;
 }
 
 /* Join the job as --distributed, else $DLRUN_DISTRIBUTED, says: before
@@ -724,11 +670,10 @@ int main(int argc, char **argv) {
     return EXIT_FAILURE;
   }
   int rc = parse_args(&o);
-  if (rc == PARSE_CONTINUE && !has_work(&o)) {
-    print_usage(stderr);
-    rc = EXIT_FAILURE;
+  if (rc == PARSE_CONTINUE) {
+    choose_stdin_use(&o);
+    rc = prepare(&o);
   }
-  if (rc == PARSE_CONTINUE) rc = prepare(&o);
   if (rc != PARSE_CONTINUE) {
     free(o.actions);
     return rc;

@@ -5,11 +5,20 @@
 #include "array/array_impl.h"
 #include "dlrun/dlpack.h"
 
+/* Where an export of dlrun came from: its buffer's ready event, runtime,
+ * device and memory kind. */
+typedef struct dlrun_export_origin {
+  dlrun_event ready;
+  dlrun_runtime *rt;
+  dlrun_device *dev;
+  dlrun_memory_kind kind;
+} dlrun_export_origin;
+
 /* When the tensor (one of legacy / versioned) is an export of dlrun whose
- * deleter has not run: true, with the ready event of the exported buffer
- * and its runtime. False for any other producer's tensor. */
+ * deleter has not run: true, with *origin filled. False for any other
+ * producer's tensor. */
 bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVersioned *versioned,
-                         dlrun_event *ready, dlrun_runtime **rt);
+                         dlrun_export_origin *origin);
 
 /* JAX's ValueError for copy=False when data in `src` memory must be copied
  * to `dest`; the memory kinds are named when the devices are the same, so

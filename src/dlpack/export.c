@@ -141,7 +141,7 @@ static void delete_versioned(DLManagedTensorVersioned *self) {
 }
 
 bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVersioned *versioned,
-                         dlrun_event *ready, dlrun_runtime **rt) {
+                         dlrun_export_origin *origin) {
   const void *managed = legacy ? (const void *)legacy : (const void *)versioned;
   bool found = false;
   pthread_mutex_lock(&live_mu);
@@ -154,8 +154,8 @@ bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVer
   }
   if (found) {
     const export_ctx *ctx = legacy ? legacy->manager_ctx : versioned->manager_ctx;
-    *ready = ctx->buf->ready;
-    *rt = ctx->rt;
+    *origin = (dlrun_export_origin){.ready = ctx->buf->ready, .rt = ctx->rt,
+                                    .dev = ctx->buf->dev, .kind = ctx->buf->kind};
   }
   pthread_mutex_unlock(&live_mu);
   return found;

@@ -310,22 +310,25 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
                       dlrun_sharding_device_count(target));
   if (target && dlrun_sharding_device(target, 0)->rt != rt)
     return dlrun_fail(DLRUN_ERR_VALUE, "from_dlpack: the target device belongs to another runtime");
+  /* dlrun's own export, perhaps made with stream -1: its data may still be
+   * being written. A copy waits for it; a wrap of the same runtime becomes
+   * ready with it (an event of another runtime is waited for here). */
+  dlrun_export_origin origin = {0};
+  bool own = dlrun_export_source(legacy, versioned, &origin) && origin.rt == rt;
+  if (origin.rt && !own && (st = dlrun_event_wait(origin.ready)))
+    return st; /* its data was never written */
+  dlrun_event ready = own ? origin.ready : (dlrun_event){0};
+  /* With no target, data goes back where it lives: host memory is one
+   * DLPack device (kDLCPU, 0) for every cpu device and pinned_host memory,
+   * so only the export itself says which of them holds one of ours. */
   bool owned_target = !target;
-  if (!target && (st = dlrun_single_device_sharding_create(l.source, DLRUN_MEM_DEVICE, &target)))
-    return st;
+  dlrun_device *home = own ? origin.dev : l.source;
+  dlrun_memory_kind home_kind = own ? origin.kind : DLRUN_MEM_DEVICE;
+  if (!target && (st = dlrun_single_device_sharding_create(home, home_kind, &target))) return st;
   dlrun_device *dest = dlrun_sharding_device(target, 0);
   dlrun_memory_kind dest_kind = dlrun_sharding_memory_kind(target);
   bool same_place = dlrun_memory_same_place(l.source, l.source_kind, dest, dest_kind);
   bool aligned = ((uintptr_t)l.data % l.esize) == 0;
-  /* dlrun's own export, perhaps made with stream -1: its data may still be
-   * being written. A copy waits for it; a wrap of the same runtime becomes
-   * ready with it (an event of another runtime is waited for here). */
-  dlrun_event ready = {0};
-  dlrun_runtime *producer_rt = NULL;
-  if (dlrun_export_source(legacy, versioned, &ready, &producer_rt) && producer_rt != rt) {
-    if ((st = dlrun_event_wait(ready))) goto done; /* its data was never written */
-    ready = (dlrun_event){0};
-  }
   char text[256];
   bool never = o.copy == DLRUN_COPY_NEVER;
   if (never && !same_place)
@@ -353,7 +356,6 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
                       "\"device\": \"%s\", \"bytes\": %llu, \"copied\": %s", dest->name,
                       (unsigned long long)l.nbytes,
                       *outcome == DLRUN_IMPORT_COPIED ? "true" : "false");
-done:
   if (owned_target) dlrun_sharding_release(target);
   return st;
 }

@@ -56,10 +56,37 @@ unsigned dlrun_lua_option_keys_present(lua_State *L, int idx, const char *fn,
 int dlrun_lua_released_error(lua_State *L, int idx);
 void dlrun_lua_errors_open(lua_State *L);
 
+/* Push require(name): a Lua module of dlrun. */
+void dlrun_lua_require(lua_State *L, const char *name);
+
 /* Create the metatable `tname` with the metamethods `meta` and __name
  * `shown` (what messages call the type); leaves it on the stack. */
 void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
                              const luaL_Reg *meta);
+
+/* AttributeError for reading the field at key_idx that the object at idx
+ * does not have: "'<shown>' object has no attribute '<key>'. Did you mean:
+ * '<name>'?", the name suggested from `fields` (NULL terminated) and the
+ * keys of the table at methods_idx (0: none) by Python's rule. A key that
+ * is not a string reads as nil (returns 0, pushing nothing). */
+int dlrun_lua_attribute_error(lua_State *L, const char *shown, int key_idx,
+                              const char *const *fields, int methods_idx);
+/* Push v[key] for the value at idx, or nil where reading it raises an
+ * AttributeError (Python's hasattr): for code that probes optional fields
+ * of any value. Returns the pushed value's type; other errors pass on. */
+int dlrun_lua_probe_field(lua_State *L, int idx, const char *key);
+
+/* ---- printed forms of table results (lprinting.c) ---- */
+/* Give the table on top the metatable of `form` in lua/dlrun/printing.lua
+ * ("tuple", "list", "set", "slice", "whole_slice", "index_map", "shard",
+ * "mesh_devices", "record"). */
+void dlrun_lua_set_printed(lua_State *L, const char *form);
+/* The same for the OrderedDict form, keys in the order of the list at keys_idx. */
+void dlrun_lua_set_ordered(lua_State *L, int keys_idx);
+/* Whether the value at idx carries one of those metatables (it is then
+ * still a plain table to trees and specs). */
+int dlrun_lua_is_printed(lua_State *L, int idx);
+void dlrun_lua_printing_open(lua_State *L);
 
 /* ---- DLPack (ldlpack.c, lpartitioned.c) ---- */
 /* __dlpack__'s options table at idx (nil: the defaults), with its errors. */
@@ -145,8 +172,10 @@ dlrun_sharding *dlrun_lua_push_device_sharding(lua_State *L, dlrun_device *dev);
 /* Push the Sharding userdata for a target at idx (a Device, a Sharding, or
  * nil for the default device) and return it, borrowed from that userdata. */
 dlrun_sharding *dlrun_lua_push_target(lua_State *L, int idx, const char *fn);
-/* Push an index: a list of {first, last} pairs (1-based, inclusive). */
-void dlrun_lua_push_index(lua_State *L, int ndim, const int64_t *lo, const int64_t *hi);
+/* Push an index into an array of shape dims: a list of {first, last}
+ * pairs (1-based, inclusive), printed as a tuple of slices. */
+void dlrun_lua_push_index(lua_State *L, int ndim, const int64_t *dims, const int64_t *lo,
+                          const int64_t *hi);
 /* Push the sharding's devices as a list ordered by platform and id. */
 void dlrun_lua_push_device_set(lua_State *L, dlrun_sharding *s);
 void dlrun_lua_sharding_open(lua_State *L);

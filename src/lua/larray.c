@@ -306,9 +306,10 @@ static void push_shard(lua_State *L, dlrun_array *a, size_t i) {
   dlrun_device *dev;
   dlrun_array_shard_index(a, i, &dev, lo, hi, &replica);
   lua_createtable(L, 0, 4);
+  dlrun_lua_set_printed(L, "shard");
   dlrun_lua_push_device(L, dev);
   lua_setfield(L, -2, "device");
-  dlrun_lua_push_index(L, ndim, lo, hi);
+  dlrun_lua_push_index(L, ndim, dlrun_array_shape(a), lo, hi);
   lua_setfield(L, -2, "index");
   lua_pushinteger(L, replica);
   lua_setfield(L, -2, "replica_id");
@@ -322,6 +323,7 @@ static void push_shard(lua_State *L, dlrun_array *a, size_t i) {
 static int push_shards(lua_State *L, dlrun_array *a, bool global) {
   size_t n = dlrun_array_shard_count(a);
   lua_createtable(L, (int)n, 0);
+  dlrun_lua_set_printed(L, "list");
   lua_Integer k = 0;
   for (size_t i = 0; i < n; i++) {
     if (!global && !dlrun_sharding_is_addressable(dlrun_array_sharding(a), i)) continue;
@@ -390,16 +392,23 @@ static void push_shape(lua_State *L, dlrun_array *a) {
   int ndim = dlrun_array_ndim(a);
   const int64_t *dims = dlrun_array_shape(a);
   lua_createtable(L, ndim, 0);
+  dlrun_lua_set_printed(L, "tuple");
   for (int i = 0; i < ndim; i++) {
     lua_pushinteger(L, dims[i]);
     lua_rawseti(L, -2, i + 1);
   }
 }
 
+/* What an Array has besides its methods (for the AttributeError's suggestion). */
+static const char *const ARRAY_FIELDS[] = {
+    "shape", "dtype", "ndim", "size", "itemsize", "nbytes", "sharding", "is_fully_addressable",
+    "is_fully_replicated", "imported", "addressable_shards", "global_shards", NULL,
+};
+
 /* Metadata stays readable after delete(), as in JAX. */
 static int array_index(lua_State *L) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, "Array.__index");
-  if (lua_type(L, 2) != LUA_TSTRING) return 0;
+  if (lua_type(L, 2) != LUA_TSTRING) return 0; /* x[1]: no such indexing, nil */
   const char *key = lua_tostring(L, 2);
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
@@ -422,7 +431,7 @@ static int array_index(lua_State *L) {
   } else if (strcmp(key, "addressable_shards") == 0 || strcmp(key, "global_shards") == 0) {
     dlrun_lua_check(L, dlrun_array_check_live(a));
     push_shards(L, a, key[0] == 'g');
-  } else return 0;
+  } else return dlrun_lua_attribute_error(L, "Array", 2, ARRAY_FIELDS, lua_upvalueindex(1));
   return 1;
 }
 
@@ -463,9 +472,7 @@ void dlrun_lua_array_open(lua_State *L) {
   };
   luaL_setfuncs(L, creators, 0);
 
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun.format");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun.format");
   lua_setfield(L, LUA_REGISTRYINDEX, FORMAT_KEY);
 
   static const luaL_Reg meta[] = {

@@ -108,8 +108,9 @@ dlrun_dtype dlrun_lua_check_dtype(lua_State *L, int idx, const char *fn) {
 static int to_complex(lua_State *L, int idx, dlrun_scalar *out) {
   idx = lua_absindex(L, idx);
   int ok = 0;
-  if (lua_getfield(L, idx, "re") == LUA_TNUMBER) {
-    ok = lua_getfield(L, idx, "im") == LUA_TNUMBER || lua_isnil(L, -1);
+  /* probed: a table object without them (a Shard) is no complex value */
+  if (dlrun_lua_probe_field(L, idx, "re") == LUA_TNUMBER) {
+    ok = dlrun_lua_probe_field(L, idx, "im") == LUA_TNUMBER || lua_isnil(L, -1);
     if (ok) *out = (dlrun_scalar){.kind = DLRUN_SCALAR_COMPLEX, .re = lua_tonumber(L, -2),
                                   .im = lua_tonumber(L, -1)};
     lua_pop(L, 2);
@@ -171,7 +172,7 @@ void dlrun_lua_push_scalar(lua_State *L, const dlrun_scalar *s) {
 static int is_complex_leaf(lua_State *L, int idx, int complex_dtype) {
   if (!lua_istable(L, idx)) return 0;
   idx = lua_absindex(L, idx);
-  int t = lua_getfield(L, idx, "re");
+  int t = dlrun_lua_probe_field(L, idx, "re");
   lua_pop(L, 1);
   if (t != LUA_TNIL) return 1;
   if (!complex_dtype || probe_len(L, idx) != 2) return 0;

@@ -72,6 +72,7 @@ static int l_memory_stats(lua_State *L) {
   dlrun_memory_stats s;
   dlrun_lua_check(L, dlrun_device_memory_stats(dev, kind, &s));
   lua_createtable(L, 0, 8);
+  dlrun_lua_set_printed(L, "record");
   set_integer(L, "bytes_in_use", s.bytes_in_use);
   set_integer(L, "peak_bytes_in_use", s.peak_bytes_in_use);
   set_integer(L, "bytes_limit", s.bytes_limit);
@@ -126,6 +127,7 @@ static void push_block(lua_State *L, const dlrun_memory_block *b) {
 static int push_snapshot(lua_State *L) {
   const dlrun_memory_snapshot *snap = lua_touserdata(L, 1);
   lua_createtable(L, 0, 6);
+  dlrun_lua_set_printed(L, "record");
   lua_pushstring(L, dlrun_memory_kind_name(snap->kind));
   lua_setfield(L, -2, "kind");
   set_integer(L, "bytes_in_use", snap->stats.bytes_in_use);
@@ -169,10 +171,15 @@ static int l_synchronize(lua_State *L) {
   return 0;
 }
 
+static const char *const DEVICE_FIELDS[] = {
+    "id", "platform", "process_index", "memory_stats", "synchronize", "memory_snapshot",
+    "reset_peak_memory_stats", "release_unused", NULL,
+};
+
 static int device_index(lua_State *L) {
   dlrun_device *dev = check_device(L, 1, "Device.__index", "self");
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *key = lua_tostring(L, 2);
-  if (!key) return 0;
   if (strcmp(key, "id") == 0) lua_pushinteger(L, dlrun_device_id(dev));
   else if (strcmp(key, "platform") == 0) lua_pushstring(L, dlrun_device_platform(dev));
   else if (strcmp(key, "process_index") == 0) lua_pushinteger(L, dlrun_device_process_index(dev));
@@ -181,7 +188,7 @@ static int device_index(lua_State *L) {
   else if (strcmp(key, "memory_snapshot") == 0) lua_pushcfunction(L, l_memory_snapshot);
   else if (strcmp(key, "reset_peak_memory_stats") == 0) lua_pushcfunction(L, l_reset_peak);
   else if (strcmp(key, "release_unused") == 0) lua_pushcfunction(L, l_release_unused);
-  else return 0;
+  else return dlrun_lua_attribute_error(L, "Device", 2, DEVICE_FIELDS, 0);
   return 1;
 }
 

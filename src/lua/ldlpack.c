@@ -76,10 +76,22 @@ static void push_int_pair(lua_State *L, lua_Integer a, lua_Integer b) {
   lua_rawseti(L, -2, 2);
 }
 
+static const char *const CAPSULE_FIELDS[] = {
+    "name", "imported", "version", "flags", "read_only", "is_copied", "device", "byte_offset",
+    "shape", "strides", "dtype", NULL,
+};
+
+static int is_capsule_field(const char *key) {
+  for (const char *const *f = CAPSULE_FIELDS; *f; f++)
+    if (strcmp(key, *f) == 0) return 1;
+  return 0;
+}
+
 static int capsule_index(lua_State *L) {
   capsule_ud *c = test_capsule(L, 1);
+  if (!c || lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *key = lua_tostring(L, 2);
-  if (!c || !key) return 0;
+  if (!is_capsule_field(key)) return dlrun_lua_attribute_error(L, "Capsule", 2, CAPSULE_FIELDS, 0);
   if (strcmp(key, "name") == 0) {
     lua_pushstring(L, capsule_name(c));
     return 1;
@@ -97,6 +109,7 @@ static int capsule_index(lua_State *L) {
   if (strcmp(key, "version") == 0) {
     if (!c->versioned) return 0;
     push_int_pair(L, c->versioned->version.major, c->versioned->version.minor);
+    dlrun_lua_set_printed(L, "tuple");
   } else if (strcmp(key, "flags") == 0) {
     lua_pushinteger(L, (lua_Integer)flags);
   } else if (strcmp(key, "read_only") == 0) {
@@ -105,11 +118,13 @@ static int capsule_index(lua_State *L) {
     lua_pushboolean(L, (flags & DLPACK_FLAG_BITMASK_IS_COPIED) != 0 || c->copied);
   } else if (strcmp(key, "device") == 0) {
     push_int_pair(L, t->device.device_type, t->device.device_id);
+    dlrun_lua_set_printed(L, "tuple");
   } else if (strcmp(key, "byte_offset") == 0) {
     lua_pushinteger(L, (lua_Integer)t->byte_offset);
   } else if (strcmp(key, "shape") == 0 || strcmp(key, "strides") == 0) {
     bool shape = key[1] == 'h';
     lua_createtable(L, t->ndim, 0);
+    dlrun_lua_set_printed(L, "tuple");
     for (int d = 0; d < t->ndim; d++) {
       lua_pushinteger(L, shape ? t->shape[d] : t->strides ? t->strides[d] : 0);
       lua_rawseti(L, -2, d + 1);
@@ -383,7 +398,9 @@ static int l_from_dlpack(lua_State *L) {
   if (test_capsule(L, 1)) return import_capsule(L, 1, &o);
   int has_methods = 0;
   if (!lua_isnil(L, 1) && (lua_istable(L, 1) || lua_isuserdata(L, 1))) {
-    int a = lua_getfield(L, 1, "__dlpack__"), b = lua_getfield(L, 1, "__dlpack_device__");
+    /* probed as hasattr does: a dlrun object without them is no array */
+    int a = dlrun_lua_probe_field(L, 1, "__dlpack__");
+    int b = dlrun_lua_probe_field(L, 1, "__dlpack_device__");
     has_methods = a != LUA_TNIL && b != LUA_TNIL;
     lua_pop(L, 2);
   }

@@ -8,16 +8,64 @@
 
 #define ERRORS_KEY "dlrun.errors.new"
 #define DESCRIBE_KEY "dlrun.errors.describe"
+#define ATTRIBUTE_KEY "dlrun.errors.attribute_error"
+#define PROBE_KEY "dlrun.errors.probe"
 
 void dlrun_lua_errors_open(lua_State *L) {
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun.errors");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun.errors");
   lua_getfield(L, -1, "new");
   lua_setfield(L, LUA_REGISTRYINDEX, ERRORS_KEY);
   lua_getfield(L, -1, "describe");
   lua_setfield(L, LUA_REGISTRYINDEX, DESCRIBE_KEY);
+  lua_getfield(L, -1, "attribute_error");
+  lua_setfield(L, LUA_REGISTRYINDEX, ATTRIBUTE_KEY);
+  lua_getfield(L, -1, "probe");
+  lua_setfield(L, LUA_REGISTRYINDEX, PROBE_KEY);
   lua_pop(L, 1);
+}
+
+int dlrun_lua_attribute_error(lua_State *L, const char *shown, int key_idx,
+                              const char *const *fields, int methods_idx) {
+  if (lua_type(L, key_idx) != LUA_TSTRING) return 0;
+  key_idx = lua_absindex(L, key_idx);
+  if (methods_idx) methods_idx = lua_absindex(L, methods_idx);
+  lua_getfield(L, LUA_REGISTRYINDEX, ATTRIBUTE_KEY);
+  lua_pushstring(L, shown);
+  lua_pushvalue(L, key_idx);
+  lua_newtable(L);
+  lua_Integer n = 0;
+  for (const char *const *f = fields; *f; f++) {
+    lua_pushstring(L, *f);
+    lua_rawseti(L, -2, ++n);
+  }
+  if (methods_idx) {
+    lua_pushnil(L);
+    while (lua_next(L, methods_idx)) {
+      lua_pop(L, 1);
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, -3, ++n);
+    }
+  }
+  lua_call(L, 3, 1);
+  return lua_error(L);
+}
+
+int dlrun_lua_probe_field(lua_State *L, int idx, const char *key) {
+  /* Only an __index metamethod can raise; anything else reads as it is. */
+  if (luaL_getmetafield(L, idx, "__index") == LUA_TNIL) {
+    if (!lua_istable(L, idx)) {
+      lua_pushnil(L);
+      return LUA_TNIL;
+    }
+    return lua_getfield(L, idx, key);
+  }
+  lua_pop(L, 1);
+  idx = lua_absindex(L, idx);
+  lua_getfield(L, LUA_REGISTRYINDEX, PROBE_KEY);
+  lua_pushvalue(L, idx);
+  lua_pushstring(L, key);
+  lua_call(L, 2, 1);
+  return lua_type(L, -1);
 }
 
 /* errors.describe, so that both sides show values alike. */

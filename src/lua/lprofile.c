@@ -46,6 +46,7 @@ static void push_row(lua_State *L, const dlrun_device_report *r) {
   lua_pushnumber(L, r->memory.fragmentation);
   lua_setfield(L, -2, "fragmentation");
   set_integer(L, "live_exports", (lua_Integer)r->traffic.live_exports);
+  dlrun_lua_set_printed(L, "record");
 }
 
 /* dl.stats(): {spec =, live_exports =, devices = {row, ...}}, the figures
@@ -67,8 +68,10 @@ static int l_stats(lua_State *L) {
     lua_rawseti(L, -2, (lua_Integer)i + 1);
     exports += rows[i].traffic.live_exports;
   }
+  dlrun_lua_set_printed(L, "list");
   lua_setfield(L, -2, "devices");
   set_integer(L, "live_exports", exports);
+  dlrun_lua_set_printed(L, "record");
   return 1;
 }
 

@@ -78,9 +78,7 @@ int dlrun_lua_open(lua_State *L, dlrun_runtime *rt) {
   lua_pushcfunction(L, luaopen_dlrun_core);
   lua_setfield(L, -2, "dlrun.core");
   lua_pop(L, 1);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun");
   return 1;
 }
 
@@ -203,6 +201,7 @@ static int push_devices(lua_State *L, const char *fn, bool local) {
   const char *platform = opt_platform(L, 1, fn, rt);
   size_t n = local ? dlrun_local_device_count(rt, platform) : dlrun_device_count(rt, platform);
   lua_createtable(L, (int)n, 0);
+  dlrun_lua_set_printed(L, "list");
   for (size_t i = 0; i < n; i++) {
     dlrun_lua_push_device(L, local ? dlrun_local_device_get(rt, platform, i)
                                    : dlrun_device_get(rt, platform, i));
@@ -261,8 +260,10 @@ static int l_platforms(lua_State *L) {
   size_t n = dlrun_platforms_list(st, sizeof st / sizeof *st);
   if (n > sizeof st / sizeof *st) n = sizeof st / sizeof *st;
   lua_createtable(L, (int)n, 0);
+  dlrun_lua_set_printed(L, "list");
   for (size_t i = 0; i < n; i++) {
     lua_createtable(L, 0, 6);
+    dlrun_lua_set_printed(L, "record");
     lua_pushstring(L, st[i].name);
     lua_setfield(L, -2, "name");
     lua_pushstring(L, st[i].class_name);

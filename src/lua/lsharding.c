@@ -37,7 +37,7 @@ static void check_spec_entry(lua_State *L, const char *fn, lua_Integer i, dlrun_
     e->axes[0] = lua_tostring(L, -1);
     return;
   }
-  if (t != LUA_TTABLE || lua_getmetatable(L, -1))
+  if (!dlrun_lua_is_plain_table(L, -1)) /* a printed list (mesh.axis_names) is plain */
     dlrun_lua_raise(L, "TypeError",
                     "%s: PartitionSpec entry %lld must be nil, an axis name or a list of axis "
                     "names, got %s",
@@ -323,43 +323,63 @@ static void push_mesh_devices(lua_State *L, dlrun_mesh *m, int axis, size_t *nex
   }
   int64_t n = dlrun_mesh_axis_size(m, axis);
   lua_createtable(L, (int)n, 0);
+  dlrun_lua_set_printed(L, "mesh_devices");
   for (int64_t i = 0; i < n; i++) {
     push_mesh_devices(L, m, axis + 1, next);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
 }
 
+static const char *const MESH_FIELDS[] = {"axis_names", "axis_sizes", "shape", "size", "devices",
+                                          NULL};
+
+static void push_axis_names(lua_State *L, dlrun_mesh *m) {
+  int naxes = dlrun_mesh_naxes(m);
+  lua_createtable(L, naxes, 0);
+  dlrun_lua_set_printed(L, "tuple");
+  for (int a = 0; a < naxes; a++) {
+    lua_pushstring(L, dlrun_mesh_axis_name(m, a));
+    lua_rawseti(L, -2, a + 1);
+  }
+}
+
 static int mesh_index(lua_State *L) {
   dlrun_mesh *m = check_mesh(L, 1, "Mesh.__index");
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *key = lua_tostring(L, 2);
   int naxes = dlrun_mesh_naxes(m);
-  if (!key) return 0;
-  if (strcmp(key, "axis_names") == 0 || strcmp(key, "axis_sizes") == 0) {
+  if (strcmp(key, "axis_names") == 0) {
+    push_axis_names(L, m);
+  } else if (strcmp(key, "axis_sizes") == 0) {
     lua_createtable(L, naxes, 0);
+    dlrun_lua_set_printed(L, "tuple");
     for (int a = 0; a < naxes; a++) {
-      if (key[5] == 'n') lua_pushstring(L, dlrun_mesh_axis_name(m, a));
-      else lua_pushinteger(L, dlrun_mesh_axis_size(m, a));
+      lua_pushinteger(L, dlrun_mesh_axis_size(m, a));
       lua_rawseti(L, -2, a + 1);
     }
   } else if (strcmp(key, "shape") == 0) {
+    push_axis_names(L, m);
     lua_createtable(L, 0, naxes);
     for (int a = 0; a < naxes; a++) {
       lua_pushinteger(L, dlrun_mesh_axis_size(m, a));
       lua_setfield(L, -2, dlrun_mesh_axis_name(m, a));
     }
+    dlrun_lua_set_ordered(L, -2);
+    lua_remove(L, -2);
   } else if (strcmp(key, "size") == 0) {
     lua_pushinteger(L, (lua_Integer)dlrun_mesh_device_count(m));
   } else if (strcmp(key, "devices") == 0) {
     size_t next = 0;
     if (naxes == 0) {
       lua_createtable(L, 1, 0);
+      dlrun_lua_set_printed(L, "mesh_devices");
       dlrun_lua_push_device(L, dlrun_mesh_device(m, 0));
       lua_rawseti(L, -2, 1);
     } else {
       push_mesh_devices(L, m, 0, &next);
     }
   } else {
-    return 0;
+    return dlrun_lua_attribute_error(L, "Mesh", 2, MESH_FIELDS, 0);
   }
   return 1;
 }
@@ -501,10 +521,15 @@ dlrun_sharding *dlrun_lua_push_target(lua_State *L, int idx, const char *fn) {
   return s;
 }
 
-static void push_index(lua_State *L, int ndim, const int64_t *lo, const int64_t *hi) {
+/* A dimension the index covers whole prints as slice(None, None, None), as
+ * JAX's index of a dimension that is not split. */
+static void push_index(lua_State *L, int ndim, const int64_t *dims, const int64_t *lo,
+                       const int64_t *hi) {
   lua_createtable(L, ndim, 0);
+  dlrun_lua_set_printed(L, "tuple");
   for (int d = 0; d < ndim; d++) {
     lua_createtable(L, 2, 0);
+    dlrun_lua_set_printed(L, lo[d] == 0 && hi[d] == dims[d] ? "whole_slice" : "slice");
     lua_pushinteger(L, lo[d] + 1);
     lua_rawseti(L, -2, 1);
     lua_pushinteger(L, hi[d]);
@@ -513,8 +538,9 @@ static void push_index(lua_State *L, int ndim, const int64_t *lo, const int64_t 
   }
 }
 
-void dlrun_lua_push_index(lua_State *L, int ndim, const int64_t *lo, const int64_t *hi) {
-  push_index(L, ndim, lo, hi);
+void dlrun_lua_push_index(lua_State *L, int ndim, const int64_t *dims, const int64_t *lo,
+                          const int64_t *hi) {
+  push_index(L, ndim, dims, lo, hi);
 }
 
 static int l_shard_shape(lua_State *L) {
@@ -524,6 +550,7 @@ static int l_shard_shape(lua_State *L) {
   dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
   dlrun_sharding_shard_shape(s, ndim, dims, out);
   lua_createtable(L, ndim, 0);
+  dlrun_lua_set_printed(L, "tuple");
   for (int d = 0; d < ndim; d++) {
     lua_pushinteger(L, out[d]);
     lua_rawseti(L, -2, d + 1);
@@ -538,10 +565,11 @@ static int l_devices_indices_map(lua_State *L) {
   dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
   size_t n = dlrun_sharding_device_count(s);
   lua_createtable(L, 0, (int)n);
+  dlrun_lua_set_printed(L, "index_map");
   for (size_t i = 0; i < n; i++) {
     dlrun_lua_push_device(L, dlrun_sharding_device(s, i));
     dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
-    push_index(L, ndim, lo, hi);
+    push_index(L, ndim, dims, lo, hi);
     lua_rawset(L, -3);
   }
   return 1;
@@ -557,11 +585,12 @@ static int l_addressable_devices_indices_map(lua_State *L) {
   dlrun_lua_check(L, dlrun_sharding_check_shape(s, ndim, dims));
   size_t n = dlrun_sharding_device_count(s);
   lua_newtable(L);
+  dlrun_lua_set_printed(L, "index_map");
   for (size_t i = 0; i < n; i++) {
     if (!dlrun_sharding_is_addressable(s, i)) continue;
     dlrun_lua_push_device(L, dlrun_sharding_device(s, i));
     dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
-    push_index(L, ndim, lo, hi);
+    push_index(L, ndim, dims, lo, hi);
     lua_rawset(L, -3);
   }
   return 1;
@@ -600,6 +629,7 @@ static int l_with_memory_kind(lua_State *L) {
 static int push_devices_sorted(lua_State *L, dlrun_sharding *s, bool local_only) {
   size_t n = dlrun_sharding_device_count(s);
   lua_createtable(L, (int)n, 0);
+  dlrun_lua_set_printed(L, "set");
   lua_Integer k = 0;
   for (size_t i = 0; i < n; i++) {
     if (local_only && !dlrun_sharding_is_addressable(s, i)) continue;
@@ -620,10 +650,20 @@ static int push_device_set(lua_State *L, dlrun_sharding *s) {
 
 void dlrun_lua_push_device_set(lua_State *L, dlrun_sharding *s) { push_device_set(L, s); }
 
+static const char *const SHARDING_FIELDS[] = {
+    "mesh", "spec", "memory_kind", "device_set", "num_devices", "is_fully_replicated",
+    "is_fully_addressable", "addressable_devices", "kind", NULL,
+};
+
+/* What messages call the sharding at idx: its kind. */
+static const char *sharding_kind(dlrun_sharding *s) {
+  return dlrun_sharding_is_named(s) ? "NamedSharding" : "SingleDeviceSharding";
+}
+
 static int sharding_index(lua_State *L) {
   dlrun_sharding *s = check_sharding(L, 1, "Sharding.__index");
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
   const char *key = lua_tostring(L, 2);
-  if (!key) return 0;
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
   if (strcmp(key, "mesh") == 0) lua_getiuservalue(L, 1, 1);
@@ -638,9 +678,8 @@ static int sharding_index(lua_State *L) {
   else if (strcmp(key, "is_fully_addressable") == 0)
     lua_pushboolean(L, dlrun_sharding_is_fully_addressable(s));
   else if (strcmp(key, "addressable_devices") == 0) push_devices_sorted(L, s, true);
-  else if (strcmp(key, "kind") == 0)
-    lua_pushstring(L, dlrun_sharding_is_named(s) ? "NamedSharding" : "SingleDeviceSharding");
-  else return 0;
+  else if (strcmp(key, "kind") == 0) lua_pushstring(L, sharding_kind(s));
+  else return dlrun_lua_attribute_error(L, sharding_kind(s), 2, SHARDING_FIELDS, lua_upvalueindex(1));
   return 1;
 }
 
@@ -677,9 +716,7 @@ void dlrun_lua_sharding_open(lua_State *L) {
   luaL_setfuncs(L, funcs, 0);
 
   /* dl.P's tables are told apart by their metatable, which prints them. */
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "dlrun.spec");
-  lua_call(L, 1, 1);
+  dlrun_lua_require(L, "dlrun.spec");
   lua_getfield(L, -1, "PartitionSpec");
   lua_pushcfunction(L, l_spec_string);
   lua_setfield(L, -2, "__tostring");

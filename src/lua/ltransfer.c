@@ -437,7 +437,7 @@ static int l_from_callback(lua_State *L) {
     if (!replicated || n == 0) {
       lua_pushvalue(L, 3);
       dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
-      dlrun_lua_push_index(L, ndim, lo, hi);
+      dlrun_lua_push_index(L, ndim, dims, lo, hi);
       lua_call(L, 1, 1);
       if (!dlrun_lua_test_array(L, -1) && !dlrun_lua_is_data(L, -1))
         return dlrun_lua_raise(L, "TypeError",
@@ -505,6 +505,7 @@ static int l_from_callback(lua_State *L) {
 
 static void push_stats(lua_State *L, const dlrun_transfer_stats *s) {
   lua_createtable(L, 0, 6);
+  dlrun_lua_set_printed(L, "record");
   lua_pushinteger(L, (lua_Integer)s->bytes_moved);
   lua_setfield(L, -2, "bytes_moved");
   lua_pushinteger(L, (lua_Integer)s->local_bytes);

@@ -2,6 +2,12 @@
  * order: errors first (every other area raises through them). */
 #include "binding.h"
 
+void dlrun_lua_require(lua_State *L, const char *name) {
+  lua_getglobal(L, "require");
+  lua_pushstring(L, name);
+  lua_call(L, 1, 1);
+}
+
 void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
                              const luaL_Reg *meta) {
   luaL_newmetatable(L, tname);
@@ -12,6 +18,7 @@ void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
 
 int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_errors_open(L);
+  dlrun_lua_printing_open(L);
   /* DLRUN_TRACE: plain lua5.4 and hosts trace as `dlrun` does. */
   dlrun_lua_check(L, dlrun_trace_start_from_env());
   lua_newtable(L);

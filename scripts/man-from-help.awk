@@ -1,0 +1,62 @@
+# Writes the man page from its template and `dlrun --help`:
+#   awk -v version=V -f scripts/man-from-help.awk HELP_FILE docs/dlrun.1.in
+# The help's "Options:" and "Environment:" lists replace the template's
+# @OPTIONS@ and @ENVIRONMENT@ lines, one .TP entry each, so that the man page
+# lists the same options and variables, in the same words, as --help; names
+# are bold, their all-capital arguments (STAT, SIZE) italic.
+
+function roff(s) {
+  gsub(/\\/, "\\e", s)
+  gsub(/-/, "\\-", s)
+  return s
+}
+
+function tag(name,    n, parts, i, word, comma, out) {
+  n = split(name, parts, " ")
+  out = ""
+  for (i = 1; i <= n; i++) {
+    word = parts[i]
+    comma = ""
+    if (word ~ /,$/) { comma = ","; word = substr(word, 1, length(word) - 1) }
+    out = out (i > 1 ? " " : "") (word ~ /^[A-Z]+$/ ? "\\fI" : "\\fB") roff(word) "\\fR" comma
+  }
+  return out
+}
+
+# The help, first: its entries per list.
+FILENAME == ARGV[1] {
+  if ($0 == "Options:") { list = "OPTIONS"; next }
+  if ($0 == "Environment:") { list = "ENVIRONMENT"; next }
+  if (list == "" || $0 == "") next
+  if ($0 ~ /^  [^ ]/) {
+    line = substr($0, 3)
+    cut = index(line, "  ")
+    count[list]++
+    names[list, count[list]] = cut ? substr(line, 1, cut - 1) : line
+    text = cut ? substr(line, cut) : ""
+    sub(/^ +/, "", text)
+    texts[list, count[list]] = text
+  } else if ($0 ~ /^   /) {
+    text = $0
+    sub(/^ +/, "", text)
+    k = count[list]
+    texts[list, k] = texts[list, k] (texts[list, k] == "" ? "" : " ") text
+  } else {
+    list = ""
+  }
+  next
+}
+
+# Then the template.
+/^@(OPTIONS|ENVIRONMENT)@$/ {
+  list = substr($0, 2, length($0) - 2)
+  if (!count[list]) { print "man-from-help.awk: no " list " in the help" > "/dev/stderr"; exit 1 }
+  for (k = 1; k <= count[list]; k++) {
+    print ".TP"
+    print tag(names[list, k])
+    print "\\&" roff(texts[list, k])
+  }
+  next
+}
+
+{ gsub(/@VERSION@/, version); print }
