@@ -155,10 +155,15 @@ $(LUA_LIB_A): $(LUA_OBJ)
 	@rm -f $@ && ar rcs $@ $^
 
 # The Lua C module: `require "dlrun"` loads lua/dlrun/init.lua, which loads this.
+# Never unloaded (-z nodelete): lua_close dlcloses C modules, and unmapping
+# the runtime's code while its worker threads may still run (the last buffer
+# freed on a worker tears the runtime down on another thread) crashed plain
+# lua5.4 at exit; its exit handlers (the default runtime, a trace still on)
+# then run at exit, after the state has closed.
 $(LUA_MOD): $(LUA_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) $(LIBFLAG) $(LDFLAGS_ALL) -o $@ $(LUA_OBJ) $(LIB_A) $(LIBS)
+	@$(CC) $(LIBFLAG) $(LDFLAGS_ALL) -Wl,-z,nodelete -o $@ $(LUA_OBJ) $(LIB_A) $(LIBS)
 
 $(EXE): $(CLI_OBJ) $(LUA_OBJ) $(LIB_A)
 	@echo "  LD      $@"

@@ -1220,6 +1220,18 @@ add {name = "transfer_stats({bogus=true})", fn = function() return dl.transfer_s
      class = "TypeError", message = {contains = {"transfer_stats", "bogus", "reset"}}}
 add {name = "transfer_stats({}, extra)", fn = function() return dl.transfer_stats({}, 1) end,
      class = "TypeError", message = too_many("transfer_stats", 1, 2)}
+add {name = "trace_start(1)", fn = function() return dl.trace_start(1) end, class = "TypeError",
+     message = "trace_start: argument 1 (path) must be a string, got number"}
+add {name = "trace_start(io.stdout)", fn = function() return dl.trace_start(io.stdout) end,
+     class = "TypeError", message = "trace_start: argument 1 (path) must be a string, got FILE*"}
+add {name = "trace_start(path, extra)", fn = function() return dl.trace_start("t.json", 1) end,
+     class = "TypeError", message = too_many("trace_start", 1, 2)}
+add {name = "trace_stop() when off", fn = function() return dl.trace_stop() end,
+     class = "RuntimeError", message = "trace_stop: tracing is not on"}
+add {name = "trace_stop(extra)", fn = function() return dl.trace_stop(1) end, class = "TypeError",
+     message = too_many("trace_stop", 0, 1)}
+add {name = "stats(extra)", fn = function() return dl.stats({}) end, class = "TypeError",
+     message = too_many("stats", 0, 1)}
 
 -- ---------------------------------------------------------------------------
 -- DLPack export: __dlpack__, to_dlpack, __dlpack_device__

@@ -163,7 +163,9 @@ describe("dlrun --trace", function()
 end)
 
 describe("dlrun --stats", function()
-  it("prints memory, traffic and live exports per device at exit", function()
+  -- What is alive at the end of the script, while its globals still hold it,
+  -- then what closing the state released (issue 22, item 6).
+  it("prints memory, traffic and live exports per device at the end of the script", function()
     local code = [[
       local dl = require "dlrun"
       local mesh = dl.make_mesh({8}, {"x"})
@@ -179,16 +181,21 @@ describe("dlrun --stats", function()
     assert.are.equal("dlrun stats (sim:8,cpu:1)", lines[1])
     assert.truthy(lines[2]:find("device%s+in use%s+peak%s+moved in%s+moved out%s+largest free%s+"
                                 .. "frag%s+exports alive"))
-    -- device 0 received 7 shards of 512 bytes; the others sent one each. All
-    -- memory is free again at exit, in one block: the whole capacity, no fragmentation
+    -- device 0 received 7 shards of 512 bytes; the others sent one each.
+    -- The gathered 4 KiB and its export are alive (globals); the shards,
+    -- held by locals only, are not: memory of one block in use, the rest free
+    -- in one block, no fragmentation
     local free0, frag0 = lines[3]:match(
-      "^SimDevice%(id=0%)%s+0B%s+4%.50KiB%s+3%.50KiB%s+0B%s+(%S+)%s+(%S+)%s+0$")
+      "^SimDevice%(id=0%)%s+4%.00KiB%s+4%.50KiB%s+3%.50KiB%s+0B%s+(%S+)%s+(%S+)%s+1$")
     assert.truthy(free0, lines[3])
     assert.truthy(free0:match("^%d+%.%d%d[KMG]iB$"), free0)
     assert.are.equal("0.0%", frag0)
     assert.truthy(lines[4]:match("^SimDevice%(id=1%)%s+0B%s+512B%s+0B%s+512B%s+%S+%s+0%.0%%%s+0$"),
                   lines[4])
-    assert.are.equal(11, #lines) -- title, header, 8 sim devices, 1 cpu device
+    -- title, header, 8 sim devices, 1 cpu device, then what the close released
+    assert.are.equal(12, #lines)
+    assert.are.equal("dlrun stats: released when the state closed: 4.00KiB on SimDevice(id=0); "
+                     .. "1 export", lines[12])
   end)
 
   it("shows an export that is still alive", function()
@@ -206,14 +213,51 @@ describe("dlrun --stats", function()
     local row = err:match("SimDevice%(id=0%)[^\n]*")
     assert.truthy(row, err)
     assert.are.equal("1", row:match("(%d+)$"))
-    -- closing the state collects the capsule: nothing is left alive
+    assert.is_nil(err:find("released", 1, true), err) -- the state was not closed
+    -- a global holds the capsule at the end of the script; closing the state
+    -- collects it
     code = [[leaked = require("dlrun").arange(8, "float32"):__dlpack__()]]
     _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = ""})
     assert.are.equal(0, status)
     row = err:match("SimDevice%(id=0%)[^\n]*")
     assert.truthy(row, err)
-    assert.are.equal("0", row:match("(%d+)$"))
+    assert.are.equal("1", row:match("(%d+)$"))
+    assert.truthy(row:match("^SimDevice%(id=0%)%s+256B%s"), row)
+    local released = "\ndlrun stats: released when the state closed: 256B on SimDevice(id=0); "
+                     .. "1 export\n"
+    assert.are.equal(released, err:sub(-#released))
   end)
+
+  -- os.exit with and without closing the state, and an uncaught error: the
+  -- table shows what the script left alive; a close says what it released.
+  for _, case in ipairs {
+    {ending = "os.exit(3, true)", status = 3, released = true},
+    {ending = "os.exit(3)", status = 3, released = false},
+    {ending = "error('stop here')", status = 1, released = true},
+  } do
+    it("reports what is alive when the script ends with " .. case.ending, function()
+      local code = ([[
+        local dl = require "dlrun"
+        kept = dl.zeros({256}, "float32", dl.devices()[2])   -- 1 KiB
+        capsule = dl.arange(8, "float32", dl.devices()[1]):__dlpack__()
+        %s
+      ]]):format(case.ending)
+      local _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = ""})
+      assert.are.equal(case.status, status)
+      local row0 = err:match("\nSimDevice%(id=0%)[^\n]*")
+      local row1 = err:match("\nSimDevice%(id=1%)[^\n]*")
+      assert.truthy(row0 and row0:match("^\nSimDevice%(id=0%)%s+256B%s.*%s1$"), err)
+      assert.truthy(row1 and row1:match("^\nSimDevice%(id=1%)%s+1%.00KiB%s.*%s0$"), err)
+      local released = "dlrun stats: released when the state closed: 256B on SimDevice(id=0), "
+                       .. "1.00KiB on SimDevice(id=1); 1 export\n"
+      if case.released then
+        assert.are.equal(released, err:sub(-#released), err)
+      else
+        assert.is_nil(err:find("released", 1, true), err)
+      end
+      if status == 1 then assert.truthy(err:find("^dlrun: %(command line%):4: stop here"), err) end
+    end)
+  end
 
   it("says so when no device was used", function()
     local _, err, status = helpers.run({"--stats", "-e", "print(1)"})
@@ -364,6 +408,258 @@ print(dl.process_index(), "done")]]
                         or line
       end
       assert.are.same(want, got)
+    end)
+  end
+end)
+
+-- ---- tracing and stats from any Lua (issue 22, item 10) ----
+
+-- Run `code` under plain lua5.4 with the suite's module paths, on sim:2
+-- unless env says otherwise. Returns stdout, stderr, status.
+local function plain_lua(code, env)
+  local full = {LUA_PATH = package.path, LUA_CPATH = package.cpath, LUA_INIT = "",
+                LUA_INIT_5_4 = "", DLRUN_DEVICES = "sim:2"}
+  local module = assert(package.searchpath("dlrun.core", package.cpath), "dlrun.core not built")
+  for k, v in pairs(helpers.sanitizer_env(module)) do full[k] = v end
+  for k, v in pairs(env or {}) do full[k] = v end
+  local saved = helpers.exe
+  helpers.exe = "lua5.4"
+  local out, err, status = helpers.run({"-e", code}, nil, full)
+  helpers.exe = saved
+  return out, err, status
+end
+
+-- 16 float32 (64 bytes) made on device 0 and put on device 1: one alloc
+-- each, one arange, one copy of 64 bytes.
+local WORK = [[
+local x = dl.arange(16, "float32", dl.devices()[1])
+local y = dl.device_put(x, dl.devices()[2]):block_until_ready()
+]]
+
+-- The trace at `path` has WORK's events, and is whole (python3 parses it).
+local function assert_work_traced(path)
+  local summary = python_summary(path)
+  os.remove(path)
+  for _, line in ipairs {"name arange 1", "name copy 1", "name alloc 2", "copy_bytes 64",
+                         "copy_fields True"} do
+    assert.truthy(summary:find(line .. "\n", 1, true), summary)
+  end
+end
+
+local function lines(s)
+  local t = {}
+  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
+-- The message of the dlrun error fn raises, as "Class: message".
+local CAUGHT = [[
+local function caught(fn, ...)
+  local ok, e = pcall(fn, ...)
+  return ok and "no error" or (e.name .. ": " .. e.message)
+end
+]]
+
+describe("dl.trace_start and dl.trace_stop", function()
+  it("trace under plain lua5.4, with JAX's errors for a second start and a stop when off",
+     function()
+    local trace = os.tmpname()
+    local code = ('local dl = require "dlrun"\n' .. CAUGHT .. [[
+print(dl.trace_start(%q))
+print(caught(dl.trace_start, "other.json"))
+]] .. WORK .. [[
+dl.trace_stop()
+print(caught(dl.trace_stop))
+print(caught(dl.trace_start, "/nonexistent-dir/t.json"))
+print(caught(dl.trace_start))
+print(caught(dl.trace_stop, 1))
+]]):format(trace)
+    local out, err, status = plain_lua(code)
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.same({
+      trace,
+      ('RuntimeError: trace_start: tracing is already on (writing "%s")'):format(trace),
+      "RuntimeError: trace_stop: tracing is not on",
+      'RuntimeError: trace_start: cannot write the trace file "/nonexistent-dir/t.json": '
+        .. "No such file or directory",
+      "TypeError: trace_start: argument 1 (path) must be a string, got no value",
+      "TypeError: trace_stop: expected at most 0 arguments, got 1",
+    }, lines(out))
+    assert_work_traced(trace)
+  end)
+
+  it("a trace left on is completed when the dlrun command exits", function()
+    local trace = os.tmpname()
+    local code = ('local dl = require "dlrun"\ndl.trace_start(%q)\n'):format(trace) .. WORK
+    local out, err, status = helpers.run({"-e", code}, nil, {DLRUN_DEVICES = "sim:2"})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert_work_traced(trace)
+  end)
+end)
+
+describe("DLRUN_TRACE", function()
+  -- Every way out of plain lua5.4: the end of the script (the state
+  -- closes), os.exit closing it, os.exit without closing it.
+  for _, ending in ipairs {"", "os.exit(true, true)", "os.exit(true)"} do
+    it("traces plain lua5.4 and completes the file at exit" .. (ending ~= "" and " (" .. ending
+       .. ")" or ""), function()
+      local trace = os.tmpname()
+      local code = 'local dl = require "dlrun"\n' .. WORK .. ending
+      local out, err, status = plain_lua(code, {DLRUN_TRACE = trace})
+      assert.are.equal("", out)
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      assert_work_traced(trace)
+    end)
+  end
+
+  it("under plain lua5.4: dl.trace_start meets the trace that is on; dl.trace_stop ends it",
+     function()
+    local trace = os.tmpname()
+    local code = 'local dl = require "dlrun"\n' .. CAUGHT .. WORK .. [[
+print(caught(dl.trace_start, "other.json"))
+dl.trace_stop()
+]]
+    local out, err, status = plain_lua(code, {DLRUN_TRACE = trace})
+    assert.are.equal(('RuntimeError: trace_start: tracing is already on (writing "%s")\n')
+                     :format(trace), out)
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert_work_traced(trace)
+  end)
+
+  it("under plain lua5.4: an unwritable file fails require, naming the variable", function()
+    local code = 'local ok, e = pcall(require, "dlrun")\nprint(e.name .. ": " .. e.message)'
+    local out, err, status = plain_lua(code, {DLRUN_TRACE = "/nonexistent-dir/t.json"})
+    assert.are.equal('RuntimeError: DLRUN_TRACE: cannot write the trace file '
+                     .. '"/nonexistent-dir/t.json": No such file or directory\n', out)
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+  end)
+
+  it("traces the dlrun command as --trace does", function()
+    local trace = os.tmpname()
+    local out, err, status = helpers.run({"-e", 'local dl = require "dlrun"\n' .. WORK}, nil,
+                                         {DLRUN_DEVICES = "sim:2", DLRUN_TRACE = trace})
+    assert.are.equal("", out)
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert_work_traced(trace)
+  end)
+
+  it("is checked before the dlrun command runs the script; --trace comes first", function()
+    local out, err, status = helpers.run({"-e", "print('ran')"}, nil,
+                                         {DLRUN_TRACE = "/nonexistent-dir/t.json"})
+    assert.are.equal("", out)
+    assert.are.equal('dlrun: RuntimeError: DLRUN_TRACE: cannot write the trace file '
+                     .. '"/nonexistent-dir/t.json": No such file or directory\n', err)
+    assert.are.equal(1, status)
+    local trace = os.tmpname()
+    out, err, status = helpers.run({"--trace", trace, "-e", 'local dl = require "dlrun"\n' .. WORK},
+                                   nil, {DLRUN_DEVICES = "sim:2",
+                                         DLRUN_TRACE = "/nonexistent-dir/t.json"})
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert_work_traced(trace)
+  end)
+end)
+
+describe("dl.stats", function()
+  local CODE = [[
+local dl = require "dlrun"
+kept = dl.zeros({256}, "float32", dl.devices()[1])                -- 1 KiB on device 0
+moved = dl.device_put(kept, dl.devices()[2]):block_until_ready()   -- 1 KiB moved to device 1
+capsule = moved:__dlpack__()   -- a legacy tensor: a copy, 1 KiB more on device 1
+local s = dl.stats()
+local keys = {}
+for k in pairs(s.devices[2]) do keys[#keys + 1] = k end
+table.sort(keys)
+print(s.spec, #s.devices, s.live_exports, table.concat(keys, " "))
+for _, d in ipairs(s.devices) do
+  print(tostring(d.device), d.bytes_in_use, d.peak_bytes_in_use, d.bytes_moved_in,
+        d.bytes_moved_out, d.largest_free_block_bytes > 0, d.fragmentation, d.live_exports)
+end
+-- printed as the other records are (the free block depends on the host's memory)
+print((tostring(s):gsub("largest_free_block_bytes=%d+", "largest_free_block_bytes=N")))
+]]
+  local WANT = table.concat({
+    "sim:2,cpu:1\t3\t1\tbytes_in_use bytes_moved_in bytes_moved_out device fragmentation "
+      .. "largest_free_block_bytes live_exports peak_bytes_in_use",
+    "SimDevice(id=0)\t1024\t1024\t0\t1024\ttrue\t0.0\t0",
+    "SimDevice(id=1)\t2048\t2048\t1024\t0\ttrue\t0.0\t1",
+    "CpuDevice(id=0)\t0\t0\t0\t0\ttrue\t0.0\t0",
+    "{devices=[{bytes_in_use=1024, bytes_moved_in=0, bytes_moved_out=1024, "
+      .. "device=SimDevice(id=0), fragmentation=0.0, largest_free_block_bytes=N, live_exports=0, "
+      .. "peak_bytes_in_use=1024}, {bytes_in_use=2048, bytes_moved_in=1024, bytes_moved_out=0, "
+      .. "device=SimDevice(id=1), fragmentation=0.0, largest_free_block_bytes=N, live_exports=1, "
+      .. "peak_bytes_in_use=2048}, {bytes_in_use=0, bytes_moved_in=0, bytes_moved_out=0, "
+      .. "device=CpuDevice(id=0), fragmentation=0.0, largest_free_block_bytes=N, live_exports=0, "
+      .. "peak_bytes_in_use=0}], live_exports=1, spec=\"sim:2,cpu:1\"}",
+  }, "\n") .. "\n"
+
+  it("returns what --stats prints, per device of this process, under plain lua5.4", function()
+    local out, err, status = plain_lua(CODE)
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.equal(WANT, out)
+  end)
+
+  it("agrees with the --stats table of the dlrun command", function()
+    local out, err, status = helpers.run({"--stats", "-e", CODE}, nil, {DLRUN_DEVICES = "sim:2"})
+    assert.are.equal(0, status)
+    assert.are.equal(WANT, out)
+    assert.truthy(err:find("\nSimDevice%(id=0%)%s+1%.00KiB%s+1%.00KiB%s+0B%s+1%.00KiB%s.*%s0\n"), err)
+    assert.truthy(err:find("\nSimDevice%(id=1%)%s+2%.00KiB%s+2%.00KiB%s+1%.00KiB%s+0B%s.*%s1\n"), err)
+  end)
+end)
+
+describe("tracing and --stats in a job, from Lua and DLRUN_TRACE", function()
+  for _, n in ipairs {2, 3, 4} do
+    it("on " .. n .. " processes: DLRUN_TRACE and dl.trace_start name each process's file",
+       function()
+      local base = os.tmpname()
+      local code = ([[
+dl.trace_stop()   -- DLRUN_TRACE's trace, whole
+print(dl.trace_start(%q))
+]]):format(base .. ".lua.json") .. [[
+local x = dl.zeros({256}, "float32", dl.local_devices()[2]):block_until_ready()
+dl.device_put(x, dl.local_devices()[1]):block_until_ready()
+]]
+      local out, err, status = helpers.mpirun(n, code, {args = "--devices sim:2",
+                                                        env = {DLRUN_TRACE = base .. ".json"}})
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      local want = {}
+      for p = 0, n - 1 do want[#want + 1] = ("%s.lua.%d.json"):format(base, p) end
+      assert.are.same(want, helpers.sorted_lines(out))
+      for p = 0, n - 1 do
+        local env_trace = ("%s.%d.json"):format(base, p)
+        assert.truthy(python_summary(env_trace):find("durations True\n", 1, true))
+        os.remove(env_trace)
+        local trace = ("%s.lua.%d.json"):format(base, p)
+        local summary = python_summary(trace)
+        os.remove(trace)
+        assert.truthy(summary:find("copy_bytes 1024\n", 1, true), summary)
+      end
+      os.remove(base)
+    end)
+
+    it("on " .. n .. " processes: --stats prints before an uncaught error leaves the job",
+       function()
+      local code = [[
+kept = dl.zeros({256}, "float32", dl.local_devices()[2]):block_until_ready()
+dl.sync_global_devices("allocated")
+if dl.process_index() == 1 then error("stop here") end
+]]
+      local _, err, status = helpers.mpirun(n, code, {args = "--devices sim:2 --stats"})
+      assert.are_not.equal(0, status)
+      local title = ("dlrun stats (sim:2,cpu:1), process 1 of %d: this process's devices\n"):format(n)
+      local at = err:find(title, 1, true)
+      assert.truthy(at, err)
+      assert.truthy(err:find("dlrun[1]: (command line):4: stop here", 1, true), err)
+      assert.truthy(err:find("\nSimDevice%(id=3%)%s+1%.00KiB%s", at), err)
     end)
   end
 end)

@@ -107,7 +107,9 @@ DLRUN_API dlrun_status dlrun_default_configure(const char *devices,
 DLRUN_API dlrun_status dlrun_default_set_config(const dlrun_config *config);
 
 /* The process-wide default runtime, created on first call. On success the
- * caller receives a new reference and must release it. */
+ * caller receives a new reference and must release it. Creating it first
+ * starts the trace DLRUN_TRACE asks for (dlrun_trace_start_from_env), whose
+ * error it returns. */
 DLRUN_API dlrun_status dlrun_default_runtime(dlrun_runtime **out);
 
 #ifdef __cplusplus

@@ -21,6 +21,19 @@ typedef struct dlrun_device_stats {
 
 DLRUN_API void dlrun_device_stats_get(dlrun_device *dev, dlrun_device_stats *out);
 
+/* One device's row of `dlrun --stats` and dl.stats(): its device memory
+ * (memory kind DLRUN_MEM_DEVICE) and its traffic. */
+typedef struct dlrun_device_report {
+  dlrun_device *device; /* borrowed from the runtime */
+  dlrun_memory_stats memory;
+  dlrun_device_stats traffic;
+} dlrun_device_report;
+
+/* The rows of this process's devices of rt, platform by platform in the
+ * runtime's order ("sim,cpu"), each platform's by id: fills the first n of
+ * `rows` (may be NULL when n is 0) and returns how many rows there are. */
+DLRUN_API size_t dlrun_runtime_report(dlrun_runtime *rt, dlrun_device_report *rows, size_t n);
+
 /* Bytes of transfers queued and finished so far (for progress reports). */
 DLRUN_API void dlrun_transfer_progress(dlrun_runtime *rt, uint64_t *queued, uint64_t *done);
 

@@ -43,6 +43,18 @@ static inline void check_end(void) {
   CHECK(strstr((hay), (needle)) != NULL, "\"%s\" does not contain \"%s\"", \
         (hay), (needle))
 
+/* The first 64 KiB of a file as text (in a buffer the next call reuses), or
+ * NULL when it cannot be read. */
+static inline const char *check_slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return buf;
+}
+
 static inline int check_summary(const char *name) {
   printf("C %s: %d passed, %d failed\n", name, check_passed, check_failed);
   return check_failed ? 1 : 0;

@@ -418,6 +418,7 @@ static void test_runtime(void) {
   dlrun_memory_stats ms;
   dlrun_device_stats ds;
   dlrun_transfer_stats ts;
+  char buf[64];
   dlrun_config tiny = {.devices = "sim:1", .device_memory = 1};
   dlrun_config bogus = {.devices = "bogus:1", .device_memory = 0};
   dlrun_config good = {.devices = "sim:1", .device_memory = 1 << 20};
@@ -472,6 +473,14 @@ static void test_runtime(void) {
   STATUS(dlrun_trace_start("/nonexistent-dir/catalogue/trace.json"), DLRUN_ERR_RUNTIME, OUT_NONE,
          "cannot write the trace file \"/nonexistent-dir/catalogue/trace.json\"");
   STATUS(dlrun_trace_stop(), DLRUN_ERR_RUNTIME, OUT_NONE, "tracing is not on");
+  RETURNS(dlrun_trace_is_on(), 0);
+  STATUS(dlrun_trace_process_path(NULL, buf, sizeof buf), DLRUN_ERR_VALUE, OUT_NONE, "path",
+         "NULL");
+  STATUS(dlrun_trace_process_path("t.json", NULL, 8), DLRUN_ERR_VALUE, OUT_NONE, "buf", "NULL");
+  STATUS(dlrun_trace_process_path("t.json", buf, 0), DLRUN_ERR_VALUE, OUT_NONE,
+         "the trace file name \"t.json\" is too long");
+  RETURNS(dlrun_runtime_report(NULL, NULL, 0), 0);
+  RETURNS(dlrun_runtime_report(rt, NULL, 0), 3); /* sim:2,cpu:1 */
   RETURNS(dlrun_default_runtime_if_started(), NULL); /* this binary never starts it */
   NO_CRASH(dlrun_device_stats_get(NULL, &ds));
   NO_CRASH(dlrun_device_stats_get(sim0, NULL));

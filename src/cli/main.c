@@ -502,18 +502,18 @@ static void end_job_unless(int ok, int code) {
   dlrun_distributed_abort(code);
 }
 
-/* os.exit([code [, close]]) is the end of the script too: meet the other
- * processes first (a failure there ends the job with the status asked for,
- * 1 when that was success); under --stats, report (os.exit may skip
- * closing the state, and then exports never collected show as alive); then
- * exit as asked. Upvalues: the original os.exit and the --stats flag. */
+/* os.exit([code [, close]]) is the end of the script too: under --stats,
+ * report what is alive (what closing the state releases is told at exit);
+ * meet the other processes (a failure there ends the job with the status
+ * asked for, 1 when that was success); then exit as asked. Upvalues: the
+ * original os.exit and the --stats flag. */
 static int exit_at_end(lua_State *L) {
   int valid = 1, code = EXIT_SUCCESS;
   if (lua_isboolean(L, 1)) code = lua_toboolean(L, 1) ? EXIT_SUCCESS : EXIT_FAILURE;
   else if (!lua_isnoneornil(L, 1)) code = (int)lua_tointegerx(L, 1, &valid);
   if (!valid) luaL_checkinteger(L, 1); /* raises os.exit's own error */
+  if (lua_toboolean(L, lua_upvalueindex(2))) cli_stats_at_end(L, stderr);
   end_job_unless(reach_end(), code ? code : EXIT_FAILURE);
-  if (lua_toboolean(L, lua_upvalueindex(2))) cli_print_stats(stderr);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
@@ -563,18 +563,17 @@ static int protected_main(lua_State *L) {
   return 1;
 }
 
-/* What to finish at exit, whether main returns or the script calls os.exit
- * (which skips the end of main). */
-static int tracing;
+/* --stats: reported at exit too, whether main returns or the script calls
+ * os.exit (which skips the end of main). */
+static int stats;
 
-/* Stop the progress line and finish the trace file; idempotent. Returns
- * whether the trace, if any, was written. */
+/* Stop the progress line and finish the trace file (--trace, DLRUN_TRACE or
+ * dl.trace_start's); idempotent. Returns whether the trace, if any, was
+ * written. */
 static int finish(void) {
   cli_progress_stop();
   dlrun_distributed_shutdown();
-  if (!tracing) return 1;
-  tracing = 0;
-  if (dlrun_trace_stop() == DLRUN_OK) return 1;
+  if (!dlrun_trace_is_on() || dlrun_trace_stop() == DLRUN_OK) return 1;
   status_error(DLRUN_ERR_RUNTIME);
   return 0;
 }
@@ -582,6 +581,10 @@ static int finish(void) {
 /* At exit: a C exit() from anywhere (os.exit is handled before) that left
  * the end of the script unmet meets it first. */
 static void finish_at_exit(void) {
+  if (stats) { /* before leaving the job: the title names this process */
+    cli_stats_at_end(NULL, stderr);
+    cli_stats_after_close(stderr);
+  }
   end_job_unless(reach_end(), EXIT_FAILURE);
   if (finish()) return;
   fflush(NULL);
@@ -620,26 +623,6 @@ static int join_job(const cli_options *o) {
   return PARSE_CONTINUE;
 }
 
-/* This process's trace file: `path` itself, or on process p of a job of
- * several, p inserted before the extension of the file's name
- * ("trace.json" -> "trace.1.json"), else appended ("trace" -> "trace.1"),
- * so that each process writes a whole trace of its own. A malloc'd string
- * (NULL: out of memory). */
-static char *process_trace_path(const char *path) {
-  size_t len = strlen(path), room = len + 16;
-  char *out = malloc(room);
-  if (out == NULL || dlrun_process_count() < 2) {
-    if (out) memcpy(out, path, len + 1);
-    return out;
-  }
-  const char *name = strrchr(path, '/');
-  name = name ? name + 1 : path;
-  const char *dot = strrchr(name, '.');
-  size_t stem = dot && dot > name ? (size_t)(dot - path) : len; /* ".trace" has no extension */
-  snprintf(out, room, "%.*s.%d%s", (int)stem, path, dlrun_process_index(), path + stem);
-  return out;
-}
-
 /* Whether the trace file at `trace` is the script's file (the same file,
  * by device and inode: a hard link or another spelling too), which
  * tracing would overwrite. */
@@ -650,24 +633,18 @@ static int trace_is_script(const cli_options *o, const char *trace) {
          a.st_ino == b.st_ino;
 }
 
-/* Start tracing to this process's trace file. */
+/* Start tracing to this process's trace file (dlrun_trace_process_path). */
 static int start_trace(const cli_options *o) {
-  char *path = process_trace_path(o->trace);
-  int rc = PARSE_CONTINUE;
-  if (path == NULL) {
-    fprintf(stderr, "%s: not enough memory\n", progname);
-    rc = EXIT_FAILURE;
-  } else if (trace_is_script(o, path)) {
+  char path[PATH_MAX];
+  dlrun_status st = dlrun_trace_process_path(o->trace, path, sizeof path);
+  if (st) return status_error(st);
+  if (trace_is_script(o, path)) {
     fprintf(stderr, "%s: the trace file \"%s\" is the script itself; give --trace another file\n",
             progname, path);
-    rc = EXIT_FAILURE;
-  } else {
-    dlrun_status st = dlrun_trace_start(path);
-    tracing = st == DLRUN_OK;
-    if (st) rc = status_error(st);
+    return EXIT_FAILURE;
   }
-  free(path);
-  return rc;
+  st = dlrun_trace_start(path);
+  return st ? status_error(st) : PARSE_CONTINUE;
 }
 
 /* Check everything that can be checked before Lua runs: the device
@@ -680,7 +657,9 @@ static int prepare(const cli_options *o) {
   dlrun_status st = dlrun_check_config(&cfg);
   if (st == DLRUN_OK) st = dlrun_default_set_config(&cfg);
   if (st) return status_error(st);
-  return o->trace ? start_trace(o) : PARSE_CONTINUE;
+  if (o->trace) return start_trace(o);
+  st = dlrun_trace_start_from_env(); /* DLRUN_TRACE, checked at start too */
+  return st ? status_error(st) : PARSE_CONTINUE;
 }
 
 int main(int argc, char **argv) {
@@ -707,6 +686,7 @@ int main(int argc, char **argv) {
     free(o.actions);
     return EXIT_FAILURE;
   }
+  stats = o.stats;
   atexit(finish_at_exit);
   cli_progress_start();
   lua_pushcfunction(L, protected_main);
@@ -714,11 +694,12 @@ int main(int argc, char **argv) {
   int status = lua_pcall(L, 1, 1, 0);
   int ok = status == LUA_OK && lua_toboolean(L, -1);
   report(L, status, 0); /* outside protected mode: no metamethods */
+  if (o.stats) cli_stats_at_end(L, stderr); /* before leaving the job: it names this process */
   /* A peer still waiting in a collective learns that this process is done. */
   if (ok) ok = reach_end();
   end_job_unless(ok, EXIT_FAILURE);
   lua_close(L); /* runs the pending __gc and __close */
-  if (o.stats) cli_print_stats(stderr); /* before leaving the job: it names this process */
+  if (o.stats) cli_stats_after_close(stderr);
   if (!finish()) ok = 0;
   free(o.actions);
   return ok ? EXIT_SUCCESS : EXIT_FAILURE;

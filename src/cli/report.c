@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,16 +26,44 @@ static const char *human(unsigned long long bytes, char *buf, size_t n) {
   return buf;
 }
 
+/* ---- --stats ----
+ *
+ * The table is printed at the end of the script, while its globals still
+ * hold what they hold; the rows are kept, with a reference to the runtime,
+ * so that what closing the Lua state released can be told after. */
+
+static dlrun_runtime *stats_rt;       /* kept from the table until after the close */
+static dlrun_device_report *at_end;   /* the table's rows */
+static size_t at_end_rows;
+static bool table_printed;
+
+/* The rows of rt's devices of this process once their queued work is done
+ * (frees and copies included), malloc'd; *count rows. NULL when none. */
+static dlrun_device_report *read_rows(dlrun_runtime *rt, size_t *count) {
+  size_t n = dlrun_runtime_report(rt, NULL, 0);
+  dlrun_device_report *rows = n ? malloc(n * sizeof *rows) : NULL;
+  *count = rows ? n : 0;
+  if (!rows) return NULL;
+  dlrun_runtime_report(rt, rows, n);
+  for (size_t i = 0; i < n; i++) dlrun_device_synchronize(rows[i].device);
+  dlrun_runtime_report(rt, rows, n);
+  return rows;
+}
+
 /* One row per device of this process that was used (another process's
  * figures are its own to print); with many devices, idle ones are
  * summarised in one line. */
-void cli_print_stats(FILE *out) {
-  dlrun_runtime *rt = dlrun_default_runtime_if_started();
-  if (!rt) {
+void cli_stats_at_end(lua_State *L, FILE *out) {
+  if (table_printed) return;
+  table_printed = true;
+  if (L) lua_gc(L, LUA_GCCOLLECT, 0); /* what is alive is what is still reachable */
+  stats_rt = dlrun_default_runtime_if_started();
+  if (!stats_rt) {
     fprintf(out, "dlrun stats: no device was used\n");
     return;
   }
-  fprintf(out, "dlrun stats (%s)", dlrun_runtime_spec(rt));
+  at_end = read_rows(stats_rt, &at_end_rows);
+  fprintf(out, "dlrun stats (%s)", dlrun_runtime_spec(stats_rt));
   if (dlrun_process_count() > 1)
     fprintf(out, ", process %d of %d: this process's devices", dlrun_process_index(),
             dlrun_process_count());
@@ -41,34 +71,52 @@ void cli_print_stats(FILE *out) {
   fprintf(out, "%-18s %12s %12s %12s %12s %13s %6s %14s\n", "device", "in use", "peak",
           "moved in", "moved out", "largest free", "frag", "exports alive");
   size_t idle = 0;
-  /* Every platform of the runtime, in its order ("sim,cpu"). */
-  for (const char *p = dlrun_runtime_platforms(rt); *p;) {
-    size_t len = strcspn(p, ",");
-    char platform[32];
-    snprintf(platform, sizeof platform, "%.*s", (int)len, p);
-    p += len + (p[len] == ',');
-    size_t n = dlrun_local_device_count(rt, platform);
-    for (size_t i = 0; i < n; i++) {
-      dlrun_device *d = dlrun_local_device_get(rt, platform, i);
-      dlrun_memory_stats m;
-      dlrun_device_stats s;
-      dlrun_device_memory_stats(d, DLRUN_MEM_DEVICE, &m);
-      dlrun_device_stats_get(d, &s);
-      bool used = m.peak_bytes_in_use || s.bytes_in || s.bytes_out || s.live_exports;
-      if (!used && n > 16) {
-        idle++;
-        continue;
-      }
-      char a[32], b[32], c[32], e[32], f[32];
-      fprintf(out, "%-18s %12s %12s %12s %12s %13s %5.1f%% %14lld\n", dlrun_device_name(d),
-              human(m.bytes_in_use, a, sizeof a), human(m.peak_bytes_in_use, b, sizeof b),
-              human(s.bytes_in, c, sizeof c), human(s.bytes_out, e, sizeof e),
-              human(m.largest_free_block_bytes, f, sizeof f), 100 * m.fragmentation,
-              (long long)s.live_exports);
+  for (size_t i = 0; i < at_end_rows; i++) {
+    const dlrun_memory_stats *m = &at_end[i].memory;
+    const dlrun_device_stats *s = &at_end[i].traffic;
+    bool used = m->peak_bytes_in_use || s->bytes_in || s->bytes_out || s->live_exports;
+    if (!used && at_end_rows > 16) {
+      idle++;
+      continue;
     }
+    char a[32], b[32], c[32], e[32], f[32];
+    fprintf(out, "%-18s %12s %12s %12s %12s %13s %5.1f%% %14lld\n",
+            dlrun_device_name(at_end[i].device), human(m->bytes_in_use, a, sizeof a),
+            human(m->peak_bytes_in_use, b, sizeof b), human(s->bytes_in, c, sizeof c),
+            human(s->bytes_out, e, sizeof e), human(m->largest_free_block_bytes, f, sizeof f),
+            100 * m->fragmentation, (long long)s->live_exports);
   }
   if (idle) fprintf(out, "(%zu more devices were not used)\n", idle);
-  dlrun_runtime_release(rt);
+  fflush(out);
+}
+
+/* "released when the state closed: 4.00KiB on SimDevice(id=0), 512B on
+ * SimDevice(id=1); 1 export", when closing released anything. */
+void cli_stats_after_close(FILE *out) {
+  if (!stats_rt) return;
+  size_t n;
+  dlrun_device_report *now = read_rows(stats_rt, &n);
+  long long exports = 0;
+  bool any = false;
+  for (size_t i = 0; now && i < n && i < at_end_rows; i++) {
+    uint64_t before = at_end[i].memory.bytes_in_use, after = now[i].memory.bytes_in_use;
+    exports += (long long)(at_end[i].traffic.live_exports - now[i].traffic.live_exports);
+    if (before <= after) continue;
+    char a[32];
+    fprintf(out, "%s%s on %s", any ? ", " : "dlrun stats: released when the state closed: ",
+            human(before - after, a, sizeof a), dlrun_device_name(now[i].device));
+    any = true;
+  }
+  if (exports > 0)
+    fprintf(out, "%s%lld export%s", any ? "; " : "dlrun stats: released when the state closed: ",
+            exports, exports == 1 ? "" : "s");
+  if (any || exports > 0) fputc('\n', out);
+  fflush(out);
+  free(now);
+  free(at_end);
+  at_end = NULL;
+  dlrun_runtime_release(stats_rt);
+  stats_rt = NULL;
 }
 
 /* ---- progress ----

@@ -7,10 +7,16 @@
 
 #include <lua.h>
 
-/* A per-device table of memory in use, peak, bytes moved in and out, and
+/* --stats, at the end of the script (before the Lua state closes; L, when
+ * not NULL, is collected first, so that alive means reachable): a
+ * per-device table of memory in use, peak, bytes moved in and out, and
  * DLPack exports still alive, for this process's devices of the default
- * runtime (if it started); in a job the title names the process. */
-void cli_print_stats(FILE *out);
+ * runtime (if it started); in a job the title names the process. Once. */
+void cli_stats_at_end(lua_State *L, FILE *out);
+/* After the Lua state closed: one line saying what closing it released
+ * (memory per device, exports), when it released anything; nothing before
+ * cli_stats_at_end. Once. */
+void cli_stats_after_close(FILE *out);
 
 /* While running, report transfers that take longer than a second on stderr,
  * only when stderr is a terminal. Starting replaces stdout (when a terminal)

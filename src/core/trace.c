@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -24,6 +25,7 @@ atomic_bool dlrun_tracing;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;          /* the trace file while tracing, else NULL */
 static char *out_path;     /* its name, for messages */
+static bool ever_started;  /* tracing was started once in this process */
 static int write_errno;    /* first write error seen, 0 when none */
 static char *track_names[MAX_TRACKS]; /* tid -> name; devices first come first */
 static int ntracks;
@@ -72,6 +74,17 @@ static dlrun_status fail_write(const char *path, int err) {
                     strerror(err));
 }
 
+/* A trace still on at exit is finished then, whoever started it (a host,
+ * dl.trace_start, DLRUN_TRACE): the file is whole however the process ends
+ * through exit(). A write error can only be told on stderr by then. In a
+ * module unloaded earlier (dlclose), this runs at the unload. */
+static void finish_at_exit(void) {
+  if (dlrun_trace_is_on() && dlrun_trace_stop() != DLRUN_OK) {
+    fprintf(stderr, "dlrun: RuntimeError: %s\n", dlrun_last_error());
+    fflush(stderr);
+  }
+}
+
 dlrun_status dlrun_trace_start(const char *path) {
   if (!path) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_trace_start: path is NULL");
   pthread_mutex_lock(&mu);
@@ -98,9 +111,25 @@ dlrun_status dlrun_trace_start(const char *path) {
     write_errno = 0;
     atomic_store(&origin, monotonic_us());
     atomic_store(&dlrun_tracing, true);
+    if (!ever_started) atexit(finish_at_exit);
+    ever_started = true;
   }
   pthread_mutex_unlock(&mu);
   return st;
+}
+
+int dlrun_trace_is_on(void) {
+  pthread_mutex_lock(&mu);
+  int on = out != NULL;
+  pthread_mutex_unlock(&mu);
+  return on;
+}
+
+bool dlrun_trace_was_started(void) {
+  pthread_mutex_lock(&mu);
+  bool started = ever_started;
+  pthread_mutex_unlock(&mu);
+  return started;
 }
 
 void dlrun_trace_event(const char *track, const char *category, const char *name,
@@ -151,7 +180,7 @@ dlrun_status dlrun_trace_stop(void) {
   pthread_mutex_lock(&mu);
   dlrun_status st = DLRUN_OK;
   if (!out) {
-    st = dlrun_fail(DLRUN_ERR_RUNTIME, "dlrun_trace_stop: tracing is not on");
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "tracing is not on");
   } else {
     fputs("\n]}\n", out);
     note_write_error();

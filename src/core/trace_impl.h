@@ -15,6 +15,10 @@ static inline bool dlrun_trace_enabled(void) {
   return atomic_load_explicit(&dlrun_tracing, memory_order_relaxed);
 }
 
+/* Whether tracing was ever started in this process (DLRUN_TRACE then stays
+ * unread: what a program started itself comes first). */
+bool dlrun_trace_was_started(void);
+
 /* Microseconds on the trace clock. */
 uint64_t dlrun_trace_now(void);
 

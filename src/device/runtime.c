@@ -13,6 +13,7 @@
 #include "timeline.h"
 #include "dist/dist.h"
 #include "dlrun/stats.h"
+#include "dlrun/trace.h"
 
 #define MAX_WORKERS 64
 
@@ -491,7 +492,9 @@ dlrun_status dlrun_default_runtime(dlrun_runtime **out) {
   if (!default_rt) {
     dlrun_config cfg = default_cfg;
     cfg.devices = default_devices;
-    st = dlrun_runtime_create(&cfg, &default_rt);
+    /* Traced from its start: the allocations of preallocation too. */
+    st = dlrun_trace_start_from_env();
+    if (!st) st = dlrun_runtime_create(&cfg, &default_rt);
     if (!st && !registered) registered = atexit(release_default) == 0;
   }
   if (!st) {

@@ -231,5 +231,7 @@ const char *dlrun_lua_key_text(lua_State *L, int idx, char *buf, size_t n);
 void dlrun_lua_transfer_open(lua_State *L);
 void dlrun_lua_dlpack_open(lua_State *L);
 void dlrun_lua_debug_open(lua_State *L);
+/* dl.trace_start, dl.trace_stop, dl.stats (lprofile.c). */
+void dlrun_lua_profile_open(lua_State *L);
 
 #endif

@@ -19,6 +19,8 @@ void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
 int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_errors_open(L);
   dlrun_lua_printing_open(L);
+  /* DLRUN_TRACE: plain lua5.4 and hosts trace as `dlrun` does. */
+  dlrun_lua_check(L, dlrun_trace_start_from_env());
   lua_newtable(L);
   dlrun_lua_runtime_open(L);
   dlrun_lua_device_open(L);
@@ -28,6 +30,7 @@ int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_dlpack_open(L);
   dlrun_lua_partitioned_open(L);
   dlrun_lua_debug_open(L);
+  dlrun_lua_profile_open(L);
   dlrun_lua_distributed_open(L);
   dlrun_lua_agree_open(L);
   lua_pushliteral(L, DLRUN_VERSION_STRING);
