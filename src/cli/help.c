@@ -45,10 +45,11 @@ static const help_entry options[] = {
      "and events are streamed to it; it is complete at exit, os.exit too. On a job of "
      "several processes, process p writes FILE with .p before its extension (t.json: "
      "t.1.json; t: t.1)"},
-    {"--stats", "at exit, print per device the memory in use and its peak, the bytes moved "
-                "in and out, the largest free block and the fragmentation of its memory, and "
-                "the DLPack exports still alive, to stderr (on a job, of this process's "
-                "devices)"},
+    {"--stats", "at the end of the script, print per device the memory in use and its "
+                "peak, the bytes moved in and out, the largest free block and the "
+                "fragmentation of its memory, and the DLPack exports still alive, to stderr "
+                "(on a job, of this process's devices); then what closing the state released, "
+                "if anything. dl.stats() gives the same as a table"},
     {"--distributed MODE",
      "auto (default): join the job when launched by mpirun (Open MPI or MPICH), else run "
      "alone; mpi: join (a job of one when not launched); off: run alone. Joining loads the "
