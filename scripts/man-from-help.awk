@@ -1,9 +1,11 @@
-# Writes the man page from its template and `dlrun --help`:
-#   awk -v version=V -f scripts/man-from-help.awk HELP_FILE docs/dlrun.1.in
-# The help's "Options:" and "Environment:" lists replace the template's
-# @OPTIONS@ and @ENVIRONMENT@ lines, one .TP entry each, so that the man page
-# lists the same options and variables, in the same words, as --help; names
-# are bold, their all-capital arguments (STAT, SIZE) italic.
+# Rewrites the man page template's OPTIONS and ENVIRONMENT lists from
+# `dlrun --help` (make sync-help runs it; spec/help_spec.lua fails when they
+# differ):
+#   awk -f scripts/man-from-help.awk HELP_FILE docs/dlrun.1.in >NEW
+# The lines between a template's `.\" BEGIN OPTIONS` and `.\" END OPTIONS`
+# (ENVIRONMENT likewise) become one .TP entry per entry of the help's
+# "Options:" ("Environment:") list, in the same words; names are bold, their
+# all-capital arguments (STAT, SIZE) italic. Every other line is kept.
 
 function roff(s) {
   gsub(/\\/, "\\e", s)
@@ -48,15 +50,19 @@ FILENAME == ARGV[1] {
 }
 
 # Then the template.
-/^@(OPTIONS|ENVIRONMENT)@$/ {
-  list = substr($0, 2, length($0) - 2)
+skipping { if ($0 ~ /^\.\\" END /) { skipping = 0; print } ; next }
+/^\.\\" BEGIN (OPTIONS|ENVIRONMENT)/ {
+  print
+  list = $3
+  sub(/:$/, "", list)
   if (!count[list]) { print "man-from-help.awk: no " list " in the help" > "/dev/stderr"; exit 1 }
   for (k = 1; k <= count[list]; k++) {
     print ".TP"
     print tag(names[list, k])
     print "\\&" roff(texts[list, k])
   }
+  skipping = 1
   next
 }
 
-{ gsub(/@VERSION@/, version); print }
+{ print }

@@ -104,6 +104,9 @@ quote(raised(function() return x.shpae end))]]},
   {"an unknown field of an Array", [[
 local x = dl.zeros({3}, "float32")
 quote(raised(function() return x.foo end))]]},
+  {"trace_stop with no trace on", [[quote(raised(dl.trace_stop))]]},
+  {"trace_start into a missing folder", [[quote(raised(dl.trace_start, "/nonexistent-dir/t.json"))]]},
+  {"trace_start with a number", [[quote(raised(dl.trace_start, 1))]]},
   {"data with a key other than 1..n", [[quote(raised(dl.array, {a = 1}))]]},
   {"a complex element with another key", [[quote(raised(dl.array, {{re = 1, im = 2, x = 3}}))]]},
   {"a mesh of the wrong depth", [[quote(raised(dl.Mesh, dl.devices(), {"x", "y"}))]]},
@@ -278,6 +281,24 @@ quote(raised(dl.sync_global_devices, "a"))]]},
     {"a bad DLRUN_DEVICES", function()
       local _, err = helpers.run({"-e", ""}, nil, {DLRUN_DEVICES = "bogus"})
       return {err:match("^[^\n]*")}
+    end},
+    {"a DLRUN_TRACE file that cannot be written", function()
+      local _, err = helpers.run({"-e", ""}, nil, {DLRUN_TRACE = "/nonexistent-dir/t.json"})
+      local line = err:match("^[^\n]*")
+      return {line, (line:gsub("^dlrun: ", ""))}
+    end},
+    {"a second trace_start, in a folder of its own", function()
+      local dir = helpers.capture("mktemp -d"):gsub("\n$", "")
+      local exe = helpers.exe:sub(1, 1) == "/" and helpers.exe
+                  or helpers.capture("pwd"):gsub("\n$", "") .. "/" .. helpers.exe
+      local out = helpers.capture(("cd %s && %s -e %s 2>&1"):format(helpers.shell_quote(dir),
+        helpers.shell_quote(exe), helpers.shell_quote([[
+local dl = require "dlrun"
+dl.trace_start("t.json")
+print(select(2, pcall(dl.trace_start, "t.json")))
+dl.trace_stop()]])))
+      os.execute("rm -rf " .. helpers.shell_quote(dir))
+      return {out:match("^[^\n]*")}
     end},
   }},
 }

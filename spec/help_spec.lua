@@ -1,7 +1,8 @@
 -- One list of the dlrun command's options and environment variables: the
 -- README's usage block is `dlrun --help` itself, the man page's OPTIONS and
 -- ENVIRONMENT say the same in the same words, and every variable the code
--- reads is in it.
+-- reads is in it. `make sync-help` copies the help into the README and the
+-- man page's template when it changes.
 local helpers = require "helpers"
 
 local EXE = helpers.exe
@@ -87,7 +88,7 @@ describe("dlrun --help", function()
     local readme = helpers.read_file("README.md")
     local block = readme:match("\n## The dlrun command\n\n```\n(.-)```\n")
     assert.truthy(block, "no usage block under \"## The dlrun command\"")
-    assert.are.equal(help(), block)
+    assert.are.equal(help(), block, "README.md's usage block differs from dlrun --help: run make sync-help")
   end)
 
   it("is the man page's OPTIONS and ENVIRONMENT, entry by entry, in the same words", function()
@@ -96,7 +97,7 @@ describe("dlrun --help", function()
     local want, got = help_entries(help()), man_entries(page)
     assert.are.same(names_of(want, "OPTIONS"), names_of(got, "OPTIONS"))
     assert.are.same(names_of(want, "ENVIRONMENT"), names_of(got, "ENVIRONMENT"))
-    assert.are.same(want, got)
+    assert.are.same(want, got, "the man page's lists differ from dlrun --help: run make sync-help")
   end)
 
   it("lists -i and every option, and no option twice", function()

@@ -150,11 +150,3 @@ void cli_print_help(FILE *out) {
   print_list(out, "Options", options, sizeof options / sizeof *options);
   print_list(out, "Environment", environment, sizeof environment / sizeof *environment);
 }
-
-#ifdef CLI_HELP_MAIN
-/* The build makes the man page from this file alone (Makefile, $(MAN)). */
-int main(void) {
-  cli_print_help(stdout);
-  return 0;
-}
-#endif
