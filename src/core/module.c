@@ -6,9 +6,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
+bool dlrun_program_is_static(void) {
+  return getauxval(AT_BASE) == 0; /* the dynamic loader's address; 0 when there is none */
+}
+
+/* Why a static program loads no module `name` (module.h). */
+static void *refuse_static(const char *name, char *why, size_t n) {
+  snprintf(why, n,
+           "%s: not loaded: a statically linked program loads no modules (link with "
+           "libdlrun.so: pkg-config --libs dlrun, without --static)",
+           name);
+  return NULL;
+}
+
 void *dlrun_module_open(const char *path, int flags, char *why, size_t n) {
+  if (dlrun_program_is_static()) return refuse_static(path, why, n);
   void *h = dlopen(path, flags);
   if (!h) snprintf(why, n, "%s", dlerror());
   return h;
@@ -16,6 +31,7 @@ void *dlrun_module_open(const char *path, int flags, char *why, size_t n) {
 
 void *dlrun_module_find(const char *file_name, const char *env_var, int flags, char *tried,
                         size_t n) {
+  if (dlrun_program_is_static()) return refuse_static(file_name, tried, n);
   char why[512];
   const char *env = getenv(env_var);
   if (env && *env) {
