@@ -3,14 +3,25 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
+/* dl_iterate_phdr's callback: whether the first object, the program, names an
+ * interpreter (the dynamic loader); then stop. */
+static int names_interpreter(struct dl_phdr_info *info, size_t size, void *dynamic) {
+  (void)size;
+  for (size_t i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_INTERP) *(bool *)dynamic = true;
+  return 1;
+}
+
 bool dlrun_program_is_static(void) {
-  return getauxval(AT_BASE) == 0; /* the dynamic loader's address; 0 when there is none */
+  bool dynamic = false;
+  dl_iterate_phdr(names_interpreter, &dynamic);
+  return !dynamic;
 }
 
 /* Why a static program loads no module `name` (module.h). */
