@@ -20,7 +20,7 @@ CFLAGS_ALL += $(DLPACK_CFLAGS)
 
 # The version and the ABI number are written once, in include/dlrun/dlrun.h
 # (DLRUN_VERSION_STRING, DLRUN_ABI_VERSION): the library's names, dlrun.pc, the
-# man page and the checks of the rockspec read them there.
+# man page and `make rock` (the rock's version) read them there.
 VERSION  := $(shell sed -n 's/.*DLRUN_VERSION_STRING "\(.*\)".*/\1/p' include/dlrun/dlrun.h)
 ABI      := $(shell sed -n 's/.*define DLRUN_ABI_VERSION \([0-9][0-9]*\).*/\1/p' include/dlrun/dlrun.h)
 
@@ -88,7 +88,7 @@ TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
 
 .PHONY: all _all sync-help deps deps-hardening test demo examples clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
-        install-lua-module
+        install-lua-module rock
 # The packages first, then the build in a second make: what this Makefile
 # detects when it is read (pkg-config's MPI) must see what deps.sh installed.
 all: deps
@@ -250,11 +250,27 @@ bindir   ?= $(PREFIX)/bin
 libdir   ?= $(PREFIX)/lib
 includedir ?= $(PREFIX)/include
 mandir   ?= $(PREFIX)/share/man
+docdir   ?= $(PREFIX)/share/doc/dlrun
+pkgdatadir ?= $(PREFIX)/share/dlrun
 lmoddir  ?= $(PREFIX)/share/lua/$(LUA_V)
 cmoddir  ?= $(PREFIX)/lib/lua/$(LUA_V)
 HEADERS  := $(sort $(wildcard include/dlrun/*.h))
-# A directory under PREFIX, as dlrun.pc writes it: relative to ${prefix}.
+DOCS     := $(sort $(wildcard docs/*.md)) LICENSE
+PC_FILES := dlrun.pc dlrun-lua.pc
+# The folders install writes into. Those of them, and of their parents, that
+# install creates are listed in $(pkgdatadir)/installed-dirs (without DESTDIR),
+# which uninstall reads to remove them again once empty: never one that was
+# there before (PREFIX=/usr keeps /usr/lib), nor one another package still uses.
+INSTALL_DIRS := $(bindir) $(libdir)/pkgconfig $(includedir)/dlrun $(mandir)/man1 $(docdir) \
+                $(pkgdatadir) $(lmoddir)/dlrun $(cmoddir)/dlrun
+INSTALLED_DIRS = $(DESTDIR)$(pkgdatadir)/installed-dirs
+# A directory under PREFIX, as the .pc files write it: relative to ${prefix}.
 pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+# The .pc file $(1).in written as $(2), for this PREFIX and version.
+pc_subst = sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(call pc_dir,$(libdir))|' \
+  -e 's|@includedir@|$(call pc_dir,$(includedir))|' -e 's|@luadir@|$(call pc_dir,$(lmoddir))|' \
+  -e 's|@VERSION@|$(VERSION)|' -e 's|@DLPACK_CFLAGS@|$(if $(DLPACK_CFLAGS), $(DLPACK_CFLAGS))|' \
+  $(1).in >$(2)
 # The Lua module into (Lua files folder, C modules folder): dlrun/*.lua and dlrun/core.so.
 install_lua_module = install -d $(1)/dlrun $(2)/dlrun && install -m 644 $(LUA_FILES) $(1)/dlrun/ && \
   install -m 755 $(LUA_MOD) $(2)/dlrun/core.so
@@ -271,8 +287,12 @@ sync-help: $(EXE)
 
 install: $(EXE) $(LIB_SO) $(LIB_A) $(LUA_LIB_A) $(LUA_MOD) $(MAN) $(LIB_MODULES)
 	@echo "  INSTALL $(DESTDIR)$(PREFIX)"
-	@install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/pkgconfig \
-	  $(DESTDIR)$(includedir)/dlrun $(DESTDIR)$(mandir)/man1
+	@made=$$(for d in $(INSTALL_DIRS); do p="$(DESTDIR)$$d"; \
+	  while [ "$$p" != "$(DESTDIR)" ] && [ "$$p" != / ] && [ "$$p" != . ] && [ ! -d "$$p" ]; do \
+	    echo "$${p#$(DESTDIR)}"; p=$$(dirname "$$p"); done; done); \
+	  install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS)) && \
+	  { cat $(INSTALLED_DIRS) 2>/dev/null; echo "$$made"; } | sed '/^$$/d' | LC_ALL=C sort -u \
+	    >$(INSTALLED_DIRS).new && mv $(INSTALLED_DIRS).new $(INSTALLED_DIRS)
 	@install -m 755 $(EXE) $(DESTDIR)$(bindir)/dlrun
 	@install -m 755 $(BUILD)/$(LIB_SO_FILE) $(LIB_MODULES) $(DESTDIR)$(libdir)/
 	@ln -sf $(LIB_SO_FILE) $(DESTDIR)$(libdir)/$(SONAME)
@@ -280,29 +300,52 @@ install: $(EXE) $(LIB_SO) $(LIB_A) $(LUA_LIB_A) $(LUA_MOD) $(MAN) $(LIB_MODULES)
 	@install -m 644 $(LIB_A) $(LUA_LIB_A) $(DESTDIR)$(libdir)/
 	@install -m 644 $(HEADERS) $(DESTDIR)$(includedir)/dlrun/
 	@install -m 644 $(MAN) $(DESTDIR)$(mandir)/man1/dlrun.1
-	@sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(call pc_dir,$(libdir))|' \
-	  -e 's|@includedir@|$(call pc_dir,$(includedir))|' -e 's|@VERSION@|$(VERSION)|' \
-	  -e 's|@DLPACK_CFLAGS@|$(if $(DLPACK_CFLAGS), $(DLPACK_CFLAGS))|' dlrun.pc.in >$(DESTDIR)$(libdir)/pkgconfig/dlrun.pc
+	@install -m 644 $(DOCS) $(DESTDIR)$(docdir)/
+	@$(foreach pc,$(PC_FILES),$(call pc_subst,$(pc),$(DESTDIR)$(libdir)/pkgconfig/$(pc)) &&) true
 	@$(call install_lua_module,$(DESTDIR)$(lmoddir),$(DESTDIR)$(cmoddir))
 
-# Removes exactly what install wrote, and the folders only dlrun uses.
+# Removes exactly what install wrote, then the folders it created (children
+# first), each only when empty, and dlrun's own folders when empty.
 uninstall:
 	@echo "  UNINSTALL $(DESTDIR)$(PREFIX)"
-	@rm -f $(DESTDIR)$(bindir)/dlrun $(DESTDIR)$(mandir)/man1/dlrun.1 \
+	@made=$$(cat $(INSTALLED_DIRS) 2>/dev/null); \
+	rm -f $(INSTALLED_DIRS) $(DESTDIR)$(bindir)/dlrun $(DESTDIR)$(mandir)/man1/dlrun.1 \
 	  $(addprefix $(DESTDIR)$(libdir)/,$(LIB_SO_FILE) $(SONAME) libdlrun.so libdlrun.a \
-	    libdlrun_lua.a pkgconfig/dlrun.pc $(notdir $(LIB_MODULES))) \
+	    libdlrun_lua.a $(addprefix pkgconfig/,$(PC_FILES)) $(notdir $(LIB_MODULES))) \
 	  $(addprefix $(DESTDIR)$(includedir)/dlrun/,$(notdir $(HEADERS))) \
+	  $(addprefix $(DESTDIR)$(docdir)/,$(notdir $(DOCS))) \
 	  $(addprefix $(DESTDIR)$(lmoddir)/dlrun/,$(notdir $(LUA_FILES))) \
-	  $(DESTDIR)$(cmoddir)/dlrun/core.so
-	@for d in $(DESTDIR)$(includedir)/dlrun $(DESTDIR)$(lmoddir)/dlrun $(DESTDIR)$(cmoddir)/dlrun; do \
-	  if [ -d $$d ]; then rmdir --ignore-fail-on-non-empty $$d; fi; done
+	  $(DESTDIR)$(cmoddir)/dlrun/core.so && \
+	for d in $$(printf '%s\n' "$$made" | sed '/^$$/d; s|^|$(DESTDIR)|' | LC_ALL=C sort -r) \
+	  $(addprefix $(DESTDIR),$(includedir)/dlrun $(docdir) $(pkgdatadir) $(lmoddir)/dlrun \
+	    $(cmoddir)/dlrun); do \
+	  if [ -d "$$d" ]; then rmdir --ignore-fail-on-non-empty "$$d"; fi; done
 
-# LuaRocks (dlrun-VERSION-1.rockspec) builds the module alone, with its own
+# LuaRocks (dlrun-scm-0.rockspec) builds the module alone, with its own
 # flags, and installs it into its LUADIR (Lua files) and LIBDIR (C module).
 lua-module: $(LUA_MOD)
 
 install-lua-module: $(LUA_MOD)
 	@$(call install_lua_module,$(LUADIR),$(LIBDIR))
+
+# A source rock of this version, offline, into ROCK_DIR: a release archive of
+# the checkout (no build folders, no version control), dlrun-VERSION-1.rockspec
+# written from dlrun-scm-0.rockspec with that archive as its source, and
+# `luarocks pack`. The archive is named by its absolute path: LuaRocks fetches
+# a source from a temporary folder. The rock builds anywhere (a source rock
+# carries its archive).
+ROCK_DIR ?= $(BUILD)/rock
+ROCK     := dlrun-$(VERSION)-1
+LUAROCKS ?= luarocks
+rock:
+	@echo "  ROCK    $(ROCK_DIR)/$(ROCK).src.rock"
+	@mkdir -p $(ROCK_DIR) && rm -f $(ROCK_DIR)/$(ROCK).src.rock
+	@tar -czf $(ROCK_DIR)/dlrun-$(VERSION).tar.gz --exclude-vcs --exclude='./build*' \
+	  --exclude='./$(ROCK_DIR)' --exclude='./*.rock' --transform 's|^\.|dlrun-$(VERSION)|' .
+	@sed -e 's|^version = "scm-0"$$|version = "$(VERSION)-1"|' -e '/^source = {$$/,/^}$$/c\' \
+	  -e 'source = {\n  url = "file://$(abspath $(ROCK_DIR))/dlrun-$(VERSION).tar.gz",\n  dir = "dlrun-$(VERSION)",\n}' \
+	  dlrun-scm-0.rockspec >$(ROCK_DIR)/$(ROCK).rockspec
+	@cd $(ROCK_DIR) && $(LUAROCKS) --lua-version $(LUA_V) pack $(ROCK).rockspec >/dev/null
 
 # ---- hardening (see README, "Development") ----
 

@@ -16,7 +16,11 @@
  *
  * The pure-Lua half of dlrun is found through DLRUN_LUA_DIR, else the lua/
  * folder of the source tree this program was built in (the program is
- * <root>/build/examples/embed, so <root>/lua). */
+ * <root>/build/examples/embed, so <root>/lua).
+ *
+ * Built against an installed dlrun (README, "Install"), with dlrun-lua.pc:
+ *   cc -o embed embed.c $(pkg-config --cflags --libs dlrun-lua)
+ *   DLRUN_LUA_DIR=$(pkg-config --variable=luadir dlrun-lua) ./embed embed_pipeline.lua */
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>

@@ -3,12 +3,38 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/* dl_iterate_phdr's callback: whether the first object, the program, names an
+ * interpreter (the dynamic loader); then stop. */
+static int names_interpreter(struct dl_phdr_info *info, size_t size, void *dynamic) {
+  (void)size;
+  for (size_t i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_INTERP) *(bool *)dynamic = true;
+  return 1;
+}
+
+bool dlrun_program_is_static(void) {
+  bool dynamic = false;
+  dl_iterate_phdr(names_interpreter, &dynamic);
+  return !dynamic;
+}
+
+/* Why a static program loads no module `name` (module.h). */
+static void *refuse_static(const char *name, char *why, size_t n) {
+  snprintf(why, n,
+           "%s: not loaded: a statically linked program loads no modules (link with "
+           "libdlrun.so: pkg-config --libs dlrun, without --static)",
+           name);
+  return NULL;
+}
+
 void *dlrun_module_open(const char *path, int flags, char *why, size_t n) {
+  if (dlrun_program_is_static()) return refuse_static(path, why, n);
   void *h = dlopen(path, flags);
   if (!h) snprintf(why, n, "%s", dlerror());
   return h;
@@ -16,6 +42,7 @@ void *dlrun_module_open(const char *path, int flags, char *why, size_t n) {
 
 void *dlrun_module_find(const char *file_name, const char *env_var, int flags, char *tried,
                         size_t n) {
+  if (dlrun_program_is_static()) return refuse_static(file_name, tried, n);
   char why[512];
   const char *env = getenv(env_var);
   if (env && *env) {

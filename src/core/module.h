@@ -4,7 +4,14 @@
 #ifndef DLRUN_CORE_MODULE_H
 #define DLRUN_CORE_MODULE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/* Whether this program is linked statically (it has no dynamic loader). Such
+ * a program loads no module: a module needs the shared C library, which would
+ * then run beside the program's own copy (the OpenCL module crashes there),
+ * so the two functions below refuse, saying why (README, "Static linking"). */
+bool dlrun_program_is_static(void);
 
 /* dlopen(path, flags); NULL with the loader's reason in `why`. */
 void *dlrun_module_open(const char *path, int flags, char *why, size_t n);

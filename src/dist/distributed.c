@@ -77,6 +77,9 @@ static void *find_module(const char *given, char *tried, size_t n) {
 static dlrun_status join(const char *module) {
   char tried[1024];
   void *h = find_module(module, tried, sizeof tried);
+  if (!h && dlrun_program_is_static())
+    return dlrun_fail(DLRUN_ERR_RUNTIME, "cannot join the job: %s; or run with --distributed off",
+                      tried);
   if (!h)
     return dlrun_fail(DLRUN_ERR_RUNTIME,
                       "cannot join the job: the MPI transport module could not be loaded (%s). "
