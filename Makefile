@@ -80,12 +80,24 @@ LIB_MODULES += $(OPENCL_MOD)
 HOSTS += $(OPENCL_HOST)
 endif
 
+# The CUDA platform (docs/cuda.md), loaded at run time for "--devices cuda:N"
+# and "auto": built everywhere, with no CUDA toolkit. It declares the driver
+# API subset it calls itself (src/platforms/cuda/driver_api.h) and loads
+# libcuda.so.1 when a runtime asks for it; its PTX kernels are text in the
+# tree (kernels.ptx), embedded as a C string (never nvcc at build time).
+CUDA_SRC := $(filter-out src/platforms/cuda/check_cuda_h.c,$(sort $(wildcard src/platforms/cuda/*.c)))
+CUDA_MOD := $(BUILD)/libdlrun_cuda.so
+CUDA_PTX_C := $(BUILD)/gen/cuda_kernels_ptx.c
+CUDA_HOME ?= /usr/local/cuda
+LIB_MODULES += $(CUDA_MOD)
+
 # Platform modules the C tests load (spec/c/modules/), built beside them and
 # never installed: a stub for test_modules, and testnative (a platform with
 # its own queue and events) for test_conformance.
 TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
 TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
 
+.PHONY: check-cuda-h check-ptx
 .PHONY: all _all sync-help deps deps-hardening test demo examples clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
         install-lua-module rock
@@ -103,12 +115,43 @@ $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
 	  $$(pkg-config --cflags $(MPI_PC)) -o $@ $< $$(pkg-config --libs $(MPI_PC))
 
-$(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h include/dlrun/platform.h
+$(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h src/platforms/common/box_plan.h \
+               include/dlrun/platform.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=120 $(OPT) $(SAN) $(WARN) -fPIC \
 	  -fvisibility=hidden -shared -pthread -Iinclude $$(pkg-config --cflags OpenCL) -o $@ \
 	  $(OPENCL_SRC) $$(pkg-config --libs OpenCL)
+
+$(CUDA_PTX_C): src/platforms/cuda/kernels.ptx
+	@mkdir -p $(dir $@)
+	@echo "  GEN     $@"
+	@{ echo '/* Generated from src/platforms/cuda/kernels.ptx by the Makefile. */'; \
+	  echo 'const char cu_kernels_ptx[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; \
+	  echo '    ;'; } >$@.tmp && mv $@.tmp $@
+
+$(CUDA_MOD): $(CUDA_SRC) $(CUDA_PTX_C) src/platforms/cuda/cu.h src/platforms/cuda/driver_api.h \
+             src/platforms/common/box_plan.h include/dlrun/platform.h
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \
+	  -Iinclude -o $@ $(CUDA_SRC) $(CUDA_PTX_C) -ldl
+
+# The driver API declarations against NVIDIA's cuda.h, where one is installed
+# (a compile-time check only: cuda.h is never included elsewhere); and the
+# PTX against the toolkit's ptxas, where it is.
+check-cuda-h:
+	@if [ -f "$(CUDA_HOME)/include/cuda.h" ]; then \
+	  $(CC) -std=c11 -fsyntax-only -I"$(CUDA_HOME)/include" src/platforms/cuda/check_cuda_h.c && \
+	  echo "check-cuda-h: driver_api.h agrees with $(CUDA_HOME)/include/cuda.h"; \
+	else echo "check-cuda-h: skipped (no $(CUDA_HOME)/include/cuda.h)"; fi
+
+check-ptx:
+	@if [ -x "$(CUDA_HOME)/bin/ptxas" ]; then \
+	  "$(CUDA_HOME)/bin/ptxas" --gpu-name sm_80 src/platforms/cuda/kernels.ptx -o /dev/null && \
+	  echo "check-ptx: kernels.ptx assembles for sm_80"; \
+	else echo "check-ptx: skipped (no $(CUDA_HOME)/bin/ptxas)"; fi
 
 # Test platform modules, built as a module is: public headers only.
 define test_module
@@ -209,7 +252,7 @@ $(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)
 	  -o $@ $< $(LUA_LIB_A) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
 
 # The whole suite: C tests and busted specs; ends with "N passed, N failed".
-test: all
+test: all check-cuda-h check-ptx
 	@scripts/run-tests.sh $(BUILD)
 
 # The allowed include edges between the folders of src/ (also run by test).

@@ -311,8 +311,8 @@ int main(void) {
                 "pkg-config --libs dlrun, without --static)"
     assert.are.equal("", err)
     assert.are.equal(0, code)
-    assert.are.equal("sim: available\ncpu: available\nopencl: libdlrun_opencl.so: " .. why .. "\n" ..
-                     "cuda: libdlrun_cuda.so: " .. why .. "\n" ..
+    assert.are.equal("sim: available\ncpu: available\ncuda: libdlrun_cuda.so: " .. why .. "\n" ..
+                     "opencl: libdlrun_opencl.so: " .. why .. "\n" ..
                      "opencl:2: platform opencl in device spec \"opencl:2\" is not available on this " ..
                      "machine: libdlrun_opencl.so: " .. why .. "\n" ..
                      "sim:2,cpu:2: 2 sim and 2 cpu devices\n" ..

@@ -104,9 +104,10 @@ static void missing(void) {
   s = listed("cuda");
   CHECK(s && !s->available && strcmp(s->class_name, "CudaDevice") == 0, "cuda entry");
   if (s) CHECK(strcmp(s->why, "libdlrun_cuda.so" NO_FILE) == 0, "why: %s", s->why);
-  /* The failed modules come after the registry's platforms, cuda last. */
-  CHECK(nlisted >= 2 && strcmp(listing[nlisted - 1].name, "cuda") == 0 &&
-            strcmp(listing[nlisted - 2].name, "opencl") == 0,
+  /* The failed modules come after the registry's platforms, in the order
+   * "auto" would prefer them: cuda, then opencl. */
+  CHECK(nlisted >= 2 && strcmp(listing[nlisted - 1].name, "opencl") == 0 &&
+            strcmp(listing[nlisted - 2].name, "cuda") == 0,
         "order (%zu listed)", nlisted);
   /* Only as many as asked are written; the count is all of them. */
   dlrun_platform_status one[1];

@@ -30,9 +30,10 @@ typedef struct known_module {
   const char *env;        /* where to take it from instead */
 } known_module;
 
+/* In the order "auto" prefers them (a CUDA GPU before an OpenCL device). */
 static const known_module known[] = {
-    {"opencl", "OpenclDevice", "libdlrun_opencl.so", "DLRUN_OPENCL_MODULE"},
     {"cuda", "CudaDevice", "libdlrun_cuda.so", "DLRUN_CUDA_MODULE"},
+    {"opencl", "OpenclDevice", "libdlrun_opencl.so", "DLRUN_OPENCL_MODULE"},
 };
 #define NKNOWN (sizeof known / sizeof *known)
 

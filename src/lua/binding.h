@@ -195,6 +195,8 @@ void dlrun_lua_array_open(lua_State *L);
 /* Add methods to Array (after dlrun_lua_array_open): other files' methods,
  * such as __dlpack__ and __partitioned__. */
 void dlrun_lua_add_array_methods(lua_State *L, const luaL_Reg *methods);
+/* x:__cuda_array_interface__() (lcuda.c): the CUDA Array Interface, v3. */
+int dlrun_lua_cuda_array_interface(lua_State *L);
 /* Push the result of putting the Array x (at idx) onto the Sharding
  * userdata at sharding_idx (ltransfer.c): x itself when nothing had to
  * change, else a new Array. Returns the pushed array, anchored by it. */

@@ -454,6 +454,9 @@ void dlrun_lua_dlpack_open(lua_State *L) {
   lua_pop(L, 1);
   /* Arrays gain the DLPack methods. */
   static const luaL_Reg methods[] = {
-      {"__dlpack__", l_dlpack}, {"__dlpack_device__", l_dlpack_device}, {NULL, NULL}};
+      {"__dlpack__", l_dlpack},
+      {"__dlpack_device__", l_dlpack_device},
+      {"__cuda_array_interface__", dlrun_lua_cuda_array_interface},
+      {NULL, NULL}};
   dlrun_lua_add_array_methods(L, methods);
 }

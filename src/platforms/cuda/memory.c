@@ -1,0 +1,385 @@
+/* CUDA memories under the pools.
+ *
+ * Device memory, where the device supports virtual memory management: the
+ * pool's range is cuMemAddressReserve-d, and its granules are backed when
+ * first used or preallocated (commit: cuMemCreate + cuMemMap +
+ * cuMemSetAccess, one granule at a time) and given back by decommit
+ * (cuMemUnmap + cuMemRelease); release frees the range (cuMemAddressFree).
+ * The addresses are the driver's own device pointers.
+ *
+ * Otherwise: host address space the host cannot read, cut into segments
+ * (at most 1 GiB; a pool block never straddles one), each a cuMemAlloc made
+ * on first use, as the OpenCL module's buffers; an address is translated to
+ * (segment pointer + offset) for the driver and for DLPack.
+ *
+ * pinned_host memory: one cuMemHostAlloc (portable, mapped) per pool, its
+ * addresses host pointers (host-readable, exported as kDLCUDAHost). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cu.h"
+
+#define PAGE 4096u
+#define SEGMENT (1ull << 30)
+#define PINNED_DEFAULT_MAX (1ull << 30)
+
+bool cu_is_host_memory(const dlrun_device *dev, dlrun_memory_kind kind) {
+  (void)dev;
+  return kind == DLRUN_MEM_PINNED_HOST;
+}
+
+void cu_memory_info(const dlrun_device *dev, dlrun_memory_kind kind, dlrun_memory_info *out) {
+  cu_device *d = cu_dev(dev);
+  *out = (dlrun_memory_info){0};
+  if (kind == DLRUN_MEM_PINNED_HOST) {
+    out->total = cu_svc->host_ram();
+    out->host_ram = true;
+    return;
+  }
+  size_t free_b = 0, total = 0;
+  if (!cu_make_current(d->ctx) && !cu_api.MemGetInfo(&free_b, &total)) out->free = free_b;
+  out->total = total ? total : d->total_mem;
+  out->max_allocation = d->vmm ? 0 : SEGMENT;
+}
+
+/* Device memory: three quarters of what cuMemGetInfo reports free when the
+ * runtime starts (JAX's default fraction), in whole granules. pinned_host:
+ * one cuMemHostAlloc per pool, made when the pool is first used: an
+ * eighth of host RAM split among the devices, at most 1 GiB each. */
+uint64_t cu_default_capacity(const dlrun_device *dev, dlrun_memory_kind kind, size_t ndevices) {
+  cu_device *d = cu_dev(dev);
+  size_t n = ndevices ? ndevices : 1;
+  uint64_t cap;
+  if (kind == DLRUN_MEM_PINNED_HOST) {
+    cap = cu_svc->host_ram() / 8 / n;
+    if (cap > PINNED_DEFAULT_MAX) cap = PINNED_DEFAULT_MAX;
+    return cap & ~(uint64_t)(PAGE - 1);
+  }
+  dlrun_memory_info info;
+  cu_memory_info(dev, kind, &info);
+  cap = (info.free ? info.free : info.total) / 4 * 3;
+  uint64_t unit = d->vmm && d->granularity > PAGE ? d->granularity : PAGE;
+  return cap / unit * unit;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t unit) { return (v + unit - 1) / unit * unit; }
+
+static dlrun_status driver_failure(cu_device *d, const char *call, uint64_t size, dlcu_result r) {
+  return cu_svc->fail(r == DLCU_ERROR_OUT_OF_MEMORY ? DLRUN_ERR_RESOURCE_EXHAUSTED
+                                                    : DLRUN_ERR_RUNTIME,
+                      "%s: %s of %llu bytes failed: %s (%d)", d->name, call,
+                      (unsigned long long)size, cu_error_name(r), r);
+}
+
+dlrun_status cu_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size, void **base) {
+  cu_device *d = cu_dev(dev);
+  cu_range *r = calloc(1, sizeof *r);
+  if (!r) return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
+  *r = (cu_range){.kind = kind, .size = size, .vmm = kind == DLRUN_MEM_DEVICE && d->vmm};
+  dlcu_result res = cu_make_current(d->ctx);
+  dlrun_status st = DLRUN_OK;
+  if (kind == DLRUN_MEM_PINNED_HOST) {
+    void *p = NULL;
+    if (!res) res = cu_api.MemHostAlloc(&p, size, DLCU_MEMHOSTALLOC_PORTABLE |
+                                                       DLCU_MEMHOSTALLOC_DEVICEMAP);
+    if (res) st = driver_failure(d, "cuMemHostAlloc", size, res);
+    r->base = p;
+  } else {
+    r->seg = r->vmm ? d->granularity : (size < SEGMENT ? size : SEGMENT);
+    r->nsegs = (size_t)((size + r->seg - 1) / r->seg);
+    if (r->vmm) r->handles = calloc(r->nsegs, sizeof *r->handles);
+    else r->segs = calloc(r->nsegs, sizeof *r->segs);
+    if (!r->handles && !r->segs) {
+      st = cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
+    } else if (r->vmm) {
+      dlcu_ptr p = 0;
+      uint64_t whole = round_up(size, r->seg);
+      if (!res) res = cu_api.MemAddressReserve(&p, whole, r->seg, 0, 0);
+      if (res) st = driver_failure(d, "cuMemAddressReserve", whole, res);
+      r->base = (unsigned char *)(uintptr_t)p;
+    } else {
+      void *p = NULL;
+      st = cu_svc->map_inaccessible(size, &p);
+      r->base = p;
+    }
+  }
+  if (st) {
+    free(r->handles);
+    free(r->segs);
+    free(r);
+    return st;
+  }
+  pthread_mutex_lock(&d->mem_lock);
+  r->next = d->ranges;
+  d->ranges = r;
+  pthread_mutex_unlock(&d->mem_lock);
+  *base = r->base;
+  return DLRUN_OK;
+}
+
+/* Unmap granule i of a VMM range; the bytes it held. */
+static uint64_t unmap_granule(cu_range *r, size_t i) {
+  if (!r->handles[i]) return 0;
+  dlcu_ptr at = (dlcu_ptr)(uintptr_t)r->base + (dlcu_ptr)i * r->seg;
+  cu_api.MemUnmap(at, r->seg);
+  cu_api.MemRelease(r->handles[i]);
+  r->handles[i] = 0;
+  return r->seg;
+}
+
+void cu_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
+  cu_device *d = cu_dev(dev);
+  pthread_mutex_lock(&d->mem_lock);
+  cu_range **p = &d->ranges;
+  while (*p && (*p)->base != base) p = &(*p)->next;
+  cu_range *r = *p;
+  if (r) *p = r->next;
+  pthread_mutex_unlock(&d->mem_lock);
+  if (!r) return;
+  cu_make_current(d->ctx);
+  if (kind == DLRUN_MEM_PINNED_HOST) {
+    cu_api.MemFreeHost(base);
+  } else if (r->vmm) {
+    for (size_t i = 0; i < r->nsegs; i++) unmap_granule(r, i);
+    cu_api.MemAddressFree((dlcu_ptr)(uintptr_t)base, round_up(size, r->seg));
+  } else {
+    for (size_t i = 0; i < r->nsegs; i++)
+      if (r->segs[i]) cu_api.MemFree(r->segs[i]);
+    cu_svc->unmap(base, size);
+  }
+  free(r->handles);
+  free(r->segs);
+  free(r);
+}
+
+/* The range of d's `kind` memory holding [p, p + n) (mem_lock held). */
+static cu_range *range_of(cu_device *d, dlrun_memory_kind kind, const void *p, uint64_t n) {
+  uintptr_t a = (uintptr_t)p;
+  for (cu_range *r = d->ranges; r; r = r->next) {
+    uintptr_t b = (uintptr_t)r->base;
+    if (r->kind == kind && a >= b && a - b <= r->size && n <= r->size - (a - b)) return r;
+  }
+  return NULL;
+}
+
+bool cu_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data, uint64_t n) {
+  cu_device *d = cu_dev(dev);
+  pthread_mutex_lock(&d->mem_lock);
+  bool in = range_of(d, kind, data, n) != NULL;
+  pthread_mutex_unlock(&d->mem_lock);
+  return in;
+}
+
+/* Back granule i of a VMM range (mem_lock held): readable and writable by
+ * the device and by every device that can reach it as a peer. */
+static dlcu_result map_granule(cu_device *d, cu_range *r, size_t i) {
+  if (r->handles[i]) return DLCU_SUCCESS;
+  dlcu_mem_allocation_prop prop = {.type = DLCU_MEM_ALLOCATION_TYPE_PINNED,
+                                   .location = {DLCU_MEM_LOCATION_TYPE_DEVICE, d->cu}};
+  dlcu_ptr at = (dlcu_ptr)(uintptr_t)r->base + (dlcu_ptr)i * r->seg;
+  dlcu_mem_handle h = 0;
+  dlcu_result res = cu_api.MemCreate(&h, r->seg, &prop, 0);
+  if (res) return res;
+  if ((res = cu_api.MemMap(at, r->seg, 0, h, 0))) {
+    cu_api.MemRelease(h);
+    return res;
+  }
+  dlcu_mem_access_desc desc[64];
+  size_t nd = 0;
+  int count = 0;
+  cu_api.DeviceGetCount(&count);
+  for (int o = 0; o < count && nd < 64; o++) {
+    int can = o == d->cu;
+    if (!can) cu_api.DeviceCanAccessPeer(&can, o, d->cu);
+    if (can)
+      desc[nd++] = (dlcu_mem_access_desc){{DLCU_MEM_LOCATION_TYPE_DEVICE, o},
+                                          DLCU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  }
+  if ((res = cu_api.MemSetAccess(at, r->seg, desc, nd))) {
+    cu_api.MemUnmap(at, r->seg);
+    cu_api.MemRelease(h);
+    return res;
+  }
+  r->handles[i] = h;
+  return DLCU_SUCCESS;
+}
+
+/* Back [off, off + n) of r (mem_lock held, context current). */
+static dlcu_result back(cu_device *d, cu_range *r, uint64_t off, uint64_t n, const char **call) {
+  size_t first = (size_t)(off / r->seg), last = (size_t)((off + (n ? n : 1) - 1) / r->seg);
+  for (size_t i = first; i <= last && i < r->nsegs; i++) {
+    dlcu_result res;
+    if (r->vmm) {
+      *call = "cuMemCreate";
+      res = map_granule(d, r, i);
+    } else {
+      *call = "cuMemAlloc";
+      uint64_t start = (uint64_t)i * r->seg;
+      res = r->segs[i] ? DLCU_SUCCESS
+                       : cu_api.MemAlloc(&r->segs[i], (size_t)(r->size - start < r->seg
+                                                                    ? r->size - start
+                                                                    : r->seg));
+    }
+    if (res) return res;
+  }
+  return DLCU_SUCCESS;
+}
+
+dlrun_status cu_place_of(cu_device *d, dlrun_memory_kind kind, const void *addr, uint64_t n,
+                         dlcu_ptr *out, uint64_t *room) {
+  const char *call = "";
+  dlcu_result res = cu_make_current(d->ctx);
+  pthread_mutex_lock(&d->mem_lock);
+  cu_range *r = range_of(d, kind, addr, 1);
+  uint64_t off = r ? (uint64_t)((const unsigned char *)addr - r->base) : 0;
+  if (!r) { /* foreign memory an import wrapped: the driver's address */
+    *out = (dlcu_ptr)(uintptr_t)addr;
+    *room = UINT64_MAX;
+  } else if (kind == DLRUN_MEM_PINNED_HOST || r->vmm) {
+    *out = (dlcu_ptr)(uintptr_t)addr;
+    *room = r->size - off;
+    if (!res && r->vmm) res = back(d, r, off, n < *room ? n : *room, &call);
+  } else {
+    size_t i = (size_t)(off / r->seg);
+    uint64_t start = (uint64_t)i * r->seg;
+    uint64_t seglen = r->size - start < r->seg ? r->size - start : r->seg;
+    if (!res) res = back(d, r, off, 1, &call);
+    *out = res ? 0 : r->segs[i] + (off - start);
+    *room = seglen - (off - start);
+  }
+  pthread_mutex_unlock(&d->mem_lock);
+  if (res) return driver_failure(d, call, n, res);
+  return DLRUN_OK;
+}
+
+dlrun_status cu_commit(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t size) {
+  dlcu_ptr p;
+  uint64_t room;
+  if (kind == DLRUN_MEM_PINNED_HOST) return DLRUN_OK; /* allocated whole */
+  cu_device *d = cu_dev(dev);
+  /* a segment at a time (VMM: the whole range, granule by granule) */
+  for (uint64_t done = 0; done < size; done += room) {
+    dlrun_status st = cu_place_of(d, kind, (unsigned char *)data + done, size - done, &p, &room);
+    if (st) return st;
+  }
+  return DLRUN_OK;
+}
+
+uint64_t cu_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t size) {
+  cu_device *d = cu_dev(dev);
+  if (kind == DLRUN_MEM_PINNED_HOST) return 0;
+  uint64_t freed = 0;
+  cu_make_current(d->ctx);
+  pthread_mutex_lock(&d->mem_lock);
+  cu_range *r = range_of(d, kind, data, size);
+  if (r && r->vmm) { /* whole granules only: a granule shared with a live block stays */
+    uint64_t off = (uint64_t)((unsigned char *)data - r->base);
+    for (uint64_t g = round_up(off, r->seg); g + r->seg <= off + size; g += r->seg)
+      freed += unmap_granule(r, (size_t)(g / r->seg));
+  }
+  pthread_mutex_unlock(&d->mem_lock);
+  return freed;
+}
+
+/* ---- DLPack ---- */
+
+void cu_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                      int32_t *id) {
+  if (kind == DLRUN_MEM_PINNED_HOST) {
+    *type = 3; /* kDLCUDAHost */
+    *id = 0;
+    return;
+  }
+  *type = 2; /* kDLCUDA */
+  *id = (int32_t)cu_dev(dev)->cu;
+}
+
+ptrdiff_t cu_dlpack_lookup(int32_t type, int32_t id, size_t ndevices, dlrun_memory_kind *kind) {
+  if (type == 3 && id == 0 && ndevices > 0) {
+    *kind = DLRUN_MEM_PINNED_HOST;
+    return 0;
+  }
+  if (type != 2 || id < 0 || (size_t)id >= ndevices) return -1;
+  *kind = DLRUN_MEM_DEVICE;
+  return id;
+}
+
+dlrun_status cu_export_data(const dlrun_device *dev, dlrun_memory_kind kind, const void *addr,
+                            void **data, uint64_t *byte_offset) {
+  dlcu_ptr p;
+  uint64_t room;
+  *byte_offset = 0;
+  if (kind == DLRUN_MEM_PINNED_HOST) {
+    *data = (void *)addr;
+    return DLRUN_OK;
+  }
+  dlrun_status st = cu_place_of(cu_dev(dev), kind, addr, 1, &p, &room);
+  *data = (void *)(uintptr_t)p;
+  return st;
+}
+
+/* The dlrun address of the driver's pointer p when it is in a segment of
+ * d's (mem_lock held), or NULL. */
+static void *segment_address(cu_device *d, dlcu_ptr p, uint64_t n) {
+  for (cu_range *r = d->ranges; r; r = r->next) {
+    if (r->vmm || r->kind != DLRUN_MEM_DEVICE) continue;
+    for (size_t i = 0; i < r->nsegs; i++) {
+      uint64_t start = (uint64_t)i * r->seg;
+      uint64_t len = r->size - start < r->seg ? r->size - start : r->seg;
+      if (r->segs[i] && p >= r->segs[i] && p - r->segs[i] <= len && n <= len - (p - r->segs[i]))
+        return r->base + start + (p - r->segs[i]);
+    }
+  }
+  return NULL;
+}
+
+/* A producer's pointer: dlrun's own memory of d (translated back from a
+ * segment), or foreign CUDA device memory of d's ordinal that the driver
+ * knows (cuPointerGetAttribute), whose allocation holds the nbytes. */
+dlrun_status cu_import_data(const dlrun_device *dev, dlrun_memory_kind kind, void *data,
+                            uint64_t byte_offset, uint64_t nbytes, void **addr) {
+  cu_device *d = cu_dev(dev);
+  dlcu_ptr p = (dlcu_ptr)(uintptr_t)data + byte_offset;
+  if (kind == DLRUN_MEM_PINNED_HOST || d->vmm) {
+    if (cu_owns(dev, kind, (void *)(uintptr_t)p, nbytes)) {
+      *addr = (void *)(uintptr_t)p;
+      return DLRUN_OK;
+    }
+  } else {
+    pthread_mutex_lock(&d->mem_lock);
+    void *own = segment_address(d, p, nbytes);
+    pthread_mutex_unlock(&d->mem_lock);
+    if (own) {
+      *addr = own;
+      return DLRUN_OK;
+    }
+  }
+  unsigned int type = 0;
+  int ordinal = -1;
+  dlcu_ptr start = 0;
+  size_t size = 0;
+  dlcu_result r = cu_make_current(d->ctx);
+  if (!r) r = cu_api.PointerGetAttribute(&type, DLCU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+  if (!r) r = cu_api.PointerGetAttribute(&ordinal, DLCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+  if (!r) r = cu_api.PointerGetAttribute(&start, DLCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p);
+  if (!r) r = cu_api.PointerGetAttribute(&size, DLCU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
+  if (r)
+    return cu_svc->fail(DLRUN_ERR_BUFFER,
+                        "%s: data %p is not CUDA memory (cuPointerGetAttribute: %s (%d))", d->name,
+                        data, cu_error_name(r), r);
+  if (type != DLCU_MEMORYTYPE_DEVICE)
+    return cu_svc->fail(DLRUN_ERR_BUFFER, "%s: data %p is not CUDA device memory (memory type %u)",
+                        d->name, data, type);
+  if (ordinal != d->cu)
+    return cu_svc->fail(DLRUN_ERR_BUFFER, "%s: data %p is memory of CUDA device %d, not %d",
+                        d->name, data, ordinal, d->cu);
+  if (p < start || p - start > size || nbytes > size - (p - start))
+    return cu_svc->fail(DLRUN_ERR_BUFFER,
+                        "%s: byte_offset %llu + %llu bytes is past the end of the CUDA allocation "
+                        "at %p (%zu bytes)",
+                        d->name, (unsigned long long)byte_offset, (unsigned long long)nbytes,
+                        (void *)(uintptr_t)start, size);
+  *addr = (void *)(uintptr_t)p;
+  return DLRUN_OK;
+}
