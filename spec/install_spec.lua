@@ -132,6 +132,8 @@ describe("make install", function()
     if io.open(BUILD .. "/libdlrun_mpi.so") then want[#want + 1] = "lib/libdlrun_mpi.so" end
     -- The OpenCL platform, where it is built (OpenCL headers and ICD loader installed).
     if io.open(BUILD .. "/libdlrun_opencl.so") then want[#want + 1] = "lib/libdlrun_opencl.so" end
+    -- The CUDA platform, built everywhere (no CUDA toolkit needed).
+    want[#want + 1] = "lib/libdlrun_cuda.so"
     for _, h in ipairs(dir_list("include/dlrun")) do want[#want + 1] = "include/dlrun/" .. h end
     for _, l in ipairs(dir_list("lua/dlrun")) do want[#want + 1] = "share/lua/5.4/dlrun/" .. l end
     for _, d in ipairs(dir_list("docs")) do

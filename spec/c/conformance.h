@@ -269,27 +269,44 @@ static void cts_unload_native(void) {
   cts_native_handle = NULL;
 }
 
-/* Whether the opencl module is here and has at least 2 devices (pocl's
- * pthread driver, 4 devices, unless the environment says otherwise); the
- * module built beside libdlrun is used unless DLRUN_OPENCL_MODULE names one. */
-static bool cts_opencl_available(char *why, size_t n) {
+/* Whether the module of platform `name` (file libdlrun_NAME.so, variable
+ * `env`) is here and has at least 2 devices; the module built beside
+ * libdlrun is used unless `env` names one. */
+static bool cts_module_available(const char *name, const char *env, char *why, size_t n) {
   char dir[1024], path[1100];
   cts_here(dir, sizeof dir);
-  snprintf(path, sizeof path, "%s/../libdlrun_opencl.so", dir);
-  if (!getenv("DLRUN_OPENCL_MODULE") && access(path, R_OK) == 0)
-    setenv("DLRUN_OPENCL_MODULE", path, 1);
-  setenv("POCL_DEVICES", "pthread pthread pthread pthread", 0);
+  snprintf(path, sizeof path, "%s/../libdlrun_%s.so", dir, name);
+  if (!getenv(env) && access(path, R_OK) == 0) setenv(env, path, 1);
   dlrun_platform_status list[16];
   size_t count = dlrun_platforms_list(list, 16);
   for (size_t i = 0; i < count && i < 16; i++) {
-    if (strcmp(list[i].name, "opencl") != 0) continue;
+    if (strcmp(list[i].name, name) != 0) continue;
     if (list[i].available && list[i].ndevices >= 2) return true;
     if (list[i].available) snprintf(why, n, "%zu device(s), 2 needed", list[i].ndevices);
     else snprintf(why, n, "%s", list[i].why);
     return false;
   }
-  snprintf(why, n, "no opencl platform is known");
+  snprintf(why, n, "no %s platform is known", name);
   return false;
+}
+
+/* opencl: pocl's pthread driver, 4 devices, unless the environment says
+ * otherwise. */
+static bool cts_opencl_available(char *why, size_t n) {
+  setenv("POCL_DEVICES", "pthread pthread pthread pthread", 0);
+  return cts_module_available("opencl", "DLRUN_OPENCL_MODULE", why, n);
+}
+
+/* cuda: the driver double of the tests (tests/cuda-double/libcuda.so.1
+ * beside this test, 4 devices) unless DLRUN_CUDA_LIBRARY names a driver;
+ * a real driver where neither is set. */
+static bool cts_cuda_available(char *why, size_t n) {
+  char dir[1024], path[1100];
+  cts_here(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/cuda-double/libcuda.so.1", dir);
+  if (!getenv("DLRUN_CUDA_LIBRARY") && access(path, R_OK) == 0)
+    setenv("DLRUN_CUDA_LIBRARY", path, 1);
+  return cts_module_available("cuda", "DLRUN_CUDA_MODULE", why, n);
 }
 
 static dlrun_runtime *cts_runtime(const dlrun_config *cfg) {

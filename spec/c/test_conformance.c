@@ -4,8 +4,9 @@
  *   cpu, sim (private device memory, then again with DLRUN_SIM_MEMORY=shared
  *   in the same process: sim reads the variable when a device is made),
  *   testnative (spec/c/modules/native_platform.c: a queue and events of its
- *   own, loaded from beside this test and registered here), and opencl when
- *   its module loads and probes available (skipped with the reason otherwise).
+ *   own, loaded from beside this test and registered here), and opencl and
+ *   cuda when their modules load and probe available (cuda on the driver
+ *   double of the tests where it is built; skipped with the reason otherwise).
  * Cases: allocate and free; fills of every element size and sequences of
  * several dtypes; N-d box copies between every pair of (platform, memory
  * kind) and host memory; event order, with a gate (a held testnative
@@ -18,7 +19,7 @@
 
 #include "conformance.h"
 
-#define MAX_PLATFORMS 4
+#define MAX_PLATFORMS 5
 
 /* A runtime with devices of several platforms, two of each. */
 typedef struct suite {
@@ -777,7 +778,7 @@ static void case_commit(const char *pl, const char *what) {
 
 /* ---- the runs ---- */
 
-static bool have_opencl;
+static bool have_opencl, have_cuda;
 
 /* The mixed runtime: two devices of each platform. */
 static bool suite_create(suite *s, bool sim_shared) {
@@ -785,6 +786,7 @@ static bool suite_create(suite *s, bool sim_shared) {
   s->names[s->n++] = "testnative";
   s->names[s->n++] = "sim";
   if (have_opencl) s->names[s->n++] = "opencl";
+  if (have_cuda) s->names[s->n++] = "cuda";
   s->names[s->n++] = "cpu";
   char spec[128] = "";
   for (size_t i = 0; i < s->n; i++)
@@ -842,12 +844,16 @@ int main(void) {
   why[0] = 0;
   have_opencl = cts_opencl_available(why, sizeof why);
   if (!have_opencl) TEST(cts_name("opencl # SKIP %s", why)) {}
+  why[0] = 0;
+  have_cuda = cts_cuda_available(why, sizeof why);
+  if (!have_cuda) TEST(cts_name("cuda # SKIP %s", why)) {}
   run_suite(false);
   run_suite(true);
   case_cross_waits();
-  const char *all[] = {"cpu", "sim", "testnative", "opencl"};
-  for (size_t i = 0; i < 4; i++) {
+  const char *all[] = {"cpu", "sim", "testnative", "opencl", "cuda"};
+  for (size_t i = 0; i < 5; i++) {
     if (strcmp(all[i], "opencl") == 0 && !have_opencl) continue;
+    if (strcmp(all[i], "cuda") == 0 && !have_cuda) continue;
     case_dlpack(all[i], all[i]);
     case_commit(all[i], all[i]);
   }
