@@ -96,6 +96,13 @@ LIB_MODULES += $(CUDA_MOD)
 # its own queue and events) for test_conformance.
 TEST_PLATFORM_MOD := $(BUILD)/tests/libdlrun_test_platform.so
 TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
+# The CUDA driver double (spec/cuda/double/, a test tool, never installed): a
+# libcuda.so.1 stand-in the CUDA platform's tests load, and the same library
+# without cuGetProcAddress_v2 (a pre-12.0 driver: the loader's dlsym path).
+CUDA_DOUBLE_SRC := $(sort $(wildcard spec/cuda/double/*.c))
+CUDA_DOUBLE     := $(BUILD)/tests/cuda-double/libcuda.so.1
+CUDA_DOUBLE_NOGPA := $(BUILD)/tests/cuda-double-nogpa/libcuda.so.1
+CUDA_DOUBLE_OBJ := $(BUILD)/obj/src/core/dtype.o $(BUILD)/obj/src/core/status.o
 
 .PHONY: check-cuda-h check-ptx
 .PHONY: all _all sync-help deps deps-hardening test demo examples clean c-tests check-asan check-tsan check-valgrind \
@@ -107,7 +114,7 @@ all: deps
 	@+$(MAKE) --no-print-directory _all
 
 _all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) examples $(STRESSES) \
-      $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD)
+      $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD) $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA)
 
 $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@mkdir -p $(dir $@)
@@ -164,6 +171,24 @@ $(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
 	$(test_module)
 $(TEST_NATIVE_MOD): spec/c/modules/native_platform.c include/dlrun/platform.h
 	$(test_module)
+
+# The driver double is instrumented like the tests (SAN): it runs inside them.
+# It links dlrun's dtype conversions (its sequence kernel's float16 and
+# bfloat16 rounding), kept local by its export map.
+define cuda_double
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \
+	  -Iinclude -Isrc $(1) -Wl,-soname,libcuda.so.1 \
+	  -Wl,--version-script=spec/cuda/double/exports.map -o $@ $(CUDA_DOUBLE_SRC) $(CUDA_DOUBLE_OBJ) -lm
+endef
+CUDA_DOUBLE_DEPS := $(CUDA_DOUBLE_SRC) $(CUDA_DOUBLE_OBJ) spec/cuda/double/double.h \
+  spec/cuda/double/exports.map src/platforms/cuda/driver_api.h
+$(CUDA_DOUBLE): $(CUDA_DOUBLE_DEPS)
+	$(call cuda_double,)
+$(CUDA_DOUBLE_NOGPA): $(CUDA_DOUBLE_DEPS)
+	$(call cuda_double,-DCUDA_DOUBLE_NO_GPA)
+$(BUILD)/tests/test_cuda_double: $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:
