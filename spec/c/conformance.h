@@ -269,14 +269,28 @@ static void cts_unload_native(void) {
   cts_native_handle = NULL;
 }
 
-/* Whether the module of platform `name` (file libdlrun_NAME.so, variable
- * `env`) is here and has at least 2 devices; the module built beside
- * libdlrun is used unless `env` names one. */
-static bool cts_module_available(const char *name, const char *env, char *why, size_t n) {
+/* The modules built beside libdlrun and their drivers for the tests, unless
+ * the environment names others: pocl's pthread driver with 4 devices for
+ * opencl, the driver double (tests/cuda-double/libcuda.so.1, 4 devices)
+ * for cuda. Set before the first listing, which loads every module once. */
+static void cts_module_paths(void) {
   char dir[1024], path[1100];
   cts_here(dir, sizeof dir);
-  snprintf(path, sizeof path, "%s/../libdlrun_%s.so", dir, name);
-  if (!getenv(env) && access(path, R_OK) == 0) setenv(env, path, 1);
+  snprintf(path, sizeof path, "%s/../libdlrun_opencl.so", dir);
+  if (!getenv("DLRUN_OPENCL_MODULE") && access(path, R_OK) == 0)
+    setenv("DLRUN_OPENCL_MODULE", path, 1);
+  setenv("POCL_DEVICES", "pthread pthread pthread pthread", 0);
+  snprintf(path, sizeof path, "%s/../libdlrun_cuda.so", dir);
+  if (!getenv("DLRUN_CUDA_MODULE") && access(path, R_OK) == 0)
+    setenv("DLRUN_CUDA_MODULE", path, 1);
+  snprintf(path, sizeof path, "%s/cuda-double/libcuda.so.1", dir);
+  if (!getenv("DLRUN_CUDA_LIBRARY") && access(path, R_OK) == 0)
+    setenv("DLRUN_CUDA_LIBRARY", path, 1);
+}
+
+/* Whether platform `name`'s module is here and has at least 2 devices. */
+static bool cts_module_available(const char *name, char *why, size_t n) {
+  cts_module_paths();
   dlrun_platform_status list[16];
   size_t count = dlrun_platforms_list(list, 16);
   for (size_t i = 0; i < count && i < 16; i++) {
@@ -288,25 +302,6 @@ static bool cts_module_available(const char *name, const char *env, char *why, s
   }
   snprintf(why, n, "no %s platform is known", name);
   return false;
-}
-
-/* opencl: pocl's pthread driver, 4 devices, unless the environment says
- * otherwise. */
-static bool cts_opencl_available(char *why, size_t n) {
-  setenv("POCL_DEVICES", "pthread pthread pthread pthread", 0);
-  return cts_module_available("opencl", "DLRUN_OPENCL_MODULE", why, n);
-}
-
-/* cuda: the driver double of the tests (tests/cuda-double/libcuda.so.1
- * beside this test, 4 devices) unless DLRUN_CUDA_LIBRARY names a driver;
- * a real driver where neither is set. */
-static bool cts_cuda_available(char *why, size_t n) {
-  char dir[1024], path[1100];
-  cts_here(dir, sizeof dir);
-  snprintf(path, sizeof path, "%s/cuda-double/libcuda.so.1", dir);
-  if (!getenv("DLRUN_CUDA_LIBRARY") && access(path, R_OK) == 0)
-    setenv("DLRUN_CUDA_LIBRARY", path, 1);
-  return cts_module_available("cuda", "DLRUN_CUDA_MODULE", why, n);
 }
 
 static dlrun_runtime *cts_runtime(const dlrun_config *cfg) {

@@ -83,7 +83,7 @@ struct dlrun_runtime {
   dlrun_workers *workers;
   dlrun_device *devices;
   size_t ndevices;
-  dlrun_device_group groups[4];
+  dlrun_device_group groups[6]; /* one per platform present (cuda, opencl, testnative, sim, cpu) */
   size_t ngroups;
   const dlrun_device_group *default_group;
   dlrun_device *host;
@@ -101,7 +101,7 @@ struct dlrun_runtime {
 
 /* Parsed device spec: counts per platform, in spec order. */
 typedef struct dlrun_device_spec {
-  dlrun_device_group groups[4];
+  dlrun_device_group groups[6]; /* one per platform present (cuda, opencl, testnative, sim, cpu) */
   size_t ngroups;
 } dlrun_device_spec;
 

@@ -60,7 +60,7 @@ static dlcu_result fill_part(cu_device *d, fill_work *w, dlcu_ptr at, uint64_t l
   const dlrun_fill *f = &w->f;
   size_t es = f->esize;
   uint64_t n = len / es;
-  if (at % es) return by_host(d, w, at, len, first);
+  if (at % es || w->kind == DLRUN_MEM_PINNED_HOST) return by_host(d, w, at, len, first);
   if (f->sequence) {
     uint64_t fst = (uint64_t)first;
     uint32_t code = (uint32_t)f->dtype, integral = f->integral;
