@@ -7,11 +7,14 @@
  * transpose), are loops of rects (down to one element per call). Host
  * memory and pinned_host memory are host pointers to the driver.
  *
+ * A rect between host memory and another device's memory runs on that
+ * device's stream (ordered with ours by events) unless ours is its peer.
  * Between the device memories of two devices: cuMemcpy3DPeerAsync where
  * the destination's device can access the source's as a peer (access
  * enabled once, cuCtxEnablePeerAccess), else staged through pinned host
- * memory (source to a pinned buffer, pinned buffer to the destination, both
- * on the destination's stream; the buffer goes when the copy is done). */
+ * memory (source to a pinned buffer on the source's stream, pinned buffer
+ * to the destination on the destination's, ordered by events; the buffer
+ * goes when the copy is done). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,18 +30,43 @@ typedef struct side {
 
 static bool on_device(const side *s) { return s->d && s->kind == DLRUN_MEM_DEVICE; }
 
-/* Host pointers kept for the driver: pinned staging buffers. */
+/* What a staged copy keeps until it is done: pinned buffers, events. */
 typedef struct copy_work {
   dlrun_copy_op *op;
   void **staged;
   size_t nstaged;
+  dlcu_event *events;
+  size_t nevents;
 } copy_work;
 
 static void copy_work_free(void *arg) {
   copy_work *w = arg;
   for (size_t i = 0; i < w->nstaged; i++) cu_api.MemFreeHost(w->staged[i]);
+  for (size_t i = 0; i < w->nevents; i++) cu_api.EventDestroy(w->events[i]);
   free(w->staged);
+  free(w->events);
   free(w);
+}
+
+/* A new event kept until the copy is done (current context's). */
+static dlcu_result kept_event(copy_work *w, dlcu_event *out) {
+  dlcu_event *more = realloc(w->events, (w->nevents + 1) * sizeof *more);
+  if (!more) return DLCU_ERROR_OUT_OF_MEMORY;
+  w->events = more;
+  dlcu_result r = cu_api.EventCreate(out, DLCU_EVENT_DISABLE_TIMING);
+  if (!r) w->events[w->nevents++] = *out;
+  return r;
+}
+
+/* `to` waits for everything enqueued on `from` so far. */
+static dlcu_result stream_after(copy_work *w, dlcu_context from_ctx, dlcu_stream from,
+                                dlcu_stream to) {
+  dlcu_event ev;
+  dlcu_result r = cu_make_current(from_ctx);
+  if (!r) r = kept_event(w, &ev);
+  if (!r) r = cu_api.EventRecord(ev, from);
+  if (!r) r = cu_api.StreamWaitEvent(to, ev, 0);
+  return r;
 }
 
 /* One pass over a copy: checking every place (q NULL-like: enqueue false)
@@ -89,6 +117,25 @@ static void set_end3(dlcu_memcpy3d *c, bool src, dlcu_memorytype type, dlcu_ptr 
 /* A slice pitch that is a multiple of the row pitch: as CUDA's heights. */
 static size_t height_of(int64_t slice, int64_t row) { return row ? (size_t)(slice / row) : 1; }
 
+/* A rect within one device's reach: 2-D for one slice, else 3-D. */
+static dlcu_result rect_copy(const plan *p, dlcu_memorytype st_, dlcu_ptr sp, dlcu_memorytype dt,
+                             dlcu_ptr dp, dlcu_stream stream) {
+  if (p->region[2] == 1) {
+    dlcu_memcpy2d c = {.srcMemoryType = st_, .srcPitch = (size_t)p->srow,
+                       .dstMemoryType = dt, .dstPitch = (size_t)p->drow,
+                       .WidthInBytes = p->region[0], .Height = p->region[1]};
+    if (st_ == DLCU_MEMORYTYPE_HOST) c.srcHost = (const void *)(uintptr_t)sp;
+    else c.srcDevice = sp;
+    if (dt == DLCU_MEMORYTYPE_HOST) c.dstHost = (void *)(uintptr_t)dp;
+    else c.dstDevice = dp;
+    return cu_api.Memcpy2DAsync(&c, stream);
+  }
+  dlcu_memcpy3d c = {.WidthInBytes = p->region[0], .Height = p->region[1], .Depth = p->region[2]};
+  set_end3(&c, true, st_, sp, (size_t)p->srow, height_of(p->sslice, p->srow));
+  set_end3(&c, false, dt, dp, (size_t)p->drow, height_of(p->dslice, p->drow));
+  return cu_api.Memcpy3DAsync(&c, stream);
+}
+
 /* The peer access from d to the source's device: enabled once; false when
  * the devices cannot reach each other (d->lock held: the cache). */
 static bool peer_reachable(cu_device *d, const cu_device *src) {
@@ -114,6 +161,8 @@ static dlrun_status do_rect(copy_pass *cp, const side *s, const side *t, const p
   dlrun_status st = place_side(s, soff, rect_span(p, true), &st_, &sp);
   if (!st) st = place_side(t, doff, rect_span(p, false), &dt, &dp);
   if (st || !cp->enqueue || cp->err) return st;
+  /* placing the source may have made its device's context current */
+  if ((cp->err = cu_make_current(cp->d->ctx))) return DLRUN_OK;
   size_t sh = height_of(p->sslice, p->srow), dh = height_of(p->dslice, p->drow);
   dlcu_stream stream = cp->d->stream;
   bool cross = on_device(s) && on_device(t) && s->d != t->d;
@@ -125,39 +174,51 @@ static dlrun_status do_rect(copy_pass *cp, const side *s, const side *t, const p
                             .WidthInBytes = p->region[0], .Height = p->region[1],
                             .Depth = p->region[2]};
     cp->err = cu_api.Memcpy3DPeerAsync(&c, stream);
-  } else if (cross) { /* staged: source to pinned memory, pinned memory to destination */
+  } else if (cross) {
+    /* Staged: the source's device copies into pinned memory on its own
+     * stream (only it may read its memory), after this op's waits (its
+     * stream waits for ours); ours copies on after that. */
     size_t bytes = p->region[0] * p->region[1] * p->region[2];
     void *buf = NULL, **more = realloc(cp->w->staged, (cp->w->nstaged + 1) * sizeof *more);
     if (!more) return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "out of host memory");
     cp->w->staged = more;
     if ((cp->err = cu_api.MemHostAlloc(&buf, bytes, DLCU_MEMHOSTALLOC_PORTABLE))) return DLRUN_OK;
     cp->w->staged[cp->w->nstaged++] = buf;
+    cu_device *from = s->d;
+    if ((cp->err = stream_after(cp->w, cp->d->ctx, stream, from->stream)) ||
+        (cp->err = cu_make_current(from->ctx)))
+      return DLRUN_OK;
+    *cp->enqueued = true;
     dlcu_memcpy3d c = {.WidthInBytes = p->region[0], .Height = p->region[1], .Depth = p->region[2]};
     set_end3(&c, true, DLCU_MEMORYTYPE_DEVICE, sp, (size_t)p->srow, sh);
     set_end3(&c, false, DLCU_MEMORYTYPE_HOST, (dlcu_ptr)(uintptr_t)buf, p->region[0],
              p->region[1]);
-    if ((cp->err = cu_api.Memcpy3DAsync(&c, stream))) return DLRUN_OK;
-    *cp->enqueued = true;
+    if ((cp->err = cu_api.Memcpy3DAsync(&c, from->stream))) return DLRUN_OK;
+    if ((cp->err = stream_after(cp->w, from->ctx, from->stream, stream))) return DLRUN_OK;
+    if ((cp->err = cu_make_current(cp->d->ctx))) return DLRUN_OK;
     c = (dlcu_memcpy3d){.WidthInBytes = p->region[0], .Height = p->region[1],
                         .Depth = p->region[2]};
     set_end3(&c, true, DLCU_MEMORYTYPE_HOST, (dlcu_ptr)(uintptr_t)buf, p->region[0],
              p->region[1]);
     set_end3(&c, false, DLCU_MEMORYTYPE_DEVICE, dp, (size_t)p->drow, dh);
     cp->err = cu_api.Memcpy3DAsync(&c, stream);
-  } else if (p->region[2] == 1) {
-    dlcu_memcpy2d c = {.srcMemoryType = st_, .srcPitch = (size_t)p->srow,
-                       .dstMemoryType = dt, .dstPitch = (size_t)p->drow,
-                       .WidthInBytes = p->region[0], .Height = p->region[1]};
-    if (st_ == DLCU_MEMORYTYPE_HOST) c.srcHost = (const void *)(uintptr_t)sp;
-    else c.srcDevice = sp;
-    if (dt == DLCU_MEMORYTYPE_HOST) c.dstHost = (void *)(uintptr_t)dp;
-    else c.dstDevice = dp;
-    cp->err = cu_api.Memcpy2DAsync(&c, stream);
   } else {
-    dlcu_memcpy3d c = {.WidthInBytes = p->region[0], .Height = p->region[1], .Depth = p->region[2]};
-    set_end3(&c, true, st_, sp, (size_t)p->srow, sh);
-    set_end3(&c, false, dt, dp, (size_t)p->drow, dh);
-    cp->err = cu_api.Memcpy3DAsync(&c, stream);
+    /* One end may be another device's memory (the other host memory): only
+     * that device may reach it, unless ours is its peer: on its stream. */
+    const side *other = on_device(s) && s->d != cp->d   ? s
+                        : on_device(t) && t->d != cp->d ? t
+                                                        : NULL;
+    if (other && !peer_reachable(cp->d, other->d)) {
+      cu_device *by = other->d;
+      if ((cp->err = stream_after(cp->w, cp->d->ctx, stream, by->stream))) return DLRUN_OK;
+      *cp->enqueued = true;
+      if (!(cp->err = cu_make_current(by->ctx)) &&
+          !(cp->err = rect_copy(p, st_, sp, dt, dp, by->stream)))
+        cp->err = stream_after(cp->w, by->ctx, by->stream, stream);
+      if (!cp->err) cp->err = cu_make_current(cp->d->ctx);
+    } else {
+      cp->err = rect_copy(p, st_, sp, dt, dp, stream);
+    }
   }
   if (!cp->err) *cp->enqueued = true;
   return DLRUN_OK;

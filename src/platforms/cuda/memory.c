@@ -5,12 +5,14 @@
  * first used or preallocated (commit: cuMemCreate + cuMemMap +
  * cuMemSetAccess, one granule at a time) and given back by decommit
  * (cuMemUnmap + cuMemRelease); release frees the range (cuMemAddressFree).
- * The addresses are the driver's own device pointers.
+ * The addresses are the driver's own device pointers. Fresh memory is
+ * zeroed on the device's stream (freed pages read as zero when next used).
  *
  * Otherwise: host address space the host cannot read, cut into segments
  * (at most 1 GiB; a pool block never straddles one), each a cuMemAlloc made
- * on first use, as the OpenCL module's buffers; an address is translated to
- * (segment pointer + offset) for the driver and for DLPack.
+ * on first use, as the OpenCL module's buffers, freed by decommit when a
+ * whole segment is unused; an address is translated to (segment pointer +
+ * offset) for the driver and for DLPack.
  *
  * pinned_host memory: one cuMemHostAlloc (portable, mapped) per pool, its
  * addresses host pointers (host-readable, exported as kDLCUDAHost). */
@@ -205,21 +207,29 @@ static dlcu_result map_granule(cu_device *d, cu_range *r, size_t i) {
   return DLCU_SUCCESS;
 }
 
+/* Fresh memory reads as zero, as freed and given-back pages do on every
+ * platform (the driver does not promise it): a memset on the device's
+ * stream, ahead of any work that uses the memory. */
+static dlcu_result zero(cu_device *d, dlcu_ptr p, uint64_t n) {
+  return cu_api.MemsetD8Async(p, 0, (size_t)n, d->stream);
+}
+
 /* Back [off, off + n) of r (mem_lock held, context current). */
 static dlcu_result back(cu_device *d, cu_range *r, uint64_t off, uint64_t n, const char **call) {
   size_t first = (size_t)(off / r->seg), last = (size_t)((off + (n ? n : 1) - 1) / r->seg);
   for (size_t i = first; i <= last && i < r->nsegs; i++) {
     dlcu_result res;
+    uint64_t start = (uint64_t)i * r->seg;
     if (r->vmm) {
+      if (r->handles[i]) continue;
       *call = "cuMemCreate";
-      res = map_granule(d, r, i);
+      if (!(res = map_granule(d, r, i)))
+        res = zero(d, (dlcu_ptr)(uintptr_t)r->base + start, r->seg);
     } else {
+      if (r->segs[i]) continue;
+      uint64_t len = r->size - start < r->seg ? r->size - start : r->seg;
       *call = "cuMemAlloc";
-      uint64_t start = (uint64_t)i * r->seg;
-      res = r->segs[i] ? DLCU_SUCCESS
-                       : cu_api.MemAlloc(&r->segs[i], (size_t)(r->size - start < r->seg
-                                                                    ? r->size - start
-                                                                    : r->seg));
+      if (!(res = cu_api.MemAlloc(&r->segs[i], (size_t)len))) res = zero(d, r->segs[i], len);
     }
     if (res) return res;
   }
@@ -273,10 +283,19 @@ uint64_t cu_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint
   cu_make_current(d->ctx);
   pthread_mutex_lock(&d->mem_lock);
   cu_range *r = range_of(d, kind, data, size);
-  if (r && r->vmm) { /* whole granules only: a granule shared with a live block stays */
-    uint64_t off = (uint64_t)((unsigned char *)data - r->base);
-    for (uint64_t g = round_up(off, r->seg); g + r->seg <= off + size; g += r->seg)
-      freed += unmap_granule(r, (size_t)(g / r->seg));
+  /* whole granules or segments only: one shared with a live block stays */
+  uint64_t off = r ? (uint64_t)((unsigned char *)data - r->base) : 0;
+  for (uint64_t g = r ? round_up(off, r->seg) : 0; r && g < off + size; g += r->seg) {
+    size_t i = (size_t)(g / r->seg);
+    uint64_t len = r->size - g < r->seg ? r->size - g : r->seg;
+    if (g + len > off + size) break;
+    if (r->vmm) {
+      freed += unmap_granule(r, i);
+    } else if (r->segs[i]) {
+      cu_api.MemFree(r->segs[i]);
+      r->segs[i] = 0;
+      freed += len;
+    }
   }
   pthread_mutex_unlock(&d->mem_lock);
   return freed;
