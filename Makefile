@@ -127,7 +127,7 @@ $(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h src/platforms/common/box
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=120 $(OPT) $(SAN) $(WARN) -fPIC \
-	  -fvisibility=hidden -shared -pthread -Iinclude $$(pkg-config --cflags OpenCL) -o $@ \
+	  -fvisibility=hidden -shared -pthread -Iinclude -Isrc $$(pkg-config --cflags OpenCL) -o $@ \
 	  $(OPENCL_SRC) $$(pkg-config --libs OpenCL)
 
 $(CUDA_PTX_C): src/platforms/cuda/kernels.ptx
@@ -143,7 +143,7 @@ $(CUDA_MOD): $(CUDA_SRC) $(CUDA_PTX_C) src/platforms/cuda/cu.h src/platforms/cud
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \
-	  -Iinclude -o $@ $(CUDA_SRC) $(CUDA_PTX_C) -ldl
+	  -Iinclude -Isrc -o $@ $(CUDA_SRC) $(CUDA_PTX_C) -ldl
 
 # The driver API declarations against NVIDIA's cuda.h, where one is installed
 # (a compile-time check only: cuda.h is never included elsewhere); and the

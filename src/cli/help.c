@@ -94,8 +94,10 @@ static const help_entry environment[] = {
     {"DLRUN_OPENCL_MODULE", "the OpenCL platform module to load (default: libdlrun_opencl.so, "
                             "found as the MPI one); one that is missing or does not load "
                             "leaves its platform out (see --list-devices)"},
-    {"DLRUN_CUDA_MODULE", "the same for the CUDA platform module, libdlrun_cuda.so (not part "
-                          "of this release: listed as not available)"},
+    {"DLRUN_CUDA_MODULE", "the same for the CUDA platform module, libdlrun_cuda.so"},
+    {"DLRUN_CUDA_LIBRARY", "the CUDA driver the cuda platform loads (default: libcuda.so.1); "
+                           "without one, or with the toolkit's stub, cuda is listed as not "
+                           "available with the reason"},
     {"DLRUN_OPENCL_PLATFORM",
      "which OpenCL platform the opencl devices run on when several are installed: an index "
      "(0) or a part of the platform's name, in any case (portable, nvidia). Unset: the "

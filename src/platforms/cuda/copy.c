@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "cu.h"
-#include "../common/box_plan.h"
+#include "platforms/common/box_plan.h"
 
 /* One end of the copy as the driver sees it. */
 typedef struct side {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ocl.h"
-#include "../common/box_plan.h"
+#include "platforms/common/box_plan.h"
 
 /* One end of the copy as the commands see it. */
 typedef struct side {
