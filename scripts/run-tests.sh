@@ -7,7 +7,8 @@
 # instrumented dlrun: "build-asan/dlrun"). ABI_CHECK=off skips the ABI check,
 # for builds that are not the one shipped (check-asan's: clang, instrumented).
 # The busted suite runs twice: on the default devices, then on opencl:8 when
-# the OpenCL platform is here (OPENCL_SUITE, below).
+# the OpenCL platform is here (OPENCL_SUITE, below); a third time on cuda:8
+# over the driver double of the tests when CUDA_SUITE=on (below).
 set -u
 build=${1:-build}
 passed=0
@@ -133,9 +134,38 @@ opencl_suite() {
   run_busted "busted on opencl:8"
 }
 
+# The suite on CUDA (docs/cuda.md): cuda:8 on the driver double of the
+# tests (tests/cuda-double/libcuda.so.1, CUDA_DOUBLE_DEVICES=8), or on a real
+# driver when DLRUN_CUDA_LIBRARY names one. Opt-in for now (CUDA_SUITE=on):
+# about 2.5 minutes on 2 cores, and specs that assume "auto" means sim:8 fail
+# there (docs/cuda.md, Tests).
+cuda_suite() {
+  if [ "${CUDA_SUITE:-off}" != on ]; then
+    echo "CUDA suite: not run (CUDA_SUITE=on runs it on the driver double)"
+    return
+  fi
+  if [ -z "${DLRUN_CUDA_LIBRARY:-}" ] && [ -f "$build/tests/cuda-double/libcuda.so.1" ]; then
+    DLRUN_CUDA_LIBRARY=$(cd "$build/tests/cuda-double" && pwd)/libcuda.so.1
+    CUDA_DOUBLE_DEVICES=${CUDA_DOUBLE_DEVICES:-8}
+    export DLRUN_CUDA_LIBRARY CUDA_DOUBLE_DEVICES
+  fi
+  listed=$("$build/dlrun" --list-devices 2>&1 | grep -E '^cuda ')
+  n=$(echo "$listed" | sed -nE 's/^cuda +available: ([0-9]+) devices?$/\1/p')
+  if [ -z "$n" ] || [ "$n" -lt 8 ]; then
+    echo "CUDA not available for the suite: $(echo "${listed:-cuda  not listed}" |
+      sed -E 's/^cuda +(not available: )?//')"
+    return
+  fi
+  echo "busted on cuda:8"
+  DLRUN_DEVICES=cuda:8
+  export DLRUN_DEVICES
+  run_busted "busted on cuda:8"
+}
+
 if [ "${2:-}" != "--c-only" ]; then
   run_busted busted
   opencl_suite
+  cuda_suite
 fi
 
 echo "$passed passed, $failed failed"

@@ -290,11 +290,12 @@ function M.dev(id) return ("%s(id=%d)"):format(platform().class, id) end
 
 -- What a device array of the default platform takes as __dlpack__'s stream,
 -- as the BufferError refusing another says: sim has no queues a consumer can
--- name, opencl also takes one of its command queues.
+-- name, opencl also takes one of its command queues, cuda its streams.
 local STREAMS = {
   sim = "nil (wait for the array) or -1 (do not wait)",
   opencl = "nil (wait for the array), -1 (do not wait) or the cl_command_queue of an OpenCL "
            .. "device of dlrun",
+  cuda = "nil (wait for the array), -1 (do not wait), 1, 2 or a CUstream",
 }
 function M.streams() return STREAMS[platform().platform] end
 
