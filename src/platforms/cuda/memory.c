@@ -165,12 +165,36 @@ static cu_range *range_of(cu_device *d, dlrun_memory_kind kind, const void *p, u
   return NULL;
 }
 
+/* Whether [p, p + n) is CUDA device memory of d's ordinal the driver
+ * knows (a producer's own allocation, as PyTorch's): cuPointerGetAttribute.
+ * 0 when it is, else the driver's error (DLCU_ERROR_INVALID_VALUE: another
+ * kind of memory), with what it found. */
+static dlcu_result foreign(cu_device *d, dlcu_ptr p, uint64_t n, unsigned *type, int *ordinal,
+                           dlcu_ptr *start, size_t *size) {
+  dlcu_result r = cu_make_current(d->ctx);
+  if (!r) r = cu_api.PointerGetAttribute(type, DLCU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+  if (!r) r = cu_api.PointerGetAttribute(ordinal, DLCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+  if (!r) r = cu_api.PointerGetAttribute(start, DLCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p);
+  if (!r) r = cu_api.PointerGetAttribute(size, DLCU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
+  if (!r && (*type != DLCU_MEMORYTYPE_DEVICE || *ordinal != d->cu || p < *start ||
+             p - *start > *size || n > *size - (p - *start)))
+    r = DLCU_ERROR_INVALID_VALUE;
+  return r;
+}
+
+/* dlrun's own ranges; for device memory also a producer's allocation on
+ * this device that an import wraps. */
 bool cu_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data, uint64_t n) {
   cu_device *d = cu_dev(dev);
   pthread_mutex_lock(&d->mem_lock);
   bool in = range_of(d, kind, data, n) != NULL;
   pthread_mutex_unlock(&d->mem_lock);
-  return in;
+  unsigned type;
+  int ordinal;
+  dlcu_ptr start;
+  size_t size;
+  return in || (kind == DLRUN_MEM_DEVICE &&
+                !foreign(d, (dlcu_ptr)(uintptr_t)data, n, &type, &ordinal, &start, &size));
 }
 
 /* Back granule i of a VMM range (mem_lock held): readable and writable by
@@ -374,16 +398,12 @@ dlrun_status cu_import_data(const dlrun_device *dev, dlrun_memory_kind kind, voi
       return DLRUN_OK;
     }
   }
-  unsigned int type = 0;
+  unsigned type = 0;
   int ordinal = -1;
   dlcu_ptr start = 0;
   size_t size = 0;
-  dlcu_result r = cu_make_current(d->ctx);
-  if (!r) r = cu_api.PointerGetAttribute(&type, DLCU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
-  if (!r) r = cu_api.PointerGetAttribute(&ordinal, DLCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
-  if (!r) r = cu_api.PointerGetAttribute(&start, DLCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p);
-  if (!r) r = cu_api.PointerGetAttribute(&size, DLCU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
-  if (r)
+  dlcu_result r = foreign(d, p, nbytes, &type, &ordinal, &start, &size);
+  if (r && r != DLCU_ERROR_INVALID_VALUE)
     return cu_svc->fail(DLRUN_ERR_BUFFER,
                         "%s: data %p is not CUDA memory (cuPointerGetAttribute: %s (%d))", d->name,
                         data, cu_error_name(r), r);
@@ -393,7 +413,7 @@ dlrun_status cu_import_data(const dlrun_device *dev, dlrun_memory_kind kind, voi
   if (ordinal != d->cu)
     return cu_svc->fail(DLRUN_ERR_BUFFER, "%s: data %p is memory of CUDA device %d, not %d",
                         d->name, data, ordinal, d->cu);
-  if (p < start || p - start > size || nbytes > size - (p - start))
+  if (r)
     return cu_svc->fail(DLRUN_ERR_BUFFER,
                         "%s: byte_offset %llu + %llu bytes is past the end of the CUDA allocation "
                         "at %p (%zu bytes)",
