@@ -140,4 +140,19 @@ static inline void box_reach(const plan *p, size_t esize, bool src, int64_t *lo,
   }
 }
 
+/* The next rect of the plan's loops, its index idx (zeroed before the
+ * first) running like an odometer: soff and doff advance to it; false after
+ * the last rect. */
+static inline bool plan_next_rect(const plan *p, int64_t *idx, int64_t *soff, int64_t *doff) {
+  for (int k = p->nloops - 1; k >= 0; k--) {
+    *soff += p->loops[k].s;
+    *doff += p->loops[k].d;
+    if (++idx[k] < p->loops[k].ext) return true;
+    *soff -= p->loops[k].ext * p->loops[k].s;
+    *doff -= p->loops[k].ext * p->loops[k].d;
+    idx[k] = 0;
+  }
+  return false;
+}
+
 #endif

@@ -231,16 +231,7 @@ static dlrun_status each_rect(copy_pass *cp, const side *s, const side *t, const
   for (;;) {
     dlrun_status st = do_rect(cp, s, t, p, soff, doff);
     if (st || cp->err) return st;
-    int k = p->nloops - 1;
-    for (; k >= 0; k--) {
-      soff += p->loops[k].s;
-      doff += p->loops[k].d;
-      if (++idx[k] < p->loops[k].ext) break;
-      soff -= p->loops[k].ext * p->loops[k].s;
-      doff -= p->loops[k].ext * p->loops[k].d;
-      idx[k] = 0;
-    }
-    if (k < 0) return DLRUN_OK;
+    if (!plan_next_rect(p, idx, &soff, &doff)) return DLRUN_OK;
   }
 }
 

@@ -117,16 +117,7 @@ static dlrun_status each_rect(copy_ctx *c, cl_int *err) {
   for (;;) {
     dlrun_status st = do_rect(c, soff, doff, err);
     if (st || *err) return st;
-    int k = p->nloops - 1;
-    for (; k >= 0; k--) {
-      soff += p->loops[k].s;
-      doff += p->loops[k].d;
-      if (++idx[k] < p->loops[k].ext) break;
-      soff -= p->loops[k].ext * p->loops[k].s;
-      doff -= p->loops[k].ext * p->loops[k].d;
-      idx[k] = 0;
-    }
-    if (k < 0) return DLRUN_OK;
+    if (!plan_next_rect(p, idx, &soff, &doff)) return DLRUN_OK;
   }
 }
 
