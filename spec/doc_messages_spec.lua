@@ -253,6 +253,14 @@ local function opencl_missing()
   return "needs an OpenCL device: opencl " .. line
 end
 
+-- The driver double of the tests, for the CUDA group; why it cannot run.
+local CUDA_DOUBLE = (helpers.exe:match("^(.*)/[^/]*$") or "build") .. "/tests/cuda-double/libcuda.so.1"
+local function cuda_missing()
+  local f = io.open(CUDA_DOUBLE)
+  if f then f:close() return nil end
+  return "needs the CUDA driver double (" .. CUDA_DOUBLE .. ")"
+end
+
 local GROUPS = {
   {name = "one process on sim:8", args = {"--devices", "sim:8"}, cases = ONE},
   {name = "one process on sim:1 of 1MiB", args = {"--devices", "sim:1", "--device-memory", "1MiB"},
@@ -266,6 +274,20 @@ local GROUPS = {
 local d = dl.devices()[1]
 dl._debug.inject_failure(d, "copy", 1)
 quote(raised(function() return dl.device_put(dl.array({1, 2}, "float32"), d):block_until_ready() end))]]},
+   }},
+  {name = "one process on cuda:2,sim:1 (the driver double)", args = {"--devices", "cuda:2,sim:1"},
+   env = {DLRUN_CUDA_LIBRARY = CUDA_DOUBLE}, missing = cuda_missing,
+   covers = "ValueError: __cuda_array_interface__", cases = {
+     {"stream=0 on a CUDA array", [[
+local a = dl.arange(3, "float32", dl.devices("cuda")[1])
+quote(raised(a.__dlpack__, a, {stream = 0}))]]},
+     {"__cuda_array_interface__ of a sharded array", [[
+local m = dl.make_mesh({2}, {"x"}, dl.devices("cuda"))
+local a = dl.device_put(dl.arange(4, "float32"), dl.NamedSharding(m, dl.P("x")))
+quote(raised(a.__cuda_array_interface__, a))]]},
+     {"__cuda_array_interface__ of a sim array", [[
+local a = dl.arange(3, "float32", dl.devices("sim")[1])
+quote(raised(a.__cuda_array_interface__, a))]]},
    }},
   {name = "4 processes of sim:2", procs = 4, args = "--devices sim:2", prelude = JOB, cases = FOUR},
   {name = "2 processes, process 1 late", procs = 2, env = {DLRUN_DISTRIBUTED_TIMEOUT = "0.5"},
