@@ -94,12 +94,16 @@ local w = dl.from_dlpack(a)   -- dlrun as the consumer passes its own stream
 print(w.imported, table.concat(w:tolist(), ","))
 local ok, e = pcall(a.__dlpack__, a, {stream = 0})
 print(ok, e.name, e.message)
+ok, e = pcall(a.__dlpack__, a, {stream = 7})
+print(ok, e.name, e.message)
 ]])
     assert.are.equal("-1\t2\n1\t2\n2\t2\nwrapped\t0,1,2,3,4,5\nfalse\tBufferError\t"
                      .. "stream=0 is ambiguous for arrays on CudaDevice(id=0) (the __dlpack__ "
                      .. "protocol disallows it): pass 1 (the legacy default stream), 2 (the "
                      .. "per-thread default stream), a CUstream, -1 (do not wait) or nil (wait "
-                     .. "for the array)\n", out)
+                     .. "for the array)\n"
+                     .. "false\tBufferError\tstream must be nil (wait for the array), -1 (do not "
+                     .. "wait), 1, 2 or a CUstream for arrays on CudaDevice(id=0), got 7\n", out)
   end)
 
   it("gives __cuda_array_interface__ version 3 for single-device arrays, JAX's error for sharded ones",

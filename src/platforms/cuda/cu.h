@@ -30,6 +30,9 @@ const char *cu_error_name(dlcu_result r);
 /* Make the device's primary context current on the calling thread (cached
  * per thread: the driver is told only when it changes). */
 dlcu_result cu_make_current(dlcu_context ctx);
+/* A primary context was retained or released: every thread's remembered
+ * current context is asked again. */
+void cu_contexts_changed(void);
 
 /* ---- memory (memory.c) ---- */
 /* A range reserved for a pool. VMM: the device addresses are the range's

@@ -77,6 +77,7 @@ dlrun_status cu_device_init(dlrun_device *dev, size_t local_index, size_t ndevic
   if (!r) {
     call = "cuDevicePrimaryCtxRetain";
     retained = !(r = cu_api.DevicePrimaryCtxRetain(&d->ctx, d->cu));
+    cu_contexts_changed();
   }
   if (!r) {
     call = "cuCtxSetCurrent";
@@ -102,6 +103,7 @@ dlrun_status cu_device_init(dlrun_device *dev, size_t local_index, size_t ndevic
   if (st) {
     if (d->stream) cu_api.StreamDestroy(d->stream);
     if (retained) cu_api.DevicePrimaryCtxRelease(d->cu);
+    cu_contexts_changed();
     destroy_sync(d);
     free(d);
     return st;
@@ -134,6 +136,7 @@ void cu_device_destroy(dlrun_device *dev, void *impl) {
   cu_api.StreamDestroy(d->stream);
   cu_svc->timeline_destroy(d->tl);
   cu_api.DevicePrimaryCtxRelease(d->cu);
+  cu_contexts_changed();
   destroy_sync(d);
   free(d);
 }

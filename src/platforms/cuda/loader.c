@@ -6,6 +6,7 @@
  * the toolkit's stub (every call returns CUDA_ERROR_STUB_LIBRARY, even
  * cuGetErrorName: the names here are dlrun's own) or has no device. */
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,11 +154,21 @@ bool cu_probe(bool for_auto, size_t *ndevices, char *why, size_t n) {
   return true;
 }
 
+/* The context each thread made current, valid while no primary context was
+ * released or retained since (a released one may come back as another). */
 static _Thread_local dlcu_context current;
+static _Thread_local unsigned current_generation;
+static atomic_uint generation = 1;
+
+void cu_contexts_changed(void) { atomic_fetch_add(&generation, 1); }
 
 dlcu_result cu_make_current(dlcu_context ctx) {
-  if (current == ctx) return DLCU_SUCCESS;
+  unsigned g = atomic_load(&generation);
+  if (current == ctx && current_generation == g) return DLCU_SUCCESS;
   dlcu_result r = cu_api.CtxSetCurrent(ctx);
-  if (r == DLCU_SUCCESS) current = ctx;
+  if (r == DLCU_SUCCESS) {
+    current = ctx;
+    current_generation = g;
+  }
   return r;
 }

@@ -31,7 +31,8 @@ static int64_t cu_consumer_stream(const dlrun_device *dev) {
 
 /* Make the consumer's stream wait for ev: 1 is the legacy default stream,
  * 2 the per-thread default stream (CUstream 0x1 and 0x2), any other value a
- * CUstream; 0 is refused (the Array API leaves it ambiguous). */
+ * CUstream (a pointer: values below 4096 are refused); 0 is refused (the
+ * Array API leaves it ambiguous). */
 static dlrun_status cu_stream_wait(const dlrun_device *dev, int64_t stream, dlrun_event ev) {
   cu_device *d = cu_dev(dev);
   if (stream == 0)
@@ -40,7 +41,8 @@ static dlrun_status cu_stream_wait(const dlrun_device *dev, int64_t stream, dlru
                         "disallows it): pass 1 (the legacy default stream), 2 (the per-thread "
                         "default stream), a CUstream, -1 (do not wait) or nil (wait for the array)",
                         d->name);
-  if (stream < -1)
+  /* a CUstream is a pointer: no handle lies in the first page */
+  if (stream < -1 || (stream > 2 && stream < 4096))
     return cu_svc->fail(DLRUN_ERR_BUFFER,
                         "stream must be nil (wait for the array), -1 (do not wait), 1, 2 or a "
                         "CUstream for arrays on %s, got %lld",
