@@ -125,7 +125,7 @@ print(ok, e.name, e.message)
 ]])
     assert.are.equal("<f4\t3\t2\t3\t2\tfalse\tnil\tnil\tinteger\ttrue\ttrue\n"
                      .. "|b1 |i1 <u2 <i8 <f2 <V2 <c16 \n"
-                     .. "false\tValueError\t__cuda_array_interface__() is supported only for "
+                     .. "false\tAttributeError\t__cuda_array_interface__() is supported only for "
                      .. "unsharded arrays.\n", out)
   end)
 

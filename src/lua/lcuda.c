@@ -34,8 +34,10 @@ int dlrun_lua_cuda_array_interface(lua_State *L) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, FN);
   dlrun_lua_check_nargs(L, FN, 1);
   dlrun_lua_check(L, dlrun_array_check_live(a));
+  /* AttributeError, as JAX's property raises it: a probe for the attribute
+   * (Python's hasattr, dl.errors.probe) reads a sharded array as having none. */
   if (dlrun_array_shard_count(a) != 1)
-    return dlrun_lua_raise(L, "ValueError",
+    return dlrun_lua_raise(L, "AttributeError",
                            "__cuda_array_interface__() is supported only for unsharded arrays.");
   int32_t type, id;
   dlrun_lua_check(L, dlrun_export_device(a, &type, &id));
