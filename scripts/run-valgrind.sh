@@ -1,5 +1,6 @@
 #!/bin/sh
-# The C tests, the stress programs (when built) and the demo pipeline under
+# The C tests, the stress programs (when built) and the demo pipeline (also on
+# opencl:2 and cuda:2 where those are here) under
 # valgrind memcheck: no errors, no leaks. Ends with "N passed, N failed".
 set -u
 build=${1:-build}
@@ -38,6 +39,12 @@ if [ -x "$build/examples/opencl_interop" ] &&
   POCL_DEVICES="pthread pthread" check "examples/pipeline.lua on opencl:2" \
     "$build/dlrun" --devices opencl:2 examples/pipeline.lua
   check "examples/host/opencl_interop" "$build/examples/opencl_interop"
+fi
+# The CUDA platform on the driver double of the tests (docs/cuda.md); the
+# C tests above include its conformance cases and test_cuda_import.
+if [ -f "$build/tests/cuda-double/libcuda.so.1" ]; then
+  DLRUN_CUDA_LIBRARY=$(cd "$build/tests/cuda-double" && pwd)/libcuda.so.1 CUDA_DOUBLE_DEVICES=2 \
+    check "examples/pipeline.lua on cuda:2" "$build/dlrun" --devices cuda:2 examples/pipeline.lua
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -86,7 +86,7 @@ describe("allocation-failure injection", function()
     local _, err, status = helpers.run_code('require("dlrun").zeros({4})', nil,
                                            {DLRUN_FAIL_POOL_ALLOC = "1", DLRUN_DEVICES = ""})
     assert.are.equal(1, status)
-    assert.truthy(err:find("dlrun: ResourceExhaustedError: Out of memory on SimDevice(id=0) "
-                           .. "while allocating 16 bytes (injected failure)", 1, true), err)
+    assert.truthy(err:find("dlrun: ResourceExhaustedError: Out of memory on " .. helpers.auto_dev(0)
+                           .. " while allocating 16 bytes (injected failure)", 1, true), err)
   end)
 end)

@@ -4,12 +4,14 @@
 -- pin what it reports: the exact BufferError, the strategies chosen and the
 -- bytes each step moved.
 --
--- The examples run on the default devices (sim:8 plus the host cpu), whatever
--- the environment of the suite says; "examples on other device specs" runs
--- them with --devices too.
+-- The examples run on the default devices of a machine without a GPU (sim:8
+-- plus the host cpu: what their output shows), whatever the environment of
+-- the suite says; "examples on other device specs" runs them with --devices
+-- too, and pipeline.lua also runs on what "auto" gives in this pass
+-- (helpers.auto: every CUDA device in the cuda pass).
 local helpers = require "helpers"
 
-local DEFAULT_ENV = {DLRUN_DEVICES = "", DLRUN_DEVICE_MEMORY = ""}
+local DEFAULT_ENV = {DLRUN_DEVICES = "sim:8", DLRUN_DEVICE_MEMORY = ""}
 
 -- The environment of a run on n OpenCL devices: pocl's CPU driver gives one
 -- device per "pthread" in POCL_DEVICES (a vendor's driver ignores it).
@@ -173,7 +175,7 @@ describe("examples/memory_pressure.lua", function()
   end)
 
   it("sets its own small device memory, whatever the environment says", function()
-    check(run_ok("memory_pressure.lua", nil, {DLRUN_DEVICES = "", DLRUN_DEVICE_MEMORY = "64MiB"}))
+    check(run_ok("memory_pressure.lua", nil, {DLRUN_DEVICES = "sim:8", DLRUN_DEVICE_MEMORY = "64MiB"}))
   end)
 end)
 
@@ -191,6 +193,17 @@ describe("examples/pipeline.lua (make demo)", function()
     has_line(out, "   try_export: 896 bytes moved between devices, 128 copied within a device")
     has_line(out, "4. device_get: the whole matrix on CpuDevice(id=0), exportable: true")
     has_line(out, "   device_get: 1024 bytes moved between devices, 0 copied within a device")
+    local last = "\npipeline: 10 tensors handed over, all values checked, 2816 bytes moved, 0 exports alive\n"
+    assert.are.equal(last, out:sub(-#last))
+  end)
+
+  it("runs on what auto gives (helpers.auto) and checks every tensor", function()
+    local a = helpers.auto()
+    local out = run_ok("pipeline.lua", nil, {DLRUN_DEVICES = "", DLRUN_DEVICE_MEMORY = ""})
+    assert.truthy(out:find(("on %s: %d %s devices, host CpuDevice(id=0)\n"):format(a.spec, a.n, a.platform),
+                           1, true), out)
+    has_line(out, '   try_export: strategy "gather" (gathered onto ' .. helpers.auto_dev(0)
+                  .. ", which has room), checked")
     local last = "\npipeline: 10 tensors handed over, all values checked, 2816 bytes moved, 0 exports alive\n"
     assert.are.equal(last, out:sub(-#last))
   end)

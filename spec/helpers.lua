@@ -299,6 +299,33 @@ local STREAMS = {
 }
 function M.streams() return STREAMS[platform().platform] end
 
+-- The DLPack type of the default platform's pinned_host memory: kDLCPU (1)
+-- where it is plain host memory, kDLCUDAHost (3) for cuda's cuMemHostAlloc
+-- memory (docs/cuda.md).
+local PINNED_DL_TYPE = {sim = 1, opencl = 1, cuda = 3}
+function M.pinned_dl_type() return PINNED_DL_TYPE[platform().platform] end
+
+-- What "auto" gives a child of this suite (an empty DLRUN_DEVICES): every
+-- CUDA device when the CUDA platform has one (the cuda pass's children
+-- inherit DLRUN_CUDA_LIBRARY, as on a CUDA machine), else sim:8 and the
+-- host (docs/cuda.md; pocl's CPU devices are no GPUs, which auto would take).
+-- {platform =, class =, n =, spec = "cuda:8,cpu:1"}; M.auto_dev(id) names
+-- its device `id`.
+local auto_info
+function M.auto()
+  if not auto_info then
+    auto_info = {platform = "sim", class = "SimDevice", n = 8}
+    for _, p in ipairs(require("dlrun").platforms()) do
+      if p.name == "cuda" and p.available and p.devices > 0 then
+        auto_info = {platform = "cuda", class = p.class_name, n = p.devices}
+      end
+    end
+    auto_info.spec = ("%s:%d,cpu:1"):format(auto_info.platform, auto_info.n)
+  end
+  return auto_info
+end
+function M.auto_dev(id) return ("%s(id=%d)"):format(M.auto().class, id) end
+
 -- Cases about one platform (its memory modes, its capacities, its names)
 -- say so: on another default platform they are pending with the reason,
 -- never silently left out. it_on and describe_on take the platform, why

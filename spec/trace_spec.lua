@@ -44,10 +44,31 @@ local function python_summary(path)
   return out
 end
 
+-- The cases below read sim's device tracks and the stats of sim:8, whatever
+-- auto gives in this pass (every CUDA device in the cuda pass): their
+-- devices are sim:8.
 describe("dlrun --trace", function()
-  it("writes valid Chrome trace JSON with the pipeline's events and tracks", function()
+  -- Host execution records each unit as it runs; a module's queue (cuda,
+  -- opencl) has its work recorded by the library when it completes
+  -- (src/device/work_trace.c): the same events, on the same tracks.
+  it("records the pipeline's work on the tracks of what auto gives (" .. helpers.auto().spec .. ")",
+     function()
     local trace = os.tmpname()
     local out, err, status = helpers.run({"--trace", trace, "-"}, PIPELINE, {DLRUN_DEVICES = ""})
+    assert.are.same({"done\n", "", 0}, {out, err, status})
+    local summary = python_summary(trace)
+    os.remove(trace)
+    assert.truthy(summary:find("name arange 8\n", 1, true), summary)
+    assert.truthy(summary:find("name copy 8\n", 1, true), summary)
+    assert.truthy(summary:find("copy_bytes 4096\n", 1, true), summary)
+    for i = 0, 7 do
+      assert.truthy(summary:find("track 1 " .. helpers.auto_dev(i) .. "\n", 1, true), summary)
+    end
+  end)
+
+  it("writes valid Chrome trace JSON with the pipeline's events and tracks", function()
+    local trace = os.tmpname()
+    local out, err, status = helpers.run({"--trace", trace, "-"}, PIPELINE, {DLRUN_DEVICES = "sim:8"})
     assert.are.equal("done\n", out)
     assert.are.equal("", err)
     assert.are.equal(0, status)
@@ -96,7 +117,7 @@ describe("dlrun --trace", function()
       local trace = os.tmpname()
       local code = PIPELINE .. ending .. "\n"
       local out, err, status = helpers.run({"--trace", trace, "--stats", "-"}, code,
-                                           {DLRUN_DEVICES = ""})
+                                           {DLRUN_DEVICES = "sim:8"})
       assert.are.equal("done\n", out)
       assert.are.equal(ending == "os.exit(true)" and 0 or 3, status)
       assert.truthy(err:find("^dlrun stats %(sim:8,cpu:1%)\n"), err)
@@ -132,7 +153,7 @@ describe("dlrun --trace", function()
     f:write(code)
     f:close()
     -- Under AddressSanitizer, freed memory waits in a quarantine: none here.
-    local env = {DLRUN_DEVICES = "",
+    local env = {DLRUN_DEVICES = "sim:8",
                  ASAN_OPTIONS = (os.getenv("ASAN_OPTIONS") or "") .. ":quarantine_size_mb=0"}
     -- Peak RSS in KiB and trace size in bytes of a run of n iterations.
     local function measure(n, traced)
@@ -174,7 +195,7 @@ describe("dlrun --stats", function()
       leaked = y:__dlpack__{legacy_sharing = "share"} -- a global: still alive at exit
       keep = y
     ]]
-    local _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = ""})
+    local _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = "sim:8"})
     assert.are.equal(0, status)
     local lines = {}
     for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
@@ -207,7 +228,7 @@ describe("dlrun --stats", function()
       print(dl.live_exports())
       os.exit(0)
     ]]
-    local out, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = ""})
+    local out, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = "sim:8"})
     assert.are.equal(0, status)
     assert.are.equal("1\n", out)
     local row = err:match("SimDevice%(id=0%)[^\n]*")
@@ -217,7 +238,7 @@ describe("dlrun --stats", function()
     -- a global holds the capsule at the end of the script; closing the state
     -- collects it
     code = [[leaked = require("dlrun").arange(8, "float32"):__dlpack__()]]
-    _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = ""})
+    _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = "sim:8"})
     assert.are.equal(0, status)
     row = err:match("SimDevice%(id=0%)[^\n]*")
     assert.truthy(row, err)
@@ -242,7 +263,7 @@ describe("dlrun --stats", function()
         capsule = dl.arange(8, "float32", dl.devices()[1]):__dlpack__()
         %s
       ]]):format(case.ending)
-      local _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = ""})
+      local _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = "sim:8"})
       assert.are.equal(case.status, status)
       local row0 = err:match("\nSimDevice%(id=0%)[^\n]*")
       local row1 = err:match("\nSimDevice%(id=1%)[^\n]*")
@@ -347,7 +368,7 @@ describe("progress on stderr", function()
       local x = dl.zeros({1024, 1024}, "float32")
       local y = dl.device_put(x, dl.devices()[2]):block_until_ready()
     ]]
-    local _, err, status = helpers.run({"-e", code}, nil, {DLRUN_DEVICES = ""})
+    local _, err, status = helpers.run({"-e", code}, nil, {DLRUN_DEVICES = "sim:8"})
     assert.are.equal(0, status)
     assert.are.equal("", err)
   end)

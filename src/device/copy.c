@@ -12,6 +12,7 @@
 #include "core/status_impl.h"
 #include "host/stream.h"
 #include "timeline.h"
+#include "work_trace.h"
 
 /* A run of a task's pieces that one device queue copies: the task's own
  * destination queue in the common case; the source's for device memory
@@ -363,7 +364,7 @@ static dlrun_status enqueue_groups(copy_task *t) {
     copy_group *g = &t->groups[queued];
     const dlrun_event *waits = g->after ? g->after : t->deps;
     size_t nwaits = g->after ? 1 : t->ndeps;
-    if ((st = g->queue->platform->copy_box(g->queue, &g->op, waits, nwaits, &g->done))) break;
+    if ((st = dlrun_queue_copy_box(g->queue, &g->op, waits, nwaits, &g->done))) break;
     if (t->dones) t->dones[queued] = g->done;
   }
   if (!t->dones) { /* one group, on the destination's queue */
@@ -373,8 +374,7 @@ static dlrun_status enqueue_groups(copy_task *t) {
   if (!st) {
     *t->join = (dlrun_copy_op){.esize = t->plan->esize, .ndim = t->plan->ndim,
                                .complete = task_finished_ctx, .complete_ctx = t};
-    st = t->dst->dev->platform->copy_box(t->dst->dev, t->join, t->dones, t->ngroups,
-                                         &t->dst->ready);
+    st = dlrun_queue_copy_box(t->dst->dev, t->join, t->dones, t->ngroups, &t->dst->ready);
   }
   if (st) { /* the queued groups read the plan: they finish first */
     dlrun_workers_flush(t->dst->dev->rt->workers);

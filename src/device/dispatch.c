@@ -9,6 +9,7 @@
 #include "core/status_impl.h"
 #include "host/hostexec.h"
 #include "timeline.h"
+#include "work_trace.h"
 
 dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
                                const int64_t *strides) {
@@ -74,7 +75,7 @@ static dlrun_status copy_on(dlrun_device *queue, size_t esize, int ndim, const i
   dlrun_copy_op op = {.esize = esize, .ndim = ndim, .dst = *dst, .npieces = 1,
                       .pieces = &piece, .sync = true};
   dlrun_event done;
-  dlrun_status st = queue->platform->copy_box(queue, &op, NULL, 0, &done);
+  dlrun_status st = dlrun_queue_copy_box(queue, &op, NULL, 0, &done);
   return st ? st : dlrun_event_wait(done);
 }
 
@@ -101,8 +102,7 @@ dlrun_status dlrun_copy_sync(size_t esize, int ndim, const int64_t *lo, const in
 static void release_buffer(void *b) { dlrun_buffer_release(b); }
 
 dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f) {
-  dlrun_status st = b->dev->platform->fill(b->dev, b->kind, b->data, b->nbytes, f, NULL, 0,
-                                           &b->ready);
+  dlrun_status st = dlrun_queue_fill(b->dev, b->kind, b->data, b->nbytes, f, NULL, 0, &b->ready);
   if (st) return st;
   dlrun_buffer_retain(b); /* until the fill is done: back before b reads ready */
   st = dlrun_event_is_timeline(b->ready) ? dlrun_timeline_then_early(b->ready, release_buffer, b)
