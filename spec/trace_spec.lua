@@ -91,6 +91,37 @@ describe("dlrun --trace", function()
     assert.truthy(summary:find("track 2 host thread 1\n", 1, true), summary)
   end)
 
+  -- The work of each module's queue, in every pass: on the CUDA driver double
+  -- of the tests and on pocl's CPU devices (pending where one is not here).
+  local BUILD = helpers.exe:match("^(.*)/[^/]*$") or "build"
+  local PTHREADS = ("pthread "):rep(8):sub(1, -2)
+  for _, m in ipairs {
+    {platform = "cuda", class = "CudaDevice",
+     env = {DLRUN_CUDA_LIBRARY = BUILD .. "/tests/cuda-double/libcuda.so.1",
+            CUDA_DOUBLE_DEVICES = "8"}},
+    {platform = "opencl", class = "OpenclDevice", env = {POCL_DEVICES = PTHREADS}},
+  } do
+    it("records the work of " .. m.platform .. ":8's queues on their device tracks", function()
+      local listed = helpers.run({"--list-devices"}, nil, m.env)
+      if not ("\n" .. listed):find("\n" .. m.platform .. " +available: 8 devices\n") then
+        return pending(m.platform .. ":8 is not here: " .. listed)
+      end
+      local trace = os.tmpname()
+      local out, err, status = helpers.run({"--devices", m.platform .. ":8", "--trace", trace, "-"},
+                                           PIPELINE, m.env)
+      assert.are.same({"done\n", "", 0}, {out, err, status})
+      local summary = python_summary(trace)
+      os.remove(trace)
+      for _, line in ipairs {"name arange 8", "name copy 8", "copy_bytes 4096",
+                             "copy_fields True", "durations True"} do
+        assert.truthy(summary:find(line .. "\n", 1, true), summary)
+      end
+      for i = 0, 7 do
+        assert.truthy(summary:find(("track 1 %s(id=%d)\n"):format(m.class, i), 1, true), summary)
+      end
+    end)
+  end
+
   it("refuses an unwritable trace file before the script runs, with status 1", function()
     local out, err, status = helpers.run({"--trace", "/nonexistent-dir/t.json", "-e", "print('ran')"})
     assert.are.equal("", out)
