@@ -98,6 +98,20 @@ run_busted() {
   fi
 }
 
+# Whether a platform's pass runs ($1 its name, $2 its variable, $3 the
+# variable's value): not when it is off, nor under an instrumented runner
+# (BUSTED_RUNNER) unless it is on; says why not.
+suite_wanted() {
+  if [ "$3" = off ]; then
+    echo "$1 suite: not run ($2=off)"
+    return 1
+  fi
+  if [ -n "${BUSTED_RUNNER:-}" ] && [ "$3" != on ]; then
+    echo "$1 suite: not run under BUSTED_RUNNER ($2=on runs it)"
+    return 1
+  fi
+}
+
 # The suite a second time on OpenCL (docs/opencl.md), when the platform is
 # here: pocl's CPU devices in CI ("pthread" driver, never "basic", which
 # deadlocks), a GPU's elsewhere. On opencl:8, not opencl:4: the specs are
@@ -107,14 +121,7 @@ run_busted() {
 # unless a spec sets their devices itself. Not under an instrumented runner
 # (BUSTED_RUNNER) unless OPENCL_SUITE=on; OPENCL_SUITE=off skips it anywhere.
 opencl_suite() {
-  if [ "${OPENCL_SUITE:-}" = off ]; then
-    echo "OpenCL suite: not run (OPENCL_SUITE=off)"
-    return
-  fi
-  if [ -n "${BUSTED_RUNNER:-}" ] && [ "${OPENCL_SUITE:-}" != on ]; then
-    echo "OpenCL suite: not run under BUSTED_RUNNER (OPENCL_SUITE=on runs it)"
-    return
-  fi
+  suite_wanted OpenCL OPENCL_SUITE "${OPENCL_SUITE:-}" || return
   POCL_DEVICES=${POCL_DEVICES:-"pthread pthread pthread pthread pthread pthread pthread pthread"}
   export POCL_DEVICES
   listed=$("$build/dlrun" --list-devices 2>&1 | grep -E '^opencl ')
@@ -141,14 +148,7 @@ opencl_suite() {
 # cores. Not under an instrumented runner (BUSTED_RUNNER) unless
 # CUDA_SUITE=on; CUDA_SUITE=off skips it anywhere.
 cuda_suite() {
-  if [ "${CUDA_SUITE:-}" = off ]; then
-    echo "CUDA suite: not run (CUDA_SUITE=off)"
-    return
-  fi
-  if [ -n "${BUSTED_RUNNER:-}" ] && [ "${CUDA_SUITE:-}" != on ]; then
-    echo "CUDA suite: not run under BUSTED_RUNNER (CUDA_SUITE=on runs it)"
-    return
-  fi
+  suite_wanted CUDA CUDA_SUITE "${CUDA_SUITE:-}" || return
   if [ -z "${DLRUN_CUDA_LIBRARY:-}" ] && [ -f "$build/tests/cuda-double/libcuda.so.1" ]; then
     DLRUN_CUDA_LIBRARY=$(cd "$build/tests/cuda-double" && pwd)/libcuda.so.1
     CUDA_DOUBLE_DEVICES=${CUDA_DOUBLE_DEVICES:-8}
