@@ -17,7 +17,8 @@
 #   scripts/gpu-check.sh [--double]
 #
 # --double runs it on the driver double of the tests instead of a GPU (2
-# devices, 1 MiB bandwidth cases, one spec file, the build taken as made):
+# devices unless CUDA_DOUBLE_DEVICES says, 1 MiB bandwidth cases, one spec
+# file, the build taken as made):
 # the smoke check `make test` runs; its figures mean nothing.
 # Environment: BUILD (default build), PYTHON (an interpreter with NumPy, and
 # a CUDA build of torch or cupy for the round trip; default python3, else
@@ -42,6 +43,9 @@ failed=0
 skipped=0
 
 header() { echo; echo "== $1 =="; }
+H_CTS="C conformance suite on cuda"
+H_BW="bandwidth (dlrun / driver, best of runs)"
+H_DLPACK="DLPack round trip (kDLCUDA)"
 verdict() { # PASS|FAIL|SKIP, reason
   echo "$1: $2"
   case "$1" in
@@ -66,7 +70,7 @@ bounded() { # seconds, command...: the command under timeout, its output in $log
 
 if [ -n "$double" ]; then
   DLRUN_CUDA_LIBRARY=$(cd "$BUILD/tests/cuda-double" 2>/dev/null && pwd)/libcuda.so.1
-  CUDA_DOUBLE_DEVICES=2
+  CUDA_DOUBLE_DEVICES=${CUDA_DOUBLE_DEVICES:-2}
   GPU_CHECK_BYTES=${GPU_CHECK_BYTES:-1MiB}
   GPU_CHECK_SPECS=${GPU_CHECK_SPECS:-spec/stream_protocol_spec.lua}
   export CUDA_DOUBLE_DEVICES
@@ -78,7 +82,7 @@ export DLRUN_CUDA_LIBRARY DLRUN_CUDA_MODULE
 echo "gpu-check: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null ||
   echo unknown), driver library $DLRUN_CUDA_LIBRARY"
 if [ -n "$double" ]; then
-  echo "gpu-check: on the driver double of the tests (2 devices): a smoke check of this script;" \
+  echo "gpu-check: on the driver double of the tests (devices: $CUDA_DOUBLE_DEVICES): a smoke check of this script;" \
     "nothing here was measured on a GPU"
 elif command -v nvidia-smi >/dev/null 2>&1; then
   timeout 20 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader |
@@ -107,7 +111,7 @@ if [ -z "$n" ]; then
   why=$(echo "${listed:-cuda  not listed by $BUILD/dlrun --list-devices}" |
     sed -E 's/^cuda +(not available: )?//')
   echo "gpu-check: CUDA not available: $why"
-  for p in conformance bandwidth dlpack lua; do
+  for p in "$H_CTS" "$H_BW" "$H_DLPACK" "Lua suite on cuda"; do
     header "$p"
     verdict SKIP "CUDA not available: $why"
   done
@@ -118,7 +122,7 @@ fi
 echo "gpu-check: CUDA available, $n device(s) used"
 
 # ---- the C conformance suite: cuda on DLRUN_CUDA_LIBRARY (2 devices needed)
-header "C conformance suite on cuda"
+header "$H_CTS"
 bounded "$(allow 60 150)" "$BUILD/tests/test_conformance"
 rc=$?
 cuda_lines=$(grep -c '^ok .*\[cuda' "$log")
@@ -135,7 +139,7 @@ else
 fi
 
 # ---- bandwidth: dlrun against the driver on the same bytes
-header "bandwidth (dlrun / driver, best of runs)"
+header "$H_BW"
 bytes=${GPU_CHECK_BYTES:-256MiB}
 runs=5
 [ -n "$double" ] && runs=2
@@ -149,7 +153,7 @@ case "$rc" in
 esac
 
 # ---- DLPack round trips on kDLCUDA
-header "DLPack round trip (kDLCUDA)"
+header "$H_DLPACK"
 py=""
 for p in ${PYTHON:-python3 /usr/bin/python3}; do
   if timeout 60 "$p" -c 'import numpy' >/dev/null 2>&1; then py=$p; break; fi
@@ -202,8 +206,8 @@ if [ -z "$bad_files" ] && [ -z "$unrun" ]; then
   verdict PASS "every file passed on cuda:$n"
 elif [ "$n" -lt 8 ] && [ -n "$bad_files" ]; then
   echo "pending on 8 devices (written for 8 default devices, they fail or error on $n):$bad_files"
-  verdict SKIP "the suite needs 8 devices, this machine has $n: $(echo $ok_files | wc -w) files" \
-    "pass on cuda:$n, $(echo $bad_files | wc -w) are pending (listed above)"
+  verdict SKIP "the suite needs 8 devices, this machine has $n: $(echo $ok_files | wc -w) files\
+ pass on cuda:$n, $(echo $bad_files | wc -w) are pending (listed above)"
 elif [ -n "$bad_files" ]; then
   verdict FAIL "files with failures:$bad_files"
 else
