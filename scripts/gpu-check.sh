@@ -76,7 +76,7 @@ if [ -n "$double" ]; then
   export CUDA_DOUBLE_DEVICES
 fi
 DLRUN_CUDA_LIBRARY=${DLRUN_CUDA_LIBRARY:-libcuda.so.1}
-DLRUN_CUDA_MODULE=${DLRUN_CUDA_MODULE:-$(pwd)/$BUILD/libdlrun_cuda.so}
+DLRUN_CUDA_MODULE=${DLRUN_CUDA_MODULE:-$(cd "$BUILD" 2>/dev/null && pwd)/libdlrun_cuda.so}
 export DLRUN_CUDA_LIBRARY DLRUN_CUDA_MODULE
 
 echo "gpu-check: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null ||
