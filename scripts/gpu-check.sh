@@ -161,7 +161,7 @@ done
 if [ -z "$py" ]; then
   verdict SKIP "no Python with NumPy (${PYTHON:-python3, /usr/bin/python3}); PYTHON= names one"
 else
-  bounded "$(allow 60 90)" "$py" scripts/gpu-dlpack-check.py "$BUILD/libdlrun.so"
+  bounded "$(allow 60 90)" "$py" -B scripts/gpu-dlpack-check.py "$BUILD/libdlrun.so"
   rc=$?
   cat "$log"
   skip=$(sed -nE 's/^skip - (.*)/\1/p' "$log")
