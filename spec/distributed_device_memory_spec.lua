@@ -27,7 +27,8 @@ local PLATFORMS = {
   {name = "sim", devices = "sim:2", env = {}},
   {name = "opencl", devices = "opencl:2", env = {POCL_DEVICES = "pthread pthread"},
    absent = function() return not opencl_here() and "OpenCL is not here" end},
-  {name = "cuda", devices = "cuda:2", env = {DLRUN_CUDA_LIBRARY = DOUBLE, CUDA_DOUBLE_DEVICES = "2"},
+  {name = "cuda", devices = "cuda:2",
+   env = {DLRUN_CUDA_LIBRARY = DOUBLE, CUDA_DOUBLE_DEVICES = "2"},
    absent = function() return not exists(DOUBLE) and "the CUDA driver double is not built" end},
 }
 
@@ -62,9 +63,12 @@ local function sum(a)
   for i, row in ipairs(a:tolist()) do s = s + i * row[1] + 7 * i * row[2] end
   return ("%%.0f"):format(s)
 end
+-- "id=checksum" of each shard here, in order.
 local function shards(a)
   local t = {}
-  for _, s in ipairs(a.addressable_shards) do t[#t + 1] = s.device.id .. "=" .. sum(s.data) end
+  for k, s in ipairs(a.addressable_shards) do
+    t[k] = ("%%d=%%s"):format(s.device.id, sum(s.data))
+  end
   return table.concat(t, " ")
 end
 local function stats()
@@ -82,7 +86,8 @@ local g = dl.process_allgather(y, true)
 print(p, "allgather", table.concat(g.shape, "x"), sum(g), stats())
 local b = dl.device_put(x, dl.NamedSharding(rows.mesh, dl.P()))
 print(p, "broadcast", shards(b), stats())
-local one = dl.broadcast_one_to_all(dl.device_put(dl.array({p + 1, 2 * p}, "float32"), d[2 * p + 1]))
+local mine = dl.device_put(dl.array({p + 1, 2 * p}, "float32"), d[2 * p + 1])
+local one = dl.broadcast_one_to_all(mine)
 print(p, "broadcast_one_to_all", table.concat(one:tolist(), ","), stats())]]
 
 -- The lines every process prints, as sim computes them: block k of rows
@@ -157,7 +162,8 @@ if p == 1 then
   end
 end
 local ok, e = pcall(dl.device_put, x, rotated)
-print(p, ok, e.name, p == 1 and "own" or e.message:match("^device_put %(staged%) failed on process 1: "))
+local others = "^device_put %(staged%) failed on process 1: "
+print(p, ok, e.name, p == 1 and "own" or e.message:match(others))
 -- Both devices were armed; one copy failed, the other's is still to come.
 for _, dev in ipairs(dl.local_devices()) do
   if dev.platform ~= "cpu" then dl._debug.inject_failure(dev, "copy", 0) end
