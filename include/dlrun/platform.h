@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define DLRUN_PLATFORM_ABI 2
+#define DLRUN_PLATFORM_ABI 1
 
 typedef struct dlrun_platform dlrun_platform;
 
