@@ -103,6 +103,7 @@ CUDA_DOUBLE_SRC := $(sort $(wildcard spec/cuda/double/*.c))
 CUDA_DOUBLE     := $(BUILD)/tests/cuda-double/libcuda.so.1
 CUDA_DOUBLE_NOGPA := $(BUILD)/tests/cuda-double-nogpa/libcuda.so.1
 CUDA_DOUBLE_OBJ := $(BUILD)/obj/src/core/dtype.o $(BUILD)/obj/src/core/status.o
+GPU_BW := $(BUILD)/bench/gpu_bandwidth
 
 .PHONY: check-cuda-h check-ptx
 .PHONY: all _all sync-help deps deps-hardening test demo examples clean c-tests check-asan check-tsan check-valgrind \
@@ -114,7 +115,8 @@ all: deps
 	@+$(MAKE) --no-print-directory _all
 
 _all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) examples $(STRESSES) \
-      $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD) $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA)
+      $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD) $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA) \
+      $(GPU_BW)
 
 $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@mkdir -p $(dir $@)
@@ -189,6 +191,17 @@ $(CUDA_DOUBLE): $(CUDA_DOUBLE_DEPS)
 $(CUDA_DOUBLE_NOGPA): $(CUDA_DOUBLE_DEPS)
 	$(call cuda_double,-DCUDA_DOUBLE_NO_GPA)
 $(BUILD)/tests/test_cuda_double: $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA)
+
+# The CUDA bandwidth program (scripts/gpu-check.sh; docs/cuda.md, "Verifying
+# on a GPU"): dlrun through its public API against the driver's own copies,
+# the driver reached through the CUDA platform's loader, linked in. Never
+# installed; make test runs it on the driver double.
+$(GPU_BW): bench/gpu_bandwidth.c src/platforms/cuda/loader.c src/platforms/cuda/cu.h \
+           src/platforms/cuda/driver_api.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/gpu_bandwidth.c src/platforms/cuda/loader.c \
+	  $(LIB_A) $(LIBS)
 
 # Installs missing Debian packages (no-op when everything is there).
 deps:

@@ -58,6 +58,11 @@ one_check check-layers scripts/check-layers.sh
 # The public ABI against abi/libdlrun.abi (scripts/check-abi.sh).
 [ "${ABI_CHECK:-on}" = off ] || one_check check-abi scripts/check-abi.sh "$build"
 
+# scripts/gpu-check.sh on the driver double: a smoke check that the GPU
+# script and bench/gpu_bandwidth.c work (a few seconds). Not under an
+# instrumented runner: its Python step loads libdlrun.so into python3.
+[ -n "${BUSTED_RUNNER:-}" ] || one_check gpu-check env BUILD="$build" scripts/gpu-check.sh --double
+
 # The stress programs, briefly (make check-tsan runs them long, under TSan).
 for t in "$build"/stress/*; do
   [ -x "$t" ] || continue

@@ -241,8 +241,14 @@ struct dlrun_platform {
   /* (optional) Where a transport between processes (MPI) reads and writes
    * the bytes at device address `data` (as a CUDA-aware MPI reaches device
    * memory); NULL (slot or result): it cannot, and device_put between
-   * processes refuses that memory. */
+   * processes stages that memory through host memory (copy_box). */
   void *(*transport_view)(const dlrun_device *dev, dlrun_memory_kind kind, const void *data);
+  /* Whether transport_view hands device addresses (CUDA's), which only a
+   * transport that says it reaches device memory (a CUDA-aware MPI) may
+   * use; otherwise that memory is staged through host memory. false: the
+   * view is host memory (sim's private view). Host memory (is_host_memory)
+   * is always reached through its view. */
+  bool transport_view_device;
   /* (optional) The driver's own handles of dev, for host applications that
    * use its exported memory (OpenCL: cl_context, cl_command_queue,
    * cl_device_id, in that order): at most n written, borrowed, valid while

@@ -9,7 +9,9 @@
  * device_put on one process); a piece whose holder is another process's is
  * one message from that process, sent straight from the holder's memory and
  * received straight into the destination buffer (through the platforms'
- * transport views), never through process 0 or a host copy of the array.
+ * transport views) or, where the transport cannot reach a memory, staged
+ * through a host block of at most one message (messages.c); never through
+ * process 0 or a host copy of the array.
  * Both ends list a pair's messages in the same (plan) order, which is the
  * order MPI matches them in. */
 #include <stdio.h>
@@ -21,25 +23,8 @@
 #include "device/copy.h"
 #include "dist/dist.h"
 #include "grid.h"
+#include "messages.h"
 #include "transfer_impl.h"
-
-typedef struct piece_list {
-  dlrun_transport_piece *v;
-  size_t n, cap;
-} piece_list;
-
-static dlrun_transport_piece *piece_slot(piece_list *l) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 16;
-    dlrun_transport_piece *v = dlrun_malloc(cap * sizeof *v);
-    if (!v) return NULL;
-    if (l->n) memcpy(v, l->v, l->n * sizeof *v);
-    dlrun_free(l->v);
-    l->v = v;
-    l->cap = cap;
-  }
-  return &l->v[l->n++];
-}
 
 typedef struct gplanner {
   dlrun_array *src;
@@ -66,7 +51,7 @@ typedef struct gplanner {
   dlrun_buffer **dst_bufs;
   dlrun_copy_plan *copies2;
   dlrun_copy_task *task2;
-  piece_list sends, recvs;
+  dlrun_message_list sends, recvs;
   dlrun_transfer_stats stats;
   dlrun_status st;
 } gplanner;
@@ -120,9 +105,8 @@ static dlrun_status add_messages(gplanner *p, bool send, dlrun_buffer *b,
   for (int e = 0; e < d; e++) chi[e] = clo[e] + 1;
   if (d >= 0) chi[d] = clo[d] + step < hi[d] ? clo[d] + step : hi[d];
   for (;;) {
-    dlrun_transport_piece *m = piece_slot(send ? &p->sends : &p->recvs);
-    if (!m) return dlrun_fail_oom_host(sizeof *m);
-    dlrun_status st = dlrun_buffer_piece(b, p->esize, ndim, shard_dims, origin, clo, chi, peer, m);
+    dlrun_status st = dlrun_message_add(send ? &p->sends : &p->recvs, b, p->esize, ndim,
+                                        shard_dims, origin, clo, chi, peer);
     if (st) return st;
     if (d < 0) return DLRUN_OK;
     /* Next chunk: dimension d by a step, then the odometer before it. */
@@ -242,12 +226,10 @@ static dlrun_status sources_written(const gplanner *p) {
 }
 
 /* Make the messages go (the sources they read are written: sources_written). */
-static dlrun_status exchange(gplanner *p) {
-  char err[320] = "";
-  int rc = dlrun_dist_exchange(p->sends.v, p->sends.n, p->recvs.v, p->recvs.n, err, sizeof err);
-  if (rc != DLRUN_TRANSPORT_OK) return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
-  p->stats.copies += p->recvs.n;
-  return DLRUN_OK;
+static dlrun_status exchange(gplanner *p, dlrun_message_exchange *x) {
+  dlrun_status st = dlrun_message_exchange_run(x);
+  if (!st) p->stats.copies += p->recvs.n;
+  return st;
 }
 
 dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
@@ -356,9 +338,14 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
     p.copies = NULL;
   }
   if (!st) st = sources_written(&p);
+  dlrun_message_exchange x = {.sends = &p.sends, .recvs = &p.recvs, .esize = p.esize,
+                              .ndim = src->ndim, .src_shard_dims = src->shard_dims,
+                              .dst_shard_dims = shard_dims};
+  if (!st) st = dlrun_message_exchange_prepare(&x);
   dlrun_status planned = dlrun_dist_agree_call("device_put (planned)", st, 0, NULL);
   if (!st) st = planned;
-  if (!st) st = exchange(&p);
+  if (!st) st = exchange(&p, &x);
+  dlrun_message_exchange_free(&x);
   if (!st) { /* what came from other processes is in the twins now */
     st = dlrun_copy_plan_run(p.copies2);
     p.copies2 = NULL;
@@ -368,8 +355,8 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
   dlrun_free(twin);
   dlrun_buffers_release(dst_bufs, n);
   if (p.src_bufs) dlrun_buffers_release(p.src_bufs, src->nshards);
-  dlrun_free(p.sends.v);
-  dlrun_free(p.recvs.v);
+  dlrun_message_list_free(&p.sends);
+  dlrun_message_list_free(&p.recvs);
   if (st) {
     dlrun_array_release(*out);
     *out = NULL;

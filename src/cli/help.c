@@ -88,6 +88,10 @@ static const help_entry environment[] = {
      "the largest message between two processes, in bytes (4096 to 1073741824, the "
      "default); a larger piece of a transfer goes as several. Every process of a job must "
      "set the same: a different value is a ValueError on every process when joining"},
+    {"DLRUN_DISTRIBUTED_DEVICE_MEMORY",
+     "how device_put between processes reaches device memory: auto (the default: directly "
+     "where MPI can, CUDA memory with a CUDA-aware MPI, else staged through host memory), "
+     "direct or staged"},
     {"DLRUN_MPI_MODULE", "the MPI transport module to load when joining (default: "
                          "libdlrun_mpi.so beside the library or the executable, then in "
                          "../lib from there)"},

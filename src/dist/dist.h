@@ -14,6 +14,20 @@ const dlrun_transport *dlrun_dist_transport(void);
 /* The largest message between two processes, in bytes. */
 uint64_t dlrun_dist_message_bytes(void);
 
+/* How a device_put between processes reaches device memory
+ * ($DLRUN_DISTRIBUTED_DEVICE_MEMORY): auto (directly where the transport
+ * can, else staged through host memory), direct (through the platform's
+ * transport view, or refused), staged (every memory but host memory). */
+typedef enum dlrun_dist_device_memory {
+  DLRUN_DIST_DEVICE_MEMORY_AUTO = 0,
+  DLRUN_DIST_DEVICE_MEMORY_DIRECT = 1,
+  DLRUN_DIST_DEVICE_MEMORY_STAGED = 2,
+} dlrun_dist_device_memory;
+dlrun_dist_device_memory dlrun_dist_device_memory_mode(void);
+/* Whether the transport reads device addresses (a CUDA-aware MPI): 1, 0,
+ * or -1 when it cannot say. */
+int dlrun_dist_device_aware(void);
+
 /* Collective: whether every process passed the same configuration `value`
  * (a device spec). ValueError on every process when not, naming this
  * process's value and another's ("<what> mismatch: process 0 has '...',

@@ -25,6 +25,7 @@ static dlrun_transport transport; /* .name set once joined */
 static bool joined, left;
 static double timeout_s = DEFAULT_TIMEOUT_S;
 static uint64_t message_bytes = DEFAULT_MESSAGE_BYTES;
+static dlrun_dist_device_memory device_memory = DLRUN_DIST_DEVICE_MEMORY_AUTO;
 
 /* Whether an MPI launcher started this process: Open MPI's or MPICH's
  * (Hydra's) environment. */
@@ -64,6 +65,22 @@ static dlrun_status env_message_bytes(uint64_t *out) {
                       text);
   *out = v;
   return DLRUN_OK;
+}
+
+/* $DLRUN_DISTRIBUTED_DEVICE_MEMORY, checked: auto, direct or staged. */
+static dlrun_status env_device_memory(dlrun_dist_device_memory *out) {
+  static const char *const names[] = {"auto", "direct", "staged"};
+  const char *text = getenv("DLRUN_DISTRIBUTED_DEVICE_MEMORY");
+  *out = DLRUN_DIST_DEVICE_MEMORY_AUTO;
+  if (!text || !*text) return DLRUN_OK;
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(text, names[i])) {
+      *out = (dlrun_dist_device_memory)i;
+      return DLRUN_OK;
+    }
+  return dlrun_fail(DLRUN_ERR_VALUE,
+                    "DLRUN_DISTRIBUTED_DEVICE_MEMORY=\"%s\" is not one of auto, direct, staged",
+                    text);
 }
 
 /* The module the caller names, or the one found where an installation puts
@@ -120,6 +137,8 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
   uint64_t msg = o.message_bytes;
   dlrun_status st = timeout > 0 ? DLRUN_OK : env_timeout(&timeout);
   if (!st && !msg) st = env_message_bytes(&msg);
+  dlrun_dist_device_memory reach = DLRUN_DIST_DEVICE_MEMORY_AUTO;
+  if (!st) st = env_device_memory(&reach);
   if (st) return st;
   pthread_mutex_lock(&mu);
   if (joined || left)
@@ -130,6 +149,7 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
   if (!st) {
     timeout_s = timeout;
     message_bytes = msg;
+    device_memory = reach;
   }
   pthread_mutex_unlock(&mu);
   if (st) return st;
@@ -151,6 +171,8 @@ const dlrun_transport *dlrun_dist_transport(void) {
 }
 
 uint64_t dlrun_dist_message_bytes(void) { return message_bytes; }
+dlrun_dist_device_memory dlrun_dist_device_memory_mode(void) { return device_memory; }
+int dlrun_dist_device_aware(void) { return joined ? transport.device_memory : 0; }
 
 void dlrun_distributed_abort(int code) {
   fflush(NULL);

@@ -8,6 +8,11 @@
  * has its own tag, so that a late message of a failed call never matches a
  * later one. */
 #include <mpi.h>
+#if defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* Open MPI's extensions: MPIX_Query_cuda_support */
+#endif
+#endif
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,6 +263,19 @@ static int exchange(const dlrun_transport_piece *sends, size_t nsends,
   return rc;
 }
 
+/* Whether this MPI reaches CUDA device memory: 1 yes, 0 no, -1 it cannot
+ * say. Asked at run time where the MPI has the query (a library built
+ * CUDA-aware may still run without CUDA support). */
+static int cuda_aware(void) {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+  return 0; /* built without CUDA support */
+#else
+  return -1;
+#endif
+}
+
 static void abort_job(int code) { MPI_Abort(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code); }
 
 static void finalize(void) {
@@ -292,7 +310,7 @@ EXPORT int dlrun_transport_open(int abi, dlrun_transport *out, char *err, size_t
     return mpi_failed(e, "setting up dlrun's communicator", err, errlen);
   }
   *out = (dlrun_transport){.abi = DLRUN_TRANSPORT_ABI, .name = "mpi", .rank = rank,
-                           .size = size, .allgatherv = allgatherv, .exchange = exchange,
+                           .size = size, .device_memory = cuda_aware(), .allgatherv = allgatherv, .exchange = exchange,
                            .abort = abort_job,
                            .finalize = finalize};
   return DLRUN_TRANSPORT_OK;

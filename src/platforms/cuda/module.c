@@ -2,8 +2,9 @@
  * and the slots that are a few lines each (record, the DLPack stream
  * protocol, native handles, failure injection).
  *
- * transport_view is NULL here: a transport between processes reaches
- * CUDA memory only once the MPI side says it is CUDA-aware. */
+ * transport_view hands CUDA's device addresses themselves
+ * (transport_view_device): a CUDA-aware MPI reads and writes them; any
+ * other transport has the device layer stage them through host memory. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,6 +22,15 @@ static dlrun_status cu_record(dlrun_device *dev, const dlrun_event *waits, size_
                               dlrun_event *done) {
   return cu_enqueue(cu_dev(dev), "record", -1, NULL, NULL, NULL, NULL, NULL, waits, nwaits,
                     done);
+}
+
+/* Device memory and pinned_host memory alike: the address is what a
+ * CUDA-aware MPI takes (pinned_host memory is host memory too). */
+static void *cu_transport_view(const dlrun_device *dev, dlrun_memory_kind kind,
+                               const void *data) {
+  (void)dev;
+  (void)kind;
+  return (void *)data;
 }
 
 /* The DLPack stream protocol: a consumer names a device's stream by its
@@ -96,7 +106,8 @@ dlrun_platform cu_platform = {
     .import_data = cu_import_data,
     .consumer_stream = cu_consumer_stream,
     .stream_wait = cu_stream_wait,
-    .transport_view = NULL,
+    .transport_view = cu_transport_view,
+    .transport_view_device = true,
     .native_handles = cu_native_handles,
     .inject_failure = cu_inject_failure,
 };

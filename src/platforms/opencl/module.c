@@ -4,7 +4,7 @@
  *
  * OpenCL memory is not reachable by a transport between processes (MPI
  * reads host memory), so transport_view is NULL: device_put between
- * processes refuses OpenCL device memory. commit/decommit are NULL: an
+ * processes stages OpenCL device memory through host memory. commit/decommit are NULL: an
  * OpenCL buffer has no pages to give back while keeping its contents'
  * addresses. */
 #include <stdio.h>
