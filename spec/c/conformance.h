@@ -289,19 +289,20 @@ static void cts_module_paths(void) {
 }
 
 /* Whether platform `name`'s module is here and has at least 2 devices. */
-static bool cts_module_available(const char *name, char *why, size_t n) {
+/* How many devices (0, 1 or 2) of module platform `name` the suite uses:
+ * 0 with the reason in why when it is absent or has no device. */
+static size_t cts_module_devices(const char *name, char *why, size_t n) {
   cts_module_paths();
   dlrun_platform_status list[16];
   size_t count = dlrun_platforms_list(list, 16);
   for (size_t i = 0; i < count && i < 16; i++) {
     if (strcmp(list[i].name, name) != 0) continue;
-    if (list[i].available && list[i].ndevices >= 2) return true;
-    if (list[i].available) snprintf(why, n, "%zu device(s), 2 needed", list[i].ndevices);
-    else snprintf(why, n, "%s", list[i].why);
-    return false;
+    if (list[i].available && list[i].ndevices >= 1) return list[i].ndevices < 2 ? 1 : 2;
+    snprintf(why, n, "%s", list[i].available ? "no device" : list[i].why);
+    return 0;
   }
   snprintf(why, n, "no %s platform is known", name);
-  return false;
+  return 0;
 }
 
 static dlrun_runtime *cts_runtime(const dlrun_config *cfg) {

@@ -7,6 +7,9 @@
  *   own, loaded from beside this test and registered here), and opencl and
  *   cuda when their modules load and probe available (cuda on the driver
  *   double of the tests where it is built; skipped with the reason otherwise).
+ * A module platform with one device (a machine with one GPU) runs every
+ * case on that device; the parts that need a second device of it are
+ * named, each on a line of its own, as skipped with the reason.
  * Cases: allocate and free; fills of every element size and sequences of
  * several dtypes; N-d box copies between every pair of (platform, memory
  * kind) and host memory; event order, with a gate (a held testnative
@@ -21,12 +24,14 @@
 
 #define MAX_PLATFORMS 5
 
-/* A runtime with devices of several platforms, two of each. */
+/* A runtime with devices of several platforms, two of each (one of a
+ * module platform that has only one). */
 typedef struct suite {
   dlrun_runtime *rt;
   bool sim_shared;
   size_t n;
   const char *names[MAX_PLATFORMS];
+  size_t ndev[MAX_PLATFORMS];
 } suite;
 
 static const char *label(const suite *s, const char *pl) {
@@ -35,6 +40,25 @@ static const char *label(const suite *s, const char *pl) {
 
 static dlrun_device *dev_of(const suite *s, const char *pl, size_t i) {
   return dlrun_local_device_get(s->rt, pl, i);
+}
+
+static size_t ndev_of(const suite *s, const char *pl) {
+  for (size_t p = 0; p < s->n; p++)
+    if (strcmp(s->names[p], pl) == 0) return s->ndev[p];
+  return 0;
+}
+
+/* pl's last device: its second, or its only one. */
+static dlrun_device *last_dev(const suite *s, const char *pl) {
+  return dev_of(s, pl, ndev_of(s, pl) - 1);
+}
+
+/* With one device of pl, the part `what` (which needs two) is skipped:
+ * say so on a line of its own. True when skipped. */
+static bool skip_one_device(const suite *s, const char *pl, const char *what) {
+  if (ndev_of(s, pl) >= 2) return false;
+  TEST(cts_name("%s [%s] # SKIP 1 device, 2 needed", what, label(s, pl))) {}
+  return true;
 }
 
 static const dlrun_platform *platform_of(const char *pl) {
@@ -59,7 +83,7 @@ static void case_alloc(const suite *s, const char *pl) {
   TEST(cts_name("allocate and free, both memory kinds [%s]", label(s, pl))) {
     static const uint64_t sizes[] = {0, 1, 255, 256, 4097, 1 << 20};
     enum { NS = sizeof sizes / sizeof *sizes };
-    for (size_t i = 0; i < 2; i++)
+    for (size_t i = 0; i < ndev_of(s, pl); i++)
       for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
         dlrun_device *d = dev_of(s, pl, i);
         dlrun_memory_kind kind = (dlrun_memory_kind)k;
@@ -207,7 +231,7 @@ static void fill_arrays(dlrun_device *d, dlrun_memory_kind kind) {
 
 static void case_fills(const suite *s, const char *pl) {
   TEST(cts_name("fills of 1, 2, 4, 8 and 16-byte elements and sequences [%s]", label(s, pl))) {
-    for (size_t i = 0; i < 2; i++)
+    for (size_t i = 0; i < ndev_of(s, pl); i++)
       for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
         cts_mem m;
         if (cts_mem_alloc(&m, dev_of(s, pl, i), (dlrun_memory_kind)k, FILL_BYTES)) {
@@ -258,7 +282,7 @@ static void geometry(int r, int v, cts_block *src, cts_block *dst) {
   }
 }
 
-/* The memories of a platform (two devices, both kinds) or of the host:
+/* The memories of a platform (its devices, both kinds) or of the host:
  * one to read from and one to write to each. */
 typedef struct end_set {
   size_t n;
@@ -267,7 +291,7 @@ typedef struct end_set {
 
 static bool ends_alloc(const suite *s, const char *pl, end_set *e) {
   *e = (end_set){0};
-  for (size_t i = 0; i < (pl ? 2u : 1u); i++)
+  for (size_t i = 0; i < (pl ? ndev_of(s, pl) : 1u); i++)
     for (int k = 0; k < (pl ? DLRUN_MEM_KIND_COUNT : 1); k++, e->n++) {
       dlrun_device *d = pl ? dev_of(s, pl, i) : NULL;
       if (cts_mem_alloc(&e->src[e->n], d, (dlrun_memory_kind)k, COPY_BYTES) ||
@@ -328,6 +352,8 @@ static void case_box_copies(const suite *s, const char *from, const char *to) {
     ends_free(&a);
     ends_free(&b);
   }
+  if (from && to && strcmp(from, to) == 0)
+    skip_one_device(s, from, "N-d box copies between two devices of the platform");
 }
 
 /* ---- event order ---- */
@@ -398,7 +424,7 @@ static void case_event_order(const suite *s, const char *pl) {
   TEST(cts_name("event order: work queued in order completes in order%s [%s]",
                 gate ? ", held then let go" : "", label(s, pl))) {
     in_order(dev_of(s, pl, 0), gate);
-    in_order(dev_of(s, pl, 1), false);
+    if (ndev_of(s, pl) > 1) in_order(dev_of(s, pl, 1), false);
   }
 }
 
@@ -410,7 +436,7 @@ static void case_ops(const suite *s, const char *pl) {
   TEST(cts_name("a copy of several pieces, a marker, a record waiting on testnative [%s]",
                 label(s, pl))) {
     enum { P = 64, N = 3 * P };
-    dlrun_device *d0 = dev_of(s, pl, 0), *d1 = dev_of(s, pl, 1);
+    dlrun_device *d0 = dev_of(s, pl, 0), *d1 = last_dev(s, pl);
     bool native = strcmp(pl, "testnative") == 0;
     dlrun_device *tn = dev_of(s, "testnative", native ? 1 : 0);
     cts_mem src[3] = {0}, dst = {0}, g = {0};
@@ -461,6 +487,7 @@ static void case_ops(const suite *s, const char *pl) {
     cts_mem_free(&dst);
     cts_mem_free(&g);
   }
+  skip_one_device(s, pl, "a copy of several pieces, one from another device of the platform");
 }
 
 /* Copies to pl's devices wait for a testnative fill held at its queue
@@ -473,7 +500,8 @@ static void case_gated_waits(const suite *s, const char *pl) {
                 label(s, pl), label(s, pl))) {
     enum { N = 1000, K = DLRUN_MEM_KIND_COUNT };
     dlrun_device *tn = dev_of(s, "testnative", 0);
-    dlrun_device *d = dev_of(s, pl, native ? 1 : 0), *other = dev_of(s, pl, native ? 0 : 1);
+    dlrun_device *d = dev_of(s, pl, native ? 1 : 0),
+                 *other = ndev_of(s, pl) > 1 ? dev_of(s, pl, native ? 0 : 1) : NULL;
     cts_hold(tn, 1);
     unsigned ran = cts_ran(tn);
     /* b: on d, both kinds, after tn; c: on pl's other device after d;
@@ -481,7 +509,7 @@ static void case_gated_waits(const suite *s, const char *pl) {
     dlrun_array *a = NULL, *w[K + 2] = {0};
     dlrun_status st = cts_full(tn, DLRUN_MEM_DEVICE, N, 42, &a);
     for (int k = 0; k < K && !st; k++) st = cts_put(a, d, (dlrun_memory_kind)k, &w[k]);
-    if (!st && !native) st = cts_put(w[0], other, DLRUN_MEM_DEVICE, &w[K]);
+    if (!st && !native && other) st = cts_put(w[0], other, DLRUN_MEM_DEVICE, &w[K]);
     if (!st && !native) st = cts_put(w[0], dev_of(s, "testnative", 1), DLRUN_MEM_DEVICE, &w[K + 1]);
     CHECK(st == DLRUN_OK, "%s", dlrun_last_error());
     usleep(20 * 1000);
@@ -499,6 +527,7 @@ static void case_gated_waits(const suite *s, const char *pl) {
     for (int k = 0; k < K + 2; k++) dlrun_array_release(w[k]);
     dlrun_array_release(a);
   }
+  skip_one_device(s, pl, "event order: a copy to the platform's other device waits for the first's");
 }
 
 /* ---- cross-platform waits, no worker blocked ---- */
@@ -576,7 +605,7 @@ static void expect_array_failed(dlrun_array *a, dlrun_device *dev, const char *w
 }
 
 static void case_failures(const suite *s, const char *pl) {
-  dlrun_device *d0 = dev_of(s, pl, 0), *d1 = dev_of(s, pl, 1);
+  dlrun_device *d0 = dev_of(s, pl, 0), *d1 = last_dev(s, pl);
   TEST(cts_name("a failure injected into a fill surfaces from block_until_ready, read, export "
                 "and the copies reading it, on every platform [%s]", label(s, pl))) {
     dlrun_array *a = NULL, *next = NULL;
@@ -586,7 +615,7 @@ static void case_failures(const suite *s, const char *pl) {
       expect_array_failed(a, d0, "fill");
       for (size_t p = 0; p < s->n; p++) { /* a copy that reads it fails too */
         dlrun_array *b = NULL;
-        dlrun_device *to = dev_of(s, s->names[p], 1);
+        dlrun_device *to = last_dev(s, s->names[p]);
         dlrun_status st = cts_put(a, to, DLRUN_MEM_DEVICE, &b);
         if (!st) st = dlrun_array_block_until_ready(b);
         if (!st) printf("  the copy into %s did not fail\n", dlrun_device_name(to));
@@ -611,9 +640,11 @@ static void case_failures(const suite *s, const char *pl) {
     CHECK(dlrun_debug_inject_failure(d1, "copy", 1) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK_FAILED(dlrun_array_from_host(sh, DLRUN_INT32, 1, &n, host, sizeof host, &y), d1, "copy");
     CHECK(y == NULL, "an array from a failed copy");
-    /* and one between devices (queued), where one is made */
-    CHECK(cts_full(d0, DLRUN_MEM_DEVICE, 64, 6, &x) == DLRUN_OK, "%s", dlrun_last_error());
-    if (x && !dlrun_memory_same_place(d0, DLRUN_MEM_DEVICE, d1, DLRUN_MEM_DEVICE)) {
+    /* and one between devices (queued), where one is made: from the
+     * pinned_host memory of a platform's only device */
+    dlrun_memory_kind from = d0 == d1 ? DLRUN_MEM_PINNED_HOST : DLRUN_MEM_DEVICE;
+    CHECK(cts_full(d0, from, 64, 6, &x) == DLRUN_OK, "%s", dlrun_last_error());
+    if (x && !dlrun_memory_same_place(d0, from, d1, DLRUN_MEM_DEVICE)) {
       CHECK(dlrun_debug_inject_failure(d1, "copy", 1) == DLRUN_OK, "%s", dlrun_last_error());
       dlrun_status st = cts_put(x, d1, DLRUN_MEM_DEVICE, &y);
       CHECK(st == DLRUN_OK, "device_put: %s", dlrun_last_error());
@@ -683,9 +714,10 @@ static void dlpack_codes(dlrun_runtime *rt, const char *pl, bool strict) {
     }
 }
 
-static void case_dlpack(const char *pl, const char *what) {
+static void case_dlpack(const char *pl, size_t ndev, const char *what) {
   char spec[64];
-  snprintf(spec, sizeof spec, strcmp(pl, "cpu") == 0 ? "cpu:2" : "%s:2,cpu:1", pl);
+  if (strcmp(pl, "cpu") == 0) snprintf(spec, sizeof spec, "cpu:2");
+  else snprintf(spec, sizeof spec, "%s:%zu,cpu:1", pl, ndev);
   dlrun_config cfg = {.devices = spec, .device_memory = 1 << 20, .pinned_host_memory = 1 << 20};
   TEST(cts_name("DLPack device codes both ways, every device and memory kind [%s]", what)) {
     dlrun_runtime *rt = cts_runtime(&cfg);
@@ -749,7 +781,7 @@ static void commit_decommit(dlrun_device *d, bool accelerator, bool pinned_back)
   free(bytes);
 }
 
-static void case_commit(const char *pl, const char *what) {
+static void case_commit(const char *pl, size_t ndev, const char *what) {
   const dlrun_platform *p = platform_of(pl);
   if (!p->commit || !p->decommit) {
     TEST(cts_name("commit/decommit [%s] # SKIP the platform has no commit/decommit slots", what)) {
@@ -768,7 +800,8 @@ static void case_commit(const char *pl, const char *what) {
     return;
   }
   char spec[64];
-  snprintf(spec, sizeof spec, strcmp(pl, "cpu") == 0 ? "cpu:2" : "%s:2,cpu:1", pl);
+  if (strcmp(pl, "cpu") == 0) snprintf(spec, sizeof spec, "cpu:2");
+  else snprintf(spec, sizeof spec, "%s:%zu,cpu:1", pl, ndev);
   dlrun_config cfg = {.devices = spec, .device_memory = COMMIT_CAP, .pinned_host_memory = COMMIT_CAP,
                       .device_preallocate = DLRUN_PREALLOCATE_ON,
                       .pinned_host_preallocate = DLRUN_PREALLOCATE_ON};
@@ -777,7 +810,7 @@ static void case_commit(const char *pl, const char *what) {
     dlrun_runtime *rt = cts_runtime(&cfg);
     CHECK(rt != NULL, "no runtime");
     if (rt)
-      commit_decommit(dlrun_local_device_get(rt, pl, 1), p->is_accelerator,
+      commit_decommit(dlrun_local_device_get(rt, pl, ndev - 1), p->is_accelerator,
                       strcmp(pl, "cuda") != 0);
     cts_runtime_release(rt);
   }
@@ -785,20 +818,26 @@ static void case_commit(const char *pl, const char *what) {
 
 /* ---- the runs ---- */
 
-static bool have_opencl, have_cuda;
+/* Devices the suite uses of the module platforms (0: absent). */
+static size_t opencl_devices, cuda_devices;
 
-/* The mixed runtime: two devices of each platform. */
+static void suite_add(suite *s, const char *name, size_t ndev) {
+  s->names[s->n] = name;
+  s->ndev[s->n++] = ndev;
+}
+
+/* The mixed runtime: two devices of each platform (or the one there is). */
 static bool suite_create(suite *s, bool sim_shared) {
   *s = (suite){.sim_shared = sim_shared};
-  s->names[s->n++] = "testnative";
-  s->names[s->n++] = "sim";
-  if (have_opencl) s->names[s->n++] = "opencl";
-  if (have_cuda) s->names[s->n++] = "cuda";
-  s->names[s->n++] = "cpu";
+  suite_add(s, "testnative", 2);
+  suite_add(s, "sim", 2);
+  if (opencl_devices) suite_add(s, "opencl", opencl_devices);
+  if (cuda_devices) suite_add(s, "cuda", cuda_devices);
+  suite_add(s, "cpu", 2);
   char spec[128] = "";
   for (size_t i = 0; i < s->n; i++)
-    snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%s%s:2", i ? "," : "",
-             s->names[i]);
+    snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%s%s:%zu", i ? "," : "",
+             s->names[i], s->ndev[i]);
   if (sim_shared) setenv("DLRUN_SIM_MEMORY", "shared", 1);
   dlrun_config cfg = {.devices = spec, .device_memory = 16 << 20,
                       .pinned_host_memory = 16 << 20};
@@ -849,20 +888,20 @@ int main(void) {
   }
   if (!cts_native_handle) return check_summary("conformance");
   why[0] = 0;
-  have_opencl = cts_module_available("opencl", why, sizeof why);
-  if (!have_opencl) TEST(cts_name("opencl # SKIP %s", why)) {}
+  opencl_devices = cts_module_devices("opencl", why, sizeof why);
+  if (!opencl_devices) TEST(cts_name("opencl # SKIP %s", why)) {}
   why[0] = 0;
-  have_cuda = cts_module_available("cuda", why, sizeof why);
-  if (!have_cuda) TEST(cts_name("cuda # SKIP %s", why)) {}
+  cuda_devices = cts_module_devices("cuda", why, sizeof why);
+  if (!cuda_devices) TEST(cts_name("cuda # SKIP %s", why)) {}
   run_suite(false);
   run_suite(true);
   case_cross_waits();
   const char *all[] = {"cpu", "sim", "testnative", "opencl", "cuda"};
+  const size_t ndev[] = {2, 2, 2, opencl_devices, cuda_devices};
   for (size_t i = 0; i < 5; i++) {
-    if (strcmp(all[i], "opencl") == 0 && !have_opencl) continue;
-    if (strcmp(all[i], "cuda") == 0 && !have_cuda) continue;
-    case_dlpack(all[i], all[i]);
-    case_commit(all[i], all[i]);
+    if (!ndev[i]) continue;
+    case_dlpack(all[i], ndev[i], all[i]);
+    case_commit(all[i], ndev[i], all[i]);
   }
   cts_unload_native();
   return check_summary("conformance");
