@@ -242,11 +242,17 @@ describe("export devices", function()
     assert.are.same(VALUES6, dl.from_dlpack(c):tolist())
   end)
 
-  it("pinned_host arrays asked for dl_device={1, 0} export without a copy, copy=false included", function()
+  -- (kDLCUDAHost, 0) by default on cuda, but a consumer that asks for kDLCPU
+  -- gets the same host-readable memory named as it asked.
+  it("pinned_host arrays asked for dl_device={1, 0} export as (kDLCPU, 0) without a copy, copy=false included", function()
     local x = arange6(pinned(D[1]))
+    assert.are.same({kDLPinned, 0}, x:__dlpack__{max_version = {1, 1}}.device)
     local c = x:__dlpack__{max_version = {1, 1}, dl_device = {kDLCPU, 0}, copy = false}
-    assert.are.same({kDLPinned, 0}, c.device)
+    assert.are.same({kDLCPU, 0}, c.device)
     assert.is_false(c.is_copied)
+    local y = dl.from_dlpack(c)
+    assert.are.equal("wrapped", c.imported) -- the same memory, not a copy of it
+    assert.are.same(VALUES6, y:tolist())
   end)
 
   it("dl_device={1, 0} on a sim array copies to the host (IS_COPIED)", function()

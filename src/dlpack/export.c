@@ -288,8 +288,9 @@ static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind
 }
 
 /* Fill the DLTensor and managed struct around buffer b (reference taken). */
-static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *layout,
-                          bool versioned, bool copied, dlrun_exported *out) {
+static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device,
+                          const int64_t *layout, bool versioned, bool copied,
+                          dlrun_exported *out) {
   void *data;
   uint64_t byte_offset;
   dlrun_status st = dlrun_buffer_export_data(b, &data, &byte_offset);
@@ -315,7 +316,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, const int64_t *
   const dlrun_dtype_info *info = dlrun_dtype_get(a->dtype);
   DLTensor t = {
       .data = b->nbytes ? data : NULL,
-      .device = dl_device_of(b),
+      .device = device,
       .ndim = a->ndim,
       .dtype = {.code = info->dl_code, .bits = info->dl_bits, .lanes = info->dl_lanes},
       .shape = shape, /* never NULL, even for ndim 0 (dlpack.h) */
@@ -402,9 +403,14 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
   else if (o.has_stream) st = dlrun_device_stream_wait(b->dev, o.stream, b->ready);
   else st = dlrun_event_wait(b->ready);
   if (st) goto fail;
+  /* Memory already where the consumer asked (pinned host memory asked
+   * for as (kDLCPU, 0)) is named as asked, not by its own code. */
+  DLDevice device = dl_device_of(b);
+  if (o.has_dl_device && !move)
+    device = (DLDevice){.device_type = (DLDeviceType)o.device_type, .device_id = o.device_id};
   int64_t scratch[DLRUN_MAX_NDIM];
-  if ((st = build(a, b, dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, copied,
-                  out)))
+  if ((st = build(a, b, device, dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned,
+                  copied, out)))
     goto fail;
   if (o.stats) *o.stats = counted;
   dlrun_trace_event(NULL, "dlpack", "export", start,
