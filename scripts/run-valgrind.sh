@@ -8,14 +8,27 @@ passed=0
 failed=0
 vg="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
     --suppressions=$(dirname "$0")/valgrind.supp"
+# What a failure shows: valgrind's error blocks (leaks of the kinds that
+# count as errors included, "possibly lost" and "still reachable" left out:
+# they never fail a run) and the program's own failure lines, then the exit
+# status, which says which of the two failed.
+failure_lines() {
+  awk '/^==[0-9]+== [^ ]/ { keep = $0 !~ /possibly lost|still reachable/ }
+       /^==[0-9]+==/ { if (keep) print; next }
+       /^not ok|CHECK\(|did not end|Assertion|Segmentation|Aborted/ { print }' | head -n 200
+}
 check() { # name, command...
   name=$1
   shift
-  if out=$($vg "$@" 2>&1); then
+  out=$($vg "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
     echo "ok - valgrind $name"
     passed=$((passed + 1))
   else
-    printf '%s\n' "$out" | tail -n 40
+    printf '%s\n' "$out" | failure_lines
+    echo "  exit $rc ($( [ "$rc" -eq 99 ] && echo "valgrind found errors" ||
+      echo "the program failed; valgrind found no error"))"
     echo "not ok - valgrind $name"
     failed=$((failed + 1))
   fi
