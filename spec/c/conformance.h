@@ -21,9 +21,15 @@
 
 /* ---- case names: one line per case and platform ---- */
 
+/* The watchdog (SIGALRM) gives each case this long: a wait that never ends
+ * fails the run, however long the whole run takes (minutes under valgrind
+ * on a loaded machine). */
+#define CTS_CASE_SECONDS 120
+
 static char cts_name_buf[256];
 static const char *cts_name(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static const char *cts_name(const char *fmt, ...) {
+  alarm(CTS_CASE_SECONDS); /* a case begins: its own time */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(cts_name_buf, sizeof cts_name_buf, fmt, ap);
