@@ -4,7 +4,8 @@
 
 #include "double.h"
 
-static _Thread_local dlcu_context current;
+/* Initial-exec, as the platform's (src/platforms/cuda/loader.c says why). */
+static _Thread_local dlcu_context current __attribute__((tls_model("initial-exec")));
 
 dlcu_context dbl_current(void) { return current && current->refs > 0 ? current : NULL; }
 
