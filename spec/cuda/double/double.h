@@ -30,6 +30,10 @@ DLCU_ENTRIES(DBL_DECLARE)
 #undef DBL_DECLARE
 DBL_EXPORT dlcu_result cuGetErrorName(dlcu_result error, const char **str);
 DBL_EXPORT dlcu_result cuGetErrorString(dlcu_result error, const char **str);
+/* Test hook, not CUDA: while `hold` is nonzero no stream starts an
+ * operation, so that a test sees work pending (cuEventQuery's NOT_READY)
+ * and orders streams deterministically. */
+DBL_EXPORT void cuda_double_hold(int hold);
 
 /* An id per entry, for call counts and injected failures. */
 typedef enum dbl_id {
@@ -182,6 +186,7 @@ typedef struct dbl_state {
   dlcu_stream streams;
   dlcu_event events;
   dlcu_module modules;
+  bool hold; /* cuda_double_hold: workers start nothing new */
 } dbl_state;
 
 extern dbl_state dbl;

@@ -59,7 +59,7 @@ static void *worker(void *arg) {
     }
     if (s->discard) {
       if (op->kind == DBL_OP_RECORD) record_done(op, DLCU_ERROR_DEINITIALIZED); /* no waiter hangs */
-    } else if (op->kind == DBL_OP_WAIT && op->u.ev.event->done < op->u.ev.seq) {
+    } else if (dbl.hold || (op->kind == DBL_OP_WAIT && op->u.ev.event->done < op->u.ev.seq)) {
       pthread_cond_wait(&dbl.changed, &dbl.lock);
       continue;
     } else {
@@ -174,6 +174,13 @@ dlcu_result cuStreamSynchronize(dlcu_stream stream) {
   rc = s->error;
   s->error = DLCU_SUCCESS;
   return dbl_leave(rc);
+}
+
+void cuda_double_hold(int hold) {
+  pthread_mutex_lock(&dbl.lock);
+  dbl.hold = hold != 0;
+  pthread_cond_broadcast(&dbl.changed);
+  pthread_mutex_unlock(&dbl.lock);
 }
 
 /* ---- events ---- */
