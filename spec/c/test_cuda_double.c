@@ -473,13 +473,16 @@ static void copies_2d_3d(void) {
 }
 
 /* ---- peer access and peer copies ---- */
+static int can_peer(int dev, int peer) {
+  int can = -1;
+  OK(cu.DeviceCanAccessPeer(&can, dev, peer));
+  return can;
+}
+
 static void peers(void) {
   if (!setup()) return;
-  int can = -1;
-  OK(cu.DeviceCanAccessPeer(&can, 0, 1));
-  CHECK(can == 1, "0 reaches 1");
-  OK(cu.DeviceCanAccessPeer(&can, 2, 2));
-  CHECK(can == 0, "not itself");
+  CHECK(can_peer(0, 1) == 1, "0 reaches 1");
+  CHECK(can_peer(2, 2) == 0, "not itself");
   OK(cu.CtxEnablePeerAccess(ctx[1], 0));
   IS(cu.CtxEnablePeerAccess(ctx[1], 0), DLCU_ERROR_PEER_ACCESS_ALREADY_ENABLED);
   IS(cu.CtxEnablePeerAccess(ctx[0], 0), DLCU_ERROR_INVALID_DEVICE);
@@ -516,11 +519,8 @@ static void peers(void) {
 
 static void no_peer_pairs(void) {
   if (!setup()) return;
-  int can = -1;
-  OK(cu.DeviceCanAccessPeer(&can, 1, 0));
-  CHECK(can == 0, "1-0 refused");
-  OK(cu.DeviceCanAccessPeer(&can, 0, 2));
-  CHECK(can == 1, "0-2 allowed");
+  CHECK(can_peer(1, 0) == 0, "1-0 refused");
+  CHECK(can_peer(0, 2) == 1, "0-2 allowed");
   IS(cu.CtxEnablePeerAccess(ctx[1], 0), DLCU_ERROR_PEER_ACCESS_UNSUPPORTED);
   OK(cu.CtxEnablePeerAccess(ctx[2], 0));
   teardown();
@@ -528,9 +528,7 @@ static void no_peer_pairs(void) {
 
 static void no_peer_all(void) {
   if (!setup()) return;
-  int can = -1;
-  OK(cu.DeviceCanAccessPeer(&can, 2, 3));
-  CHECK(can == 0, "2-3 refused");
+  CHECK(can_peer(2, 3) == 0, "2-3 refused");
   IS(cu.CtxEnablePeerAccess(ctx[3], 0), DLCU_ERROR_PEER_ACCESS_UNSUPPORTED);
   teardown();
 }

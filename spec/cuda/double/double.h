@@ -242,6 +242,10 @@ void dbl_vmm_teardown(void); /* every mapping, handle and reserved range */
 /* The stream an entry names: a live stream, or the context's default for
  * NULL and the legacy and per-thread handles (1, 2). NULL if invalid. */
 dlcu_stream dbl_stream_of(dlcu_stream s, dlcu_context ctx);
+/* The stream argument of an entry (dbl_stream_of), or the error to return:
+ * INVALID_CONTEXT without a current context where one is needed (always
+ * for the default stream), INVALID_HANDLE for an unknown stream. */
+dlcu_result dbl_stream_arg(dlcu_stream stream, bool need_context, dlcu_stream *out);
 dbl_op *dbl_op_new(dbl_op_kind kind, dlcu_result fail);
 void dbl_enqueue(dlcu_stream s, dbl_op *op);
 void dbl_stream_destroy_locked(dlcu_stream s, bool discard);
