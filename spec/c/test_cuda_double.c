@@ -753,6 +753,57 @@ static void fail_async(void) { /* CUDA_DOUBLE_FAIL=cuMemcpyAsync:2:719:async */
   teardown();
 }
 
+/* ---- threads, and unloading with work left ---- */
+static void *worker_thread(void *arg) {
+  int i = (int)(intptr_t)arg, bad = 0;
+  if (cu.CtxSetCurrent(ctx[i % ndev])) return (void *)1;
+  for (int round = 0; round < 20; round++) {
+    dlcu_stream s;
+    dlcu_ptr d;
+    uint32_t out[64];
+    bad |= cu.StreamCreate(&s, DLCU_STREAM_NON_BLOCKING) != 0;
+    bad |= cu.MemAlloc(&d, sizeof out) != 0;
+    bad |= cu.MemsetD32Async(d, (uint32_t)(i * 1000 + round), 64, s) != 0;
+    bad |= cu.MemcpyAsync(host_ptr(out), d, sizeof out, s) != 0;
+    bad |= cu.StreamSynchronize(s) != 0;
+    bad |= out[0] != (uint32_t)(i * 1000 + round) || out[63] != out[0];
+    bad |= cu.MemFree(d) != 0;
+    bad |= cu.StreamDestroy(s) != 0;
+  }
+  return (void *)(intptr_t)bad;
+}
+
+static void threads_at_once(void) {
+  if (!setup()) return;
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, worker_thread, (void *)(intptr_t)i);
+  for (int i = 0; i < 8; i++) {
+    void *bad = NULL;
+    pthread_join(t[i], &bad);
+    CHECK(!bad, "thread %d", i);
+  }
+  teardown();
+}
+
+static void unload_with_work_left(void) {
+  if (!setup()) return;
+  dlcu_stream s;
+  dlcu_event e;
+  dlcu_ptr d, r;
+  void *h;
+  OK(cu.StreamCreate(&s, 0));
+  OK(cu.EventCreate(&e, DLCU_EVENT_DISABLE_TIMING));
+  OK(cu.MemAlloc(&d, 4096));
+  OK(cu.MemHostAlloc(&h, 4096, 0));
+  OK(cu.MemAddressReserve(&r, 2u << 20, 0, 0, 0));
+  hold(1);
+  OK(cu.MemcpyAsync(d, host_ptr(h), 4096, s));
+  OK(cu.EventRecord(e, s));
+  CHECK(threads() == 2, "one worker: %d threads", threads());
+  unload(); /* contexts still retained, work still queued */
+  CHECK(threads() == 1, "%d threads after unload", threads());
+}
+
 /* ---- environment switches ---- */
 static void no_device(void) {
   if (!load()) return;
@@ -879,6 +930,10 @@ int main(void) {
     CHECK(in_child(fail_sync, "CUDA_DOUBLE_FAIL=cuMemAlloc:2:2,cuStreamCreate:1+"), "x");
   TEST("CUDA_DOUBLE_FAIL ...:async: the failure surfaces from the stream and its events")
     CHECK(in_child(fail_async, "CUDA_DOUBLE_FAIL=cuMemcpyAsync:2:719:async"), "x");
+  TEST("eight threads at once on four devices")
+    CHECK(in_child(threads_at_once, NULL), "child failed");
+  TEST("unloading ends the workers and gives back what the program left")
+    CHECK(in_child(unload_with_work_left, NULL), "child failed");
   TEST("CUDA_DOUBLE_DEVICES=0: cuInit says no device (100)")
     CHECK(in_child(no_device, "CUDA_DOUBLE_DEVICES=0"), "child failed");
   TEST("CUDA_DOUBLE_DEVICES, _MEMORY, _GRANULARITY, _VERSION")
