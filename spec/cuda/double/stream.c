@@ -82,6 +82,7 @@ static dlcu_result stream_new(dlcu_context ctx, dlcu_stream *out) {
     free(s);
     return DLCU_ERROR_OUT_OF_MEMORY;
   }
+  pthread_setname_np(s->thread, "cuda-double"); /* for tests counting workers */
   s->next = dbl.streams;
   dbl.streams = s;
   *out = s;
