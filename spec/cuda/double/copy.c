@@ -8,6 +8,7 @@
  * stream's context (the double is stricter than the documentation, which
  * leaves it open: use cuMemcpy3DPeerAsync, which always works). Mapped but
  * inaccessible memory fails when the copy runs (ILLEGAL_ADDRESS). */
+#include <stddef.h>
 #include <string.h>
 
 #include "double.h"
@@ -96,18 +97,16 @@ static dlcu_result make_end(dlcu_memorytype type, const void *host, dlcu_ptr dev
   return DLCU_SUCCESS;
 }
 
-/* Queues `c` on `stream` after the checks. `peer_from`: the stream's
- * context, whose device must reach other devices' memory (2-D, 3-D), or
- * NULL (1-D unified and peer copies). */
+/* Queues `c` on `stream` after the checks. `peer_rule` (2-D, 3-D): the
+ * stream's device does the copy, and must have peer access to another
+ * device's memory; else (1-D unified, peer copies) each end keeps the
+ * accessor it has. */
 static dlcu_result enqueue_copy(dbl_copy *c, dlcu_stream stream, dlcu_result fail,
                                 bool peer_rule) {
-  dlcu_context cur = dbl_current();
-  if (!cur) return DLCU_ERROR_INVALID_CONTEXT;
-  bool null = !stream || (uintptr_t)stream <= 2;
-  dlcu_stream s = dbl_stream_of(stream, cur);
-  if (!s) return null ? DLCU_ERROR_OUT_OF_MEMORY : DLCU_ERROR_INVALID_HANDLE;
+  dlcu_stream s;
+  dlcu_result rc = dbl_stream_arg(stream, true, &s);
+  if (rc) return rc;
   int sdev, ddev;
-  dlcu_result rc;
   if ((rc = check_end(&c->src, c, &sdev)) || (rc = check_end(&c->dst, c, &ddev))) return rc;
   if (peer_rule) {
     int me = s->ctx->device;
@@ -198,29 +197,38 @@ dlcu_result cuMemcpy2DAsync_v2(const dlcu_memcpy2d *p, dlcu_stream stream) {
   return dbl_leave(enqueue_copy(&c, stream, fail, true));
 }
 
-dlcu_result cuMemcpy3DAsync_v2(const dlcu_memcpy3d *p, dlcu_stream stream) {
-  dlcu_result fail = DLCU_SUCCESS, rc = dbl_enter(DBL_ID_Memcpy3DAsync, &fail);
-  if (rc) return rc;
-  if (!p || p->srcLOD || p->dstLOD) return dbl_leave(DLCU_ERROR_INVALID_VALUE);
+/* The two 3-D structs share their layout; a CUDA_MEMCPY3D is a peer copy
+ * without contexts. */
+_Static_assert(sizeof(dlcu_memcpy3d) == sizeof(dlcu_memcpy3d_peer) &&
+                   offsetof(dlcu_memcpy3d, reserved0) == offsetof(dlcu_memcpy3d_peer, srcContext) &&
+                   offsetof(dlcu_memcpy3d, reserved1) == offsetof(dlcu_memcpy3d_peer, dstContext) &&
+                   offsetof(dlcu_memcpy3d, Depth) == offsetof(dlcu_memcpy3d_peer, Depth),
+               "CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER differ");
+
+static dlcu_result copy_3d(const dlcu_memcpy3d_peer *p, dlcu_stream stream, dlcu_result fail,
+                           bool peer) {
+  if (!p || p->srcLOD || p->dstLOD) return DLCU_ERROR_INVALID_VALUE;
   dbl_copy c = {.width = p->WidthInBytes, .height = p->Height, .depth = p->Depth};
+  dlcu_result rc;
   if ((rc = make_end(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
                      p->srcZ, p->srcPitch, p->srcHeight, &c.src)) ||
       (rc = make_end(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY,
-                     p->dstZ, p->dstPitch, p->dstHeight, &c.dst)))
-    return dbl_leave(rc);
-  return dbl_leave(enqueue_copy(&c, stream, fail, true));
+                     p->dstZ, p->dstPitch, p->dstHeight, &c.dst)) ||
+      (peer && ((rc = peer_end(&c.src, p->srcContext)) || (rc = peer_end(&c.dst, p->dstContext)))))
+    return rc;
+  return enqueue_copy(&c, stream, fail, !peer);
+}
+
+dlcu_result cuMemcpy3DAsync_v2(const dlcu_memcpy3d *p, dlcu_stream stream) {
+  dlcu_result fail = DLCU_SUCCESS, rc = dbl_enter(DBL_ID_Memcpy3DAsync, &fail);
+  if (rc) return rc;
+  dlcu_memcpy3d_peer q;
+  if (p) memcpy(&q, p, sizeof q);
+  return dbl_leave(copy_3d(p ? &q : NULL, stream, fail, false));
 }
 
 dlcu_result cuMemcpy3DPeerAsync(const dlcu_memcpy3d_peer *p, dlcu_stream stream) {
   dlcu_result fail = DLCU_SUCCESS, rc = dbl_enter(DBL_ID_Memcpy3DPeerAsync, &fail);
   if (rc) return rc;
-  if (!p || p->srcLOD || p->dstLOD) return dbl_leave(DLCU_ERROR_INVALID_VALUE);
-  dbl_copy c = {.width = p->WidthInBytes, .height = p->Height, .depth = p->Depth};
-  if ((rc = make_end(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
-                     p->srcZ, p->srcPitch, p->srcHeight, &c.src)) ||
-      (rc = make_end(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY,
-                     p->dstZ, p->dstPitch, p->dstHeight, &c.dst)) ||
-      (rc = peer_end(&c.src, p->srcContext)) || (rc = peer_end(&c.dst, p->dstContext)))
-    return dbl_leave(rc);
-  return dbl_leave(enqueue_copy(&c, stream, fail, false));
+  return dbl_leave(copy_3d(p, stream, fail, true));
 }

@@ -30,6 +30,10 @@ DLCU_ENTRIES(DBL_DECLARE)
 #undef DBL_DECLARE
 DBL_EXPORT dlcu_result cuGetErrorName(dlcu_result error, const char **str);
 DBL_EXPORT dlcu_result cuGetErrorString(dlcu_result error, const char **str);
+/* Test hook, not CUDA: while `hold` is nonzero no stream starts an
+ * operation, so that a test sees work pending (cuEventQuery's NOT_READY)
+ * and orders streams deterministically. */
+DBL_EXPORT void cuda_double_hold(int hold);
 
 /* An id per entry, for call counts and injected failures. */
 typedef enum dbl_id {
@@ -182,6 +186,7 @@ typedef struct dbl_state {
   dlcu_stream streams;
   dlcu_event events;
   dlcu_module modules;
+  bool hold; /* cuda_double_hold: workers start nothing new */
 } dbl_state;
 
 extern dbl_state dbl;
@@ -237,6 +242,10 @@ void dbl_vmm_teardown(void); /* every mapping, handle and reserved range */
 /* The stream an entry names: a live stream, or the context's default for
  * NULL and the legacy and per-thread handles (1, 2). NULL if invalid. */
 dlcu_stream dbl_stream_of(dlcu_stream s, dlcu_context ctx);
+/* The stream argument of an entry (dbl_stream_of), or the error to return:
+ * INVALID_CONTEXT without a current context where one is needed (always
+ * for the default stream), INVALID_HANDLE for an unknown stream. */
+dlcu_result dbl_stream_arg(dlcu_stream stream, bool need_context, dlcu_stream *out);
 dbl_op *dbl_op_new(dbl_op_kind kind, dlcu_result fail);
 void dbl_enqueue(dlcu_stream s, dbl_op *op);
 void dbl_stream_destroy_locked(dlcu_stream s, bool discard);

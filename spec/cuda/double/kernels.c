@@ -41,16 +41,21 @@ static dlcu_result write_elements(uint64_t dst, uint64_t count, unsigned esize, 
   return DLCU_SUCCESS;
 }
 
+static void store_int(unsigned char *p, size_t size, int64_t v) {
+  uint8_t v8 = (uint8_t)v;
+  uint16_t v16 = (uint16_t)v;
+  uint32_t v32 = (uint32_t)v;
+  switch (size) {
+  case 1: memcpy(p, &v8, 1); break;
+  case 2: memcpy(p, &v16, 2); break;
+  case 4: memcpy(p, &v32, 4); break;
+  default: memcpy(p, &v, 8); break;
+  }
+}
+
 static void set_element(uint64_t i, unsigned char *out, const uint64_t *args) {
   (void)i;
-  uint8_t v8 = (uint8_t)args[0];
-  uint16_t v16 = (uint16_t)args[0];
-  uint32_t v32 = (uint32_t)args[0];
-  switch (args[1]) {
-  case 1: memcpy(out, &v8, 1); break;
-  case 2: memcpy(out, &v16, 2); break;
-  default: memcpy(out, &v32, 4); break;
-  }
+  store_int(out, args[1], (int64_t)args[0]);
 }
 
 dlcu_result dbl_set_run(uint64_t dst, uint64_t n, uint32_t value, unsigned size, int accessor) {
@@ -62,11 +67,8 @@ static dlcu_result memset_async(dbl_id id, dlcu_ptr dst, uint32_t value, unsigne
                                 dlcu_stream stream) {
   dlcu_result fail = DLCU_SUCCESS, rc = dbl_enter(id, &fail);
   if (rc) return rc;
-  dlcu_context cur = dbl_current();
-  if (!cur) return dbl_leave(DLCU_ERROR_INVALID_CONTEXT);
-  bool null = !stream || (uintptr_t)stream <= 2;
-  dlcu_stream s = dbl_stream_of(stream, cur);
-  if (!s) return dbl_leave(null ? DLCU_ERROR_OUT_OF_MEMORY : DLCU_ERROR_INVALID_HANDLE);
+  dlcu_stream s;
+  if ((rc = dbl_stream_arg(stream, true, &s))) return dbl_leave(rc);
   int dev;
   bool host;
   uint64_t bytes;
@@ -122,17 +124,6 @@ static dlcu_result fill16_run(const uint64_t *args, int accessor) {
  * double; stored as kernels.cu does: integers truncated toward zero and
  * wrapped, bool nonzero, float16 and bfloat16 rounded to nearest even
  * (dlrun's own conversions), complex with imaginary part 0. */
-static void store_int(unsigned char *p, size_t size, int64_t v) {
-  uint8_t v8 = (uint8_t)v;
-  uint16_t v16 = (uint16_t)v;
-  uint32_t v32 = (uint32_t)v;
-  switch (size) {
-  case 1: memcpy(p, &v8, 1); break;
-  case 2: memcpy(p, &v16, 2); break;
-  case 4: memcpy(p, &v32, 4); break;
-  default: memcpy(p, &v, 8); break;
-  }
-}
 
 static void store_real(unsigned char *p, dlrun_dtype dtype, double v) {
   uint16_t h;
@@ -321,9 +312,8 @@ dlcu_result cuLaunchKernel(dlcu_function fn, unsigned int grid_x, unsigned int g
     return dbl_leave(DLCU_ERROR_INVALID_VALUE);
   if (!f->kernel) return dbl_leave(DLCU_ERROR_NOT_FOUND);
   if (!params) return dbl_leave(DLCU_ERROR_INVALID_VALUE);
-  bool null = !stream || (uintptr_t)stream <= 2;
-  dlcu_stream s = dbl_stream_of(stream, cur);
-  if (!s) return dbl_leave(null ? DLCU_ERROR_OUT_OF_MEMORY : DLCU_ERROR_INVALID_HANDLE);
+  dlcu_stream s;
+  if ((rc = dbl_stream_arg(stream, true, &s))) return dbl_leave(rc);
   if (f->module->ctx != s->ctx) return dbl_leave(DLCU_ERROR_INVALID_HANDLE);
   dbl_op *op = dbl_op_new(DBL_OP_KERNEL, fail);
   if (!op) return dbl_leave(DLCU_ERROR_OUT_OF_MEMORY);

@@ -59,7 +59,7 @@ static void *worker(void *arg) {
     }
     if (s->discard) {
       if (op->kind == DBL_OP_RECORD) record_done(op, DLCU_ERROR_DEINITIALIZED); /* no waiter hangs */
-    } else if (op->kind == DBL_OP_WAIT && op->u.ev.event->done < op->u.ev.seq) {
+    } else if (dbl.hold || (op->kind == DBL_OP_WAIT && op->u.ev.event->done < op->u.ev.seq)) {
       pthread_cond_wait(&dbl.changed, &dbl.lock);
       continue;
     } else {
@@ -82,6 +82,7 @@ static dlcu_result stream_new(dlcu_context ctx, dlcu_stream *out) {
     free(s);
     return DLCU_ERROR_OUT_OF_MEMORY;
   }
+  pthread_setname_np(s->thread, "cuda-double"); /* for tests counting workers */
   s->next = dbl.streams;
   dbl.streams = s;
   *out = s;
@@ -156,11 +157,10 @@ dlcu_result cuStreamDestroy_v2(dlcu_stream stream) {
   return dbl_leave(DLCU_SUCCESS);
 }
 
-/* The stream an entry names, or the error to return. */
-static dlcu_result stream_arg(dlcu_stream stream, dlcu_stream *out) {
+dlcu_result dbl_stream_arg(dlcu_stream stream, bool need_context, dlcu_stream *out) {
   dlcu_context ctx = dbl_current();
   bool null = !stream || (uintptr_t)stream <= 2;
-  if (null && !ctx) return DLCU_ERROR_INVALID_CONTEXT;
+  if ((null || need_context) && !ctx) return DLCU_ERROR_INVALID_CONTEXT;
   *out = dbl_stream_of(stream, ctx);
   return *out ? DLCU_SUCCESS : null ? DLCU_ERROR_OUT_OF_MEMORY : DLCU_ERROR_INVALID_HANDLE;
 }
@@ -168,12 +168,19 @@ static dlcu_result stream_arg(dlcu_stream stream, dlcu_stream *out) {
 dlcu_result cuStreamSynchronize(dlcu_stream stream) {
   DBL_ENTER(StreamSynchronize);
   dlcu_stream s;
-  dlcu_result rc = stream_arg(stream, &s);
+  dlcu_result rc = dbl_stream_arg(stream, false, &s);
   if (rc) return dbl_leave(rc);
   while (s->head) pthread_cond_wait(&dbl.changed, &dbl.lock);
   rc = s->error;
   s->error = DLCU_SUCCESS;
   return dbl_leave(rc);
+}
+
+void cuda_double_hold(int hold) {
+  pthread_mutex_lock(&dbl.lock);
+  dbl.hold = hold != 0;
+  pthread_cond_broadcast(&dbl.changed);
+  pthread_mutex_unlock(&dbl.lock);
 }
 
 /* ---- events ---- */
@@ -218,9 +225,8 @@ dlcu_result cuEventCreate(dlcu_event *event, unsigned int flags) {
 dlcu_result cuEventRecord(dlcu_event event, dlcu_stream stream) {
   dlcu_result fail = DLCU_SUCCESS, rc = dbl_enter(DBL_ID_EventRecord, &fail);
   if (rc) return rc;
-  if (!dbl_current()) return dbl_leave(DLCU_ERROR_INVALID_CONTEXT);
   dlcu_stream s;
-  if ((rc = stream_arg(stream, &s))) return dbl_leave(rc);
+  if ((rc = dbl_stream_arg(stream, true, &s))) return dbl_leave(rc);
   dlcu_event e = event_arg(event);
   if (!e || e->ctx != s->ctx) return dbl_leave(DLCU_ERROR_INVALID_HANDLE);
   dbl_op *op = dbl_op_new(DBL_OP_RECORD, fail);
@@ -237,9 +243,8 @@ dlcu_result cuEventRecord(dlcu_event event, dlcu_stream stream) {
 dlcu_result cuStreamWaitEvent(dlcu_stream stream, dlcu_event event, unsigned int flags) {
   dlcu_result fail = DLCU_SUCCESS, rc = dbl_enter(DBL_ID_StreamWaitEvent, &fail);
   if (rc) return rc;
-  if (!dbl_current()) return dbl_leave(DLCU_ERROR_INVALID_CONTEXT);
   dlcu_stream s;
-  if ((rc = stream_arg(stream, &s))) return dbl_leave(rc);
+  if ((rc = dbl_stream_arg(stream, true, &s))) return dbl_leave(rc);
   dlcu_event e = event_arg(event);
   if (!e) return dbl_leave(DLCU_ERROR_INVALID_HANDLE);
   if (flags) return dbl_leave(DLCU_ERROR_INVALID_VALUE);
