@@ -175,7 +175,19 @@ void dlrun_trace_counter(const char *name, const char *series, uint64_t value) {
   pthread_mutex_unlock(&mu);
 }
 
+static atomic_int pending_events;
+
+void dlrun_trace_pending(int delta) { atomic_fetch_add(&pending_events, delta); }
+
+/* Wait (bounded: work that never completes must not hold the exit) for the
+ * events of work in flight. */
+static void wait_pending_events(void) {
+  const struct timespec tick = {.tv_nsec = 1000000};
+  for (int ms = 0; ms < 5000 && atomic_load(&pending_events) > 0; ms++) nanosleep(&tick, NULL);
+}
+
 dlrun_status dlrun_trace_stop(void) {
+  if (dlrun_trace_enabled()) wait_pending_events();
   atomic_store(&dlrun_tracing, false);
   pthread_mutex_lock(&mu);
   dlrun_status st = DLRUN_OK;

@@ -29,6 +29,12 @@ void dlrun_trace_event(const char *track, const char *category, const char *name
                        uint64_t start, const char *args_fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* Events still to come from work in flight: the device layer counts the
+ * queued copies and fills whose events it records when they complete (+1 when
+ * queued, -1 once recorded), and stopping the trace waits for them, at most a
+ * few seconds, so that a trace finished at exit holds all the work. */
+void dlrun_trace_pending(int delta);
+
 /* A counter sample, now: the value of counter `name` ("SimDevice(id=3)
  * device memory") under the devices process, as `series` ("bytes_in_use").
  * Callers write samples of one counter in the order of its changes (the

@@ -32,12 +32,17 @@ static void record(void *ctx) {
                         (unsigned long long)p->bytes);
   }
   dlrun_free(w);
+  dlrun_trace_pending(-1);
 }
 
 /* Record w's pieces when `done` completes; without memory for that, the
  * work goes unrecorded (tracing never fails the work). */
 static void record_when_done(traced_work *w, dlrun_event done) {
-  if (dlrun_event_then(done, record, w)) dlrun_free(w);
+  dlrun_trace_pending(1);
+  if (dlrun_event_then(done, record, w)) {
+    dlrun_free(w);
+    dlrun_trace_pending(-1);
+  }
 }
 
 static traced_work *traced_new(size_t n) {
