@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +19,19 @@ static int names_interpreter(struct dl_phdr_info *info, size_t size, void *dynam
   return 1;
 }
 
-bool dlrun_program_is_static(void) {
+static bool program_is_static;
+
+static void find_linkage(void) {
   bool dynamic = false;
   dl_iterate_phdr(names_interpreter, &dynamic);
-  return !dynamic;
+  program_is_static = !dynamic;
+}
+
+/* The program's linkage never changes: walked once. */
+bool dlrun_program_is_static(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, find_linkage);
+  return program_is_static;
 }
 
 /* Why a static program loads no module `name` (module.h). */
