@@ -22,7 +22,7 @@ internal() {
   case $1 in
   core) echo "" ;;
   mem) echo "core" ;;
-  dist) echo "core" ;;
+  dist) echo "core mem" ;; # mem: the memory files of processes on one host
   device) echo "core mem dist" ;;
   shard) echo "core" ;;
   array) echo "core dist device shard" ;;

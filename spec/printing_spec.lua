@@ -252,7 +252,7 @@ end)
 describe("stats", function()
   it("transfer_stats prints as a table constructor, keys sorted", function()
     dl.reset_transfer_stats()
-    assert.are.equal("{bytes_moved=0, bytes_received=0, bytes_sent=0, copies=0, local_bytes=0, shares=0}",
+    assert.are.equal("{bytes_moved=0, bytes_received=0, bytes_sent=0, copies=0, ipc_bytes=0, local_bytes=0, shares=0}",
                      tostring(dl.transfer_stats()))
     assert.are.equal(0, dl.transfer_stats().copies)
   end)

@@ -151,6 +151,9 @@ typedef struct dlrun_transfer_stats {
   /* Between processes (this process's share): bytes sent to and received
    * from other processes. Received bytes count in bytes_moved too. */
   uint64_t bytes_sent, bytes_received;
+  /* Of bytes_received, those this process copied straight out of the
+   * sender's memory (processes on one host; $DLRUN_DISTRIBUTED_IPC). */
+  uint64_t ipc_bytes;
 } dlrun_transfer_stats;
 
 /* Options of dlrun_device_put; all zero (or a NULL pointer) asks for the

@@ -117,6 +117,14 @@ typedef struct dlrun_fill {
   int64_t first;
 } dlrun_fill;
 
+/* A region of one process's memory that other processes on its host may
+ * map (the one-copy path between processes): what a peer needs to map it. */
+typedef struct dlrun_shared_region {
+  uint64_t id;    /* unique among its process's regions: peers cache mappings by it */
+  uint64_t size;  /* bytes */
+  int64_t handle; /* the platform's own: a file descriptor of its process, for host RAM */
+} dlrun_shared_region;
+
 /* What a memory of a device is, for capacities and listings. */
 typedef struct dlrun_memory_info {
   uint64_t total;          /* the memory's size (global memory); 0: unknown */
@@ -249,6 +257,20 @@ struct dlrun_platform {
    * view is host memory (sim's private view). Host memory (is_host_memory)
    * is always reached through its view. */
   bool transport_view_device;
+  /* (optional) Sharing memory with the other processes of the job on this
+   * host ($DLRUN_DISTRIBUTED_IPC): the region of dev's `kind` memory that
+   * holds [data, data + n), and data's offset in it; false when that
+   * memory cannot be shared (its pieces then travel through the transport).
+   * map_shared (required with share), called in another process of this
+   * host with a region this platform shared from process `pid`: map it
+   * read-only, once (the library caches it until the job ends), as host
+   * memory that this process's copies read (*view; never a device address
+   * of either process). It keeps the memory alive whatever its owner does
+   * later, and reading it never faults. unmap_shared undoes it. */
+  bool (*share)(const dlrun_device *dev, dlrun_memory_kind kind, const void *data, uint64_t n,
+                dlrun_shared_region *out, uint64_t *offset);
+  dlrun_status (*map_shared)(const dlrun_shared_region *r, int pid, const void **view);
+  void (*unmap_shared)(const dlrun_shared_region *r, const void *view);
   /* (optional) The driver's own handles of dev, for host applications that
    * use its exported memory (OpenCL: cl_context, cl_command_queue,
    * cl_device_id, in that order): at most n written, borrowed, valid while

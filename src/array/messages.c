@@ -42,23 +42,24 @@ static dlrun_message *message_slot(dlrun_message_list *l) {
 
 dlrun_status dlrun_message_add(dlrun_message_list *l, dlrun_buffer *b, size_t esize, int ndim,
                                const int64_t *shard_dims, const int64_t *origin,
-                               const int64_t *lo, const int64_t *hi, int peer) {
+                               const int64_t *lo, const int64_t *hi, int peer, size_t shard,
+                               const int64_t *src_origin) {
   dlrun_message *m = message_slot(l);
   if (!m) return dlrun_fail_oom_host(sizeof *m);
   bool direct;
   dlrun_status st = dlrun_buffer_reach(b, job_reach(), &direct);
   if (st) return st;
-  *m = (dlrun_message){.round = l->per_peer[peer]++, .bytes = dlrun_box_bytes(esize, ndim, lo, hi)};
+  *m = (dlrun_message){.round = l->per_peer[peer]++, .buf = b, .staged = !direct,
+                       .shard = shard, .bytes = dlrun_box_bytes(esize, ndim, lo, hi)};
   size_t n = (size_t)ndim * sizeof *lo;
   memcpy(m->origin, origin, n);
   memcpy(m->lo, lo, n);
   memcpy(m->hi, hi, n);
+  memcpy(m->src_origin, src_origin, n);
   if (direct) st = dlrun_buffer_piece(b, esize, ndim, shard_dims, origin, lo, hi, peer, &m->piece);
-  else {
-    m->buf = b;
+  else
     m->piece = (dlrun_transport_piece){.peer = peer, .ndim = 1, .count = {(int64_t)m->bytes},
                                        .stride = {1}};
-  }
   if (!st) l->n++;
   return st;
 }
@@ -76,7 +77,7 @@ static size_t rounds_of(const dlrun_message_list *l, uint64_t *sizes, bool *stag
   for (size_t i = 0; i < l->n; i++) {
     const dlrun_message *m = &l->v[i];
     if (m->round + 1 > rounds) rounds = m->round + 1;
-    if (!m->buf) continue;
+    if (!m->staged) continue;
     *staged = true;
     if (m->bytes > sizes[m->piece.peer]) sizes[m->piece.peer] = m->bytes;
   }
@@ -97,19 +98,19 @@ dlrun_status dlrun_message_exchange_prepare(dlrun_message_exchange *x) {
   x->round_recvs = dlrun_malloc(nr * sizeof *x->round_recvs);
   x->send_blocks = dlrun_calloc(n, sizeof *x->send_blocks);
   x->recv_blocks = dlrun_calloc(n, sizeof *x->recv_blocks);
-  x->all = dlrun_calloc(4 * n, sizeof *x->all); /* two per process, then sizes */
-  if (!x->round_sends || !x->round_recvs || !x->send_blocks || !x->recv_blocks || !x->all)
-    return dlrun_fail_oom_host((ns + nr) * sizeof *x->round_sends + 6 * n * sizeof(void *));
-  uint64_t *sizes = x->all + 2 * n;
+  uint64_t *sizes = dlrun_calloc(n, sizeof *sizes);
+  if (!x->round_sends || !x->round_recvs || !x->send_blocks || !x->recv_blocks || !sizes) {
+    dlrun_free(sizes);
+    return dlrun_fail_oom_host((ns + nr) * sizeof *x->round_sends + 3 * n * sizeof(void *));
+  }
   bool staged = false;
   size_t a = rounds_of(x->sends, sizes, &staged);
   dlrun_status st = alloc_blocks(x->send_blocks, sizes, n);
   memset(sizes, 0, n * sizeof *sizes);
   size_t b = rounds_of(x->recvs, sizes, &staged);
   if (!st) st = alloc_blocks(x->recv_blocks, sizes, n);
-  size_t me = (size_t)dlrun_process_index();
-  x->all[2 * me] = a > b ? a : b;
-  x->all[2 * me + 1] = staged;
+  dlrun_free(sizes);
+  if (!st) st = dlrun_message_ipc_layout(x, a > b ? a : b, staged);
   return st;
 }
 
@@ -120,9 +121,9 @@ static size_t round_pieces(const dlrun_message_list *l, size_t round, unsigned c
   size_t k = 0;
   for (size_t i = 0; i < l->n; i++) {
     const dlrun_message *m = &l->v[i];
-    if (round != SIZE_MAX && m->round != round) continue;
+    if (m->pull || (round != SIZE_MAX && m->round != round)) continue;
     out[k] = m->piece;
-    if (m->buf) out[k].base = blocks[m->piece.peer];
+    if (m->staged) out[k].base = blocks[m->piece.peer];
     k++;
   }
   return k;
@@ -135,7 +136,7 @@ static dlrun_status stage_round(const dlrun_message_exchange *x, const dlrun_mes
                                 const int64_t *shard_dims) {
   for (size_t i = 0; i < l->n; i++) {
     const dlrun_message *m = &l->v[i];
-    if (m->round != round || !m->buf) continue;
+    if (m->round != round || !m->staged || m->pull) continue;
     dlrun_status st = dlrun_buffer_stage(m->buf, x->esize, x->ndim, shard_dims, m->origin, m->lo,
                                          m->hi, blocks[m->piece.peer], out);
     if (st) return st;
@@ -152,22 +153,30 @@ static dlrun_status transport_exchange(size_t nsends, const dlrun_transport_piec
 }
 
 dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
-  size_t n = (size_t)dlrun_process_count(), me = (size_t)dlrun_process_index();
+  size_t n = (size_t)dlrun_process_count();
   char err[320] = "";
-  if (dlrun_dist_allgather(&x->all[2 * me], 2 * sizeof *x->all, x->all, err, sizeof err) !=
-      DLRUN_TRANSPORT_OK)
+  if (dlrun_dist_allgatherv(x->all + x->displs[dlrun_process_index()] / sizeof *x->all, x->all,
+                            x->counts, x->displs, err, sizeof err) != DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
   uint64_t rounds = 0, staged = 0;
   for (size_t r = 0; r < n; r++) {
-    if (x->all[2 * r] > rounds) rounds = x->all[2 * r];
-    staged |= x->all[2 * r + 1];
+    const uint64_t *h = x->all + x->displs[r] / sizeof *x->all;
+    if (h[0] > rounds) rounds = h[0];
+    staged |= h[1];
+  }
+  dlrun_status st = DLRUN_OK;
+  if (dlrun_message_ipc_mark(x)) {
+    /* Every pull is done, or every process learns which failed, before
+     * the senders go on (they may free or reuse what was read). */
+    st = dlrun_message_ipc_pull(x);
+    if ((st = dlrun_dist_agree_call("device_put (copied between processes)", st, 0, NULL)))
+      return st;
   }
   if (!staged) /* every message straight from and into memory: one exchange */
     return transport_exchange(round_pieces(x->sends, SIZE_MAX, NULL, x->round_sends),
                               x->round_sends,
                               round_pieces(x->recvs, SIZE_MAX, NULL, x->round_recvs),
                               x->round_recvs);
-  dlrun_status st = DLRUN_OK;
   for (size_t round = 0; round < rounds; round++) {
     if (!st) st = stage_round(x, x->sends, round, x->send_blocks, true, x->src_shard_dims);
     /* A copy that failed here, now or in the last round, is every
@@ -192,4 +201,7 @@ void dlrun_message_exchange_free(dlrun_message_exchange *x) {
   dlrun_free(x->round_sends);
   dlrun_free(x->round_recvs);
   dlrun_free(x->all);
+  dlrun_free(x->counts);
+  dlrun_free(x->displs);
+  dlrun_free(x->slot);
 }

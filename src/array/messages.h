@@ -8,11 +8,16 @@
 #include "array_impl.h"
 #include "dist/transport.h"
 
-/* One message: the box [lo, hi) of buf (whose block starts at `origin`). */
+/* One message: the box [lo, hi) of buf (whose block starts at `origin`),
+ * read from source shard `shard` (whose block starts at src_origin). */
 typedef struct dlrun_message {
   dlrun_transport_piece piece; /* staged: base is set per round */
-  dlrun_buffer *buf;           /* staged: copied from or into; NULL: direct */
+  dlrun_buffer *buf;           /* read from (a send) or written (a receive) */
+  bool staged;                 /* through a host block, not buf's own memory */
+  bool pull;                   /* copied straight out of the sender's memory (ipc) */
+  size_t shard;
   int64_t origin[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  int64_t src_origin[DLRUN_MAX_NDIM];
   uint64_t bytes;
   size_t round; /* its place among this peer's messages in its direction */
 } dlrun_message;
@@ -24,11 +29,14 @@ typedef struct dlrun_message_list {
 } dlrun_message_list;
 
 /* Add the message of the box [lo, hi) of b (block of shape shard_dims at
- * origin) to or from `peer`: direct or staged as dlrun_buffer_reach says
- * for this job. */
+ * origin) to or from `peer`, whose bytes are those of source shard `shard`
+ * (block at src_origin): direct or staged as dlrun_buffer_reach says for
+ * this job (or, decided at the exchange, copied straight between the two
+ * memories: message_ipc.c). */
 dlrun_status dlrun_message_add(dlrun_message_list *l, dlrun_buffer *b, size_t esize, int ndim,
                                const int64_t *shard_dims, const int64_t *origin,
-                               const int64_t *lo, const int64_t *hi, int peer);
+                               const int64_t *lo, const int64_t *hi, int peer, size_t shard,
+                               const int64_t *src_origin);
 
 /* Everything the exchange needs, made before the call's second agreement
  * so that nothing after it fails on one process alone for want of memory. */
@@ -37,14 +45,29 @@ typedef struct dlrun_message_exchange {
   size_t esize;
   int ndim;
   const int64_t *src_shard_dims, *dst_shard_dims;
+  /* The source array's sharding and this process's shards of it (NULL:
+   * another's), for the one-copy path. */
+  const dlrun_sharding *src_sharding;
+  dlrun_buffer *const *src_bufs;
+  size_t nshards;
   dlrun_transport_piece *round_sends, *round_recvs;
   unsigned char **send_blocks, **recv_blocks; /* per process, reused by every round */
-  uint64_t *all;                              /* two words per process */
+  /* What every process says before the messages go (message_ipc.c lays
+   * it out): how many rounds its messages need, whether any is staged,
+   * and where its shards are in memory its peers may map. */
+  uint64_t *all;
+  size_t *counts, *displs; /* bytes, per process, of `all` */
+  size_t *slot;            /* per source shard: its words in `all` (ipc), or SIZE_MAX */
+  bool ipc;                /* the job has processes that may map each other's memory */
+  uint64_t pulled;         /* bytes this process copied out of its peers' memory */
 } dlrun_message_exchange;
 
 dlrun_status dlrun_message_exchange_prepare(dlrun_message_exchange *x);
-/* Collective: send and receive every message. Without staging on any
- * process: one exchange of the transport. With it: in rounds, one message
+/* Collective: send and receive every message. Pieces between processes
+ * that may map each other's memory first: the receiver copies each
+ * straight out of the sender's memory, and every process agrees that all
+ * are copied (or learns which failed) before anything else goes. Then,
+ * without staging on any process: one exchange of the transport. With it: in rounds, one message
  * per peer and direction each (both ends count alike), each staged send
  * copied out on its device's queue first and each staged receive copied
  * in after; every process learns of a failed copy before the next round
@@ -52,5 +75,17 @@ dlrun_status dlrun_message_exchange_prepare(dlrun_message_exchange *x);
 dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x);
 void dlrun_message_exchange_free(dlrun_message_exchange *x);
 void dlrun_message_list_free(dlrun_message_list *l);
+
+/* The one-copy path (message_ipc.c), for messages.c: the layout of
+ * x->all with this process's part written (its rounds and staging, then,
+ * in a job whose processes may map each other's memory, its switch and
+ * where each of its source shards is shared: 4 words a shard); after the
+ * exchange of x->all, which messages are pulls (both ends decide alike,
+ * from x->all) and whether any process shares a shard (every process
+ * then agrees that the pulls are done); and this process's pulls. */
+#define DLRUN_MESSAGE_HEADER_WORDS 3
+dlrun_status dlrun_message_ipc_layout(dlrun_message_exchange *x, uint64_t rounds, bool staged);
+bool dlrun_message_ipc_mark(dlrun_message_exchange *x);
+dlrun_status dlrun_message_ipc_pull(dlrun_message_exchange *x);
 
 #endif

@@ -283,6 +283,7 @@ void dlrun_count_transfer(dlrun_runtime *rt, const dlrun_transfer_stats *s) {
   atomic_fetch_add(&rt->shares, s->shares);
   atomic_fetch_add(&rt->bytes_sent, s->bytes_sent);
   atomic_fetch_add(&rt->bytes_received, s->bytes_received);
+  atomic_fetch_add(&rt->ipc_bytes, s->ipc_bytes);
 }
 
 void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out) {
@@ -297,6 +298,7 @@ void dlrun_transfer_stats_get(dlrun_runtime *rt, dlrun_transfer_stats *out) {
   out->shares = atomic_load(&rt->shares);
   out->bytes_sent = atomic_load(&rt->bytes_sent);
   out->bytes_received = atomic_load(&rt->bytes_received);
+  out->ipc_bytes = atomic_load(&rt->ipc_bytes);
 }
 
 void dlrun_transfer_stats_reset(dlrun_runtime *rt) {
@@ -307,4 +309,5 @@ void dlrun_transfer_stats_reset(dlrun_runtime *rt) {
   atomic_store(&rt->shares, 0);
   atomic_store(&rt->bytes_sent, 0);
   atomic_store(&rt->bytes_received, 0);
+  atomic_store(&rt->ipc_bytes, 0);
 }

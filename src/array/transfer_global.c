@@ -84,7 +84,8 @@ static uint64_t box_bytes(size_t esize, int ndim, const int64_t *lo, const int64
  * dimensions, the outermost dimensions cut. Both ends cut alike. */
 static dlrun_status add_messages(gplanner *p, bool send, dlrun_buffer *b,
                                  const int64_t *shard_dims, const int64_t *origin, int peer,
-                                 const int64_t *lo, const int64_t *hi) {
+                                 size_t shard, const int64_t *src_origin, const int64_t *lo,
+                                 const int64_t *hi) {
   int ndim = p->src->ndim;
   /* d: the dimension cut into runs of `step` indices, each `inner` bytes;
    * those before it go one index at a time; -1: one message. */
@@ -106,7 +107,7 @@ static dlrun_status add_messages(gplanner *p, bool send, dlrun_buffer *b,
   if (d >= 0) chi[d] = clo[d] + step < hi[d] ? clo[d] + step : hi[d];
   for (;;) {
     dlrun_status st = dlrun_message_add(send ? &p->sends : &p->recvs, b, p->esize, ndim,
-                                        shard_dims, origin, clo, chi, peer);
+                                        shard_dims, origin, clo, chi, peer, shard, src_origin);
     if (st) return st;
     if (d < 0) return DLRUN_OK;
     /* Next chunk: dimension d by a step, then the odometer before it. */
@@ -152,12 +153,13 @@ static int plan_piece(void *ctx, const int64_t *lo, const int64_t *hi, const siz
     return p->st != DLRUN_OK;
   }
   if (here) {
-    p->st = add_messages(p, false, p->dst_buf, p->dst_shard_dims, p->dst_lo, hp, lo, hi);
+    p->st = add_messages(p, false, p->dst_buf, p->dst_shard_dims, p->dst_lo, hp, h, src_lo, lo,
+                         hi);
     p->stats.bytes_received += bytes;
     p->stats.bytes_moved += bytes;
   } else {
-    p->st = add_messages(p, true, p->src_bufs[h], p->src->shard_dims, src_lo, p->dst_proc, lo,
-                         hi);
+    p->st = add_messages(p, true, p->src_bufs[h], p->src->shard_dims, src_lo, p->dst_proc, h,
+                         src_lo, lo, hi);
     p->stats.bytes_sent += bytes;
   }
   return p->st != DLRUN_OK;
@@ -340,11 +342,13 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
   if (!st) st = sources_written(&p);
   dlrun_message_exchange x = {.sends = &p.sends, .recvs = &p.recvs, .esize = p.esize,
                               .ndim = src->ndim, .src_shard_dims = src->shard_dims,
-                              .dst_shard_dims = shard_dims};
+                              .dst_shard_dims = shard_dims, .src_sharding = src->sharding,
+                              .src_bufs = p.src_bufs, .nshards = src->nshards};
   if (!st) st = dlrun_message_exchange_prepare(&x);
   dlrun_status planned = dlrun_dist_agree_call("device_put (planned)", st, 0, NULL);
   if (!st) st = planned;
   if (!st) st = exchange(&p, &x);
+  p.stats.ipc_bytes = x.pulled;
   dlrun_message_exchange_free(&x);
   if (!st) { /* what came from other processes is in the twins now */
     st = dlrun_copy_plan_run(p.copies2);

@@ -92,6 +92,9 @@ static const help_entry environment[] = {
      "how device_put between processes reaches device memory: auto (the default: directly "
      "where MPI can, CUDA memory with a CUDA-aware MPI, else staged through host memory), "
      "direct or staged"},
+    {"DLRUN_DISTRIBUTED_IPC",
+     "auto (the default): processes on one host copy pieces of sim and cpu memory straight "
+     "out of each other's memory, one copy each; off: every piece is an MPI message"},
     {"DLRUN_MPI_MODULE", "the MPI transport module to load when joining (default: "
                          "libdlrun_mpi.so beside the library or the executable, then in "
                          "../lib from there)"},

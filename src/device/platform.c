@@ -51,6 +51,10 @@ static const char *missing_slot(const dlrun_platform *pl) {
   REQUIRE(release); REQUIRE(owns); REQUIRE(copy_box); REQUIRE(fill); REQUIRE(record);
   REQUIRE(event_query); REQUIRE(event_wait); REQUIRE(event_then); REQUIRE(dlpack_device);
   REQUIRE(dlpack_lookup);
+  if (pl->share) { /* what a peer maps it with */
+    REQUIRE(map_shared);
+    REQUIRE(unmap_shared);
+  }
 #undef REQUIRE
   return NULL;
 }

@@ -28,6 +28,30 @@ dlrun_dist_device_memory dlrun_dist_device_memory_mode(void);
  * or -1 when it cannot say. */
 int dlrun_dist_device_aware(void);
 
+/* The one-copy path between processes on one host (ipc.c). Collective,
+ * at the join: find which processes may read each other's memory
+ * (`wanted`: $DLRUN_DISTRIBUTED_IPC is not off here); every process ends
+ * with the same table, and memory made from then on is shareable when any
+ * pair may. Fails (every process) only when the job's messages fail. */
+dlrun_status dlrun_dist_ipc_probe(bool wanted);
+/* Whether any pair of processes may (the same on every process). */
+bool dlrun_dist_ipc_job(void);
+/* Whether process `receiver` may copy straight out of `sender`'s memory. */
+bool dlrun_dist_ipc_readable(int receiver, int sender);
+/* A process's id on its host (for mapping its memory). */
+int dlrun_dist_ipc_pid(int process);
+/* This process's own switch (benchmarks compare both ways in one run): a
+ * pair copies directly only when both ends have it on, which every
+ * device_put learns from both. On by default. */
+void dlrun_dist_ipc_set_enabled(bool on);
+bool dlrun_dist_ipc_enabled(void);
+/* Call fn() when this process leaves the job (before the transport goes),
+ * once however often it is registered; for the layers above (the device
+ * layer unmaps its peers' memory). At most 4. */
+void dlrun_dist_at_leave(void (*fn)(void));
+/* The job ends: the leave hooks run, the table goes. */
+void dlrun_dist_ipc_end(void);
+
 /* Collective: whether every process passed the same configuration `value`
  * (a device spec). ValueError on every process when not, naming this
  * process's value and another's ("<what> mismatch: process 0 has '...',

@@ -26,6 +26,7 @@ static bool joined, left;
 static double timeout_s = DEFAULT_TIMEOUT_S;
 static uint64_t message_bytes = DEFAULT_MESSAGE_BYTES;
 static dlrun_dist_device_memory device_memory = DLRUN_DIST_DEVICE_MEMORY_AUTO;
+static bool ipc_wanted = true;
 
 /* Whether an MPI launcher started this process: Open MPI's or MPICH's
  * (Hydra's) environment. */
@@ -81,6 +82,15 @@ static dlrun_status env_device_memory(dlrun_dist_device_memory *out) {
   return dlrun_fail(DLRUN_ERR_VALUE,
                     "DLRUN_DISTRIBUTED_DEVICE_MEMORY=\"%s\" is not one of auto, direct, staged",
                     text);
+}
+
+/* $DLRUN_DISTRIBUTED_IPC, checked: auto (processes on one host copy
+ * straight out of each other's memory where they can) or off. */
+static dlrun_status env_ipc(bool *out) {
+  const char *text = getenv("DLRUN_DISTRIBUTED_IPC");
+  *out = !text || !*text || !strcmp(text, "auto");
+  if (*out || !strcmp(text, "off")) return DLRUN_OK;
+  return dlrun_fail(DLRUN_ERR_VALUE, "DLRUN_DISTRIBUTED_IPC=\"%s\" is not one of auto, off", text);
 }
 
 /* The module the caller names, or the one found where an installation puts
@@ -139,6 +149,8 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
   if (!st && !msg) st = env_message_bytes(&msg);
   dlrun_dist_device_memory reach = DLRUN_DIST_DEVICE_MEMORY_AUTO;
   if (!st) st = env_device_memory(&reach);
+  bool ipc = true;
+  if (!st) st = env_ipc(&ipc);
   if (st) return st;
   pthread_mutex_lock(&mu);
   if (joined || left)
@@ -150,6 +162,7 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
     timeout_s = timeout;
     message_bytes = msg;
     device_memory = reach;
+    ipc_wanted = ipc;
   }
   pthread_mutex_unlock(&mu);
   if (st) return st;
@@ -157,7 +170,8 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
    * that cut them otherwise would read a piece into the wrong place. */
   char text[24];
   snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
-  return dlrun_dist_agree("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
+  st = dlrun_dist_agree("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
+  return st ? st : dlrun_dist_ipc_probe(ipc_wanted);
 }
 
 bool dlrun_distributed_joined(void) { return joined; }
@@ -181,6 +195,7 @@ void dlrun_distributed_abort(int code) {
 }
 
 void dlrun_distributed_shutdown(void) {
+  dlrun_dist_ipc_end();
   pthread_mutex_lock(&mu);
   if (joined && !left) transport.finalize();
   left = joined || left;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* Raised when the vtable changes; the loader refuses other values. */
-#define DLRUN_TRANSPORT_ABI 4
+#define DLRUN_TRANSPORT_ABI 5
 /* The function a module exports, by this name. */
 #define DLRUN_TRANSPORT_OPEN_SYMBOL "dlrun_transport_open"
 
@@ -36,6 +36,10 @@ typedef struct dlrun_transport {
   int abi;
   const char *name; /* "mpi" */
   int rank, size;   /* this process, and how many */
+  /* This process's host: the lowest rank of the processes that share its
+   * memory system (MPI's shared-memory communicator), so that two
+   * processes with the same host may map each other's memory. */
+  int host;
   /* Whether the transport reads and writes device memory at its device
    * addresses (a CUDA-aware MPI): 1 (MPIX_Query_cuda_support() said so),
    * 0 (it said not), -1 (the MPI cannot say). */

@@ -45,6 +45,7 @@ static void add_stats(dlrun_transfer_stats *sum, const dlrun_transfer_stats *s) 
   sum->shares += s->shares;
   sum->bytes_sent += s->bytes_sent;
   sum->bytes_received += s->bytes_received;
+  sum->ipc_bytes += s->ipc_bytes;
 }
 
 /* Grid shape and each device's partition (row-major) into part_of. */

@@ -504,7 +504,7 @@ static int l_from_callback(lua_State *L) {
 }
 
 static void push_stats(lua_State *L, const dlrun_transfer_stats *s) {
-  lua_createtable(L, 0, 6);
+  lua_createtable(L, 0, 7);
   dlrun_lua_set_printed(L, "record");
   lua_pushinteger(L, (lua_Integer)s->bytes_moved);
   lua_setfield(L, -2, "bytes_moved");
@@ -518,6 +518,8 @@ static void push_stats(lua_State *L, const dlrun_transfer_stats *s) {
   lua_setfield(L, -2, "bytes_sent");
   lua_pushinteger(L, (lua_Integer)s->bytes_received);
   lua_setfield(L, -2, "bytes_received");
+  lua_pushinteger(L, (lua_Integer)s->ipc_bytes);
+  lua_setfield(L, -2, "ipc_bytes");
 }
 
 /* dl.transfer_stats([{reset = true}]): counts since start or the last reset. */

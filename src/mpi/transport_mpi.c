@@ -276,6 +276,25 @@ static int cuda_aware(void) {
 #endif
 }
 
+/* The lowest rank of this host's processes: rank 0 of MPI's shared-memory
+ * communicator, translated to dlrun's (a local call, no message). */
+static int host_of(int *host) {
+  MPI_Comm node;
+  int e = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  if (e != MPI_SUCCESS) return e;
+  MPI_Group node_group, group;
+  int first = 0;
+  if ((e = MPI_Comm_group(node, &node_group)) == MPI_SUCCESS) {
+    if ((e = MPI_Comm_group(comm, &group)) == MPI_SUCCESS) {
+      e = MPI_Group_translate_ranks(node_group, 1, &first, group, host);
+      MPI_Group_free(&group);
+    }
+    MPI_Group_free(&node_group);
+  }
+  MPI_Comm_free(&node);
+  return e;
+}
+
 static void abort_job(int code) { MPI_Abort(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code); }
 
 static void finalize(void) {
@@ -309,9 +328,15 @@ EXPORT int dlrun_transport_open(int abi, dlrun_transport *out, char *err, size_t
     comm = MPI_COMM_NULL;
     return mpi_failed(e, "setting up dlrun's communicator", err, errlen);
   }
+  int host = rank;
+  if ((e = host_of(&host)) != MPI_SUCCESS) {
+    MPI_Comm_free(&comm);
+    comm = MPI_COMM_NULL;
+    return mpi_failed(e, "finding the processes of this host", err, errlen);
+  }
   *out = (dlrun_transport){.abi = DLRUN_TRANSPORT_ABI, .name = "mpi", .rank = rank,
-                           .size = size, .device_memory = cuda_aware(), .allgatherv = allgatherv, .exchange = exchange,
-                           .abort = abort_job,
+                           .size = size, .host = host, .device_memory = cuda_aware(),
+                           .allgatherv = allgatherv, .exchange = exchange, .abort = abort_job,
                            .finalize = finalize};
   return DLRUN_TRANSPORT_OK;
 }

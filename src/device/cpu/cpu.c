@@ -3,7 +3,15 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device/host/hostexec.h"
+#include "device/host/region.h"
 #include "device/platform_impl.h"
+
+typedef struct cpu_device {
+  dlrun_host_queue queue; /* first: host execution reads it */
+  dlrun_host_region regions[DLRUN_MEM_KIND_COUNT];
+} cpu_device;
+
+static cpu_device *cpu_of(const dlrun_device *dev) { return dev->impl; }
 
 static uint64_t cpu_capacity(const dlrun_device *dev, dlrun_memory_kind kind, size_t ndevices) {
   (void)dev;
@@ -35,44 +43,45 @@ static dlrun_status cpu_device_init(dlrun_device *dev, size_t local_index, size_
                                     void **impl) {
   (void)local_index;
   (void)ndevices;
-  dlrun_host_queue *q = dlrun_calloc(1, sizeof *q);
-  if (!q) return dlrun_fail_oom_host(sizeof *q);
-  *impl = dev->impl = q;
-  dlrun_host_queue_init(q, dev, cpu_view);
+  cpu_device *c = dlrun_calloc(1, sizeof *c);
+  if (!c) return dlrun_fail_oom_host(sizeof *c);
+  *impl = dev->impl = c;
+  dlrun_host_queue_init(&c->queue, dev, cpu_view);
   return DLRUN_OK;
 }
 
 static void cpu_device_destroy(dlrun_device *dev, void *impl) {
   (void)dev;
-  dlrun_host_queue_fini(impl);
-  dlrun_free(impl);
+  cpu_device *c = impl;
+  dlrun_host_queue_fini(&c->queue);
+  dlrun_free(c);
 }
 
+/* Each memory is a recorded region, so that peers on this host may map it. */
 static dlrun_status cpu_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size,
                                 void **base) {
-  (void)dev;
-  (void)kind;
-  return dlrun_map_range(size, true, base);
+  return dlrun_host_region_reserve(&cpu_of(dev)->regions[kind], size, false, base);
 }
 
 static void cpu_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
-  (void)dev;
-  (void)kind;
-  dlrun_unmap_range(base, size);
+  (void)base;
+  (void)size;
+  dlrun_host_region_release(&cpu_of(dev)->regions[kind]);
 }
 
 static dlrun_status cpu_commit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
                                uint64_t size) {
-  (void)dev;
-  (void)kind;
-  return dlrun_commit_range(data, size);
+  return dlrun_host_region_commit(&cpu_of(dev)->regions[kind], data, size);
 }
 
 static uint64_t cpu_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
                              uint64_t size) {
-  (void)dev;
-  (void)kind;
-  return dlrun_decommit_range(data, size);
+  return dlrun_host_region_decommit(&cpu_of(dev)->regions[kind], data, size);
+}
+
+static bool cpu_share(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
+                      uint64_t n, dlrun_shared_region *out, uint64_t *offset) {
+  return dlrun_host_region_share(&cpu_of(dev)->regions[kind], data, n, out, offset);
 }
 
 static bool cpu_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
@@ -134,5 +143,8 @@ const dlrun_platform dlrun_cpu_platform = {
     .dlpack_device = cpu_dlpack_device,
     .dlpack_lookup = cpu_dlpack_lookup,
     .transport_view = cpu_transport_view,
+    .share = cpu_share,
+    .map_shared = dlrun_host_region_map_peer,
+    .unmap_shared = dlrun_host_region_unmap_peer,
     .inject_failure = dlrun_hostexec_inject,
 };

@@ -8,7 +8,6 @@
  * translate device addresses to it by offset. DLRUN_SIM_MEMORY=shared keeps
  * a single host-readable mapping instead. pinned_host memory is host memory
  * either way. Work runs on the host's threads (host/hostexec.h). */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,21 +15,15 @@
 #include "core/status_impl.h"
 #include "device/buffer.h"
 #include "device/host/hostexec.h"
+#include "device/host/region.h"
 #include "device/platform_impl.h"
-
-/* A memory of a sim device: one memory object mapped twice, inaccessible
- * at the device addresses handed out (`base`) and readable and writable at
- * `view`. Set once, by the first reservation. */
-typedef struct sim_region {
-  _Atomic(unsigned char *) base; /* NULL until reserved */
-  unsigned char *view;
-  uint64_t size;
-} sim_region;
 
 typedef struct sim_device {
   dlrun_host_queue queue; /* first: host execution reads it */
   bool shared;            /* DLRUN_SIM_MEMORY=shared: device memory host-readable */
-  sim_region regions[DLRUN_MEM_KIND_COUNT];
+  /* Each memory's region: device memory behind inaccessible addresses
+   * unless shared; pinned_host memory is host memory either way. */
+  dlrun_host_region regions[DLRUN_MEM_KIND_COUNT];
 } sim_device;
 
 static sim_device *sim_of(const dlrun_device *dev) { return dev->impl; }
@@ -78,10 +71,7 @@ static bool sim_host_readable(const dlrun_device *dev, dlrun_memory_kind kind) {
 
 /* Where the host reaches the bytes at device address `data`. */
 static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void *data) {
-  if (!is_private(dev, kind)) return (void *)data;
-  sim_region *r = &sim_of(dev)->regions[kind];
-  const unsigned char *base = atomic_load_explicit(&r->base, memory_order_acquire);
-  return r->view + ((const unsigned char *)data - base);
+  return dlrun_host_region_view(&sim_of(dev)->regions[kind], data);
 }
 
 static dlrun_status sim_device_init(dlrun_device *dev, size_t local_index, size_t ndevices,
@@ -107,45 +97,26 @@ static void sim_device_destroy(dlrun_device *dev, void *impl) {
   dlrun_free(s);
 }
 
-/* Device memory, in either mode, is a recorded region (so that imports
- * naming a sim device are checked against it); only the private mode puts
- * the bytes behind a second, inaccessible range of addresses. */
+/* Every memory is a recorded region (so that imports naming a sim device
+ * are checked against it, and so that peers on this host may map it); only
+ * private device memory puts the bytes behind a second, inaccessible range
+ * of addresses. */
 static dlrun_status sim_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size,
                                 void **base) {
-  if (kind != DLRUN_MEM_DEVICE) return dlrun_map_range(size, true, base);
-  void *view, *addr;
-  dlrun_status st = dlrun_map_range(size, true, &view);
-  if (st) return st;
-  addr = view;
-  if (is_private(dev, kind) && (st = dlrun_map_range(size, false, &addr))) {
-    dlrun_unmap_range(view, size);
-    return st;
-  }
-  sim_region *r = &sim_of(dev)->regions[kind];
-  r->view = view;
-  r->size = size;
-  atomic_store_explicit(&r->base, (unsigned char *)addr, memory_order_release);
-  *base = addr;
-  return DLRUN_OK;
+  return dlrun_host_region_reserve(&sim_of(dev)->regions[kind], size, is_private(dev, kind),
+                                   base);
 }
 
 static void sim_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t size) {
-  sim_region *r = &sim_of(dev)->regions[kind];
-  if (kind == DLRUN_MEM_DEVICE && r->view != base) dlrun_unmap_range(r->view, r->size);
-  dlrun_unmap_range(base, size);
-  if (kind != DLRUN_MEM_DEVICE) return;
-  atomic_store(&r->base, NULL);
-  r->view = NULL;
+  (void)base;
+  (void)size;
+  dlrun_host_region_release(&sim_of(dev)->regions[kind]);
 }
 
 static bool sim_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
                      uint64_t n) {
   if (kind != DLRUN_MEM_DEVICE || n == 0) return true; /* host memory */
-  sim_region *r = &sim_of(dev)->regions[kind];
-  const unsigned char *base = atomic_load_explicit(&r->base, memory_order_acquire);
-  const unsigned char *p = data;
-  return base && p >= base && (uint64_t)(p - base) <= r->size &&
-         n <= r->size - (uint64_t)(p - base);
+  return dlrun_host_region_owns(&sim_of(dev)->regions[kind], data, n);
 }
 
 /* The view is host memory, which MPI reaches as it would a GPU's through
@@ -155,20 +126,19 @@ static void *sim_transport_view(const dlrun_device *dev, dlrun_memory_kind kind,
   return view_of(dev, kind, data);
 }
 
-/* Committing writes the bytes' own mapping; giving memory back clears both
- * mappings (the inaccessible one holds no pages, but clearing it costs
- * nothing and keeps the rule simple). */
 static dlrun_status sim_commit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
                                uint64_t size) {
-  return dlrun_commit_range(view_of(dev, kind, data), size);
+  return dlrun_host_region_commit(&sim_of(dev)->regions[kind], data, size);
 }
 
 static uint64_t sim_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *data,
                              uint64_t size) {
-  void *view = view_of(dev, kind, data);
-  uint64_t held = dlrun_decommit_range(view, size);
-  if (view != data) held += dlrun_decommit_range(data, size);
-  return held;
+  return dlrun_host_region_decommit(&sim_of(dev)->regions[kind], data, size);
+}
+
+static bool sim_share(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
+                      uint64_t n, dlrun_shared_region *out, uint64_t *offset) {
+  return dlrun_host_region_share(&sim_of(dev)->regions[kind], data, n, out, offset);
 }
 
 /* Device memory exports as (kDLExtDev, id); pinned_host memory as the host's. */
@@ -210,5 +180,8 @@ const dlrun_platform dlrun_sim_platform = {
     .dlpack_device = sim_dlpack_device,
     .dlpack_lookup = sim_dlpack_lookup,
     .transport_view = sim_transport_view,
+    .share = sim_share,
+    .map_shared = dlrun_host_region_map_peer,
+    .unmap_shared = dlrun_host_region_unmap_peer,
     .inject_failure = dlrun_hostexec_inject,
 };

@@ -1,0 +1,113 @@
+/* The messages of a device_put between processes that may map each
+ * other's memory (processes on one host: dist's dlrun_dist_ipc_readable):
+ * such a piece is no message but one copy, by the receiver, straight out
+ * of the sender's memory (device/ipc.h). Whether a piece goes so is
+ * decided on both ends from what every process said before the exchange
+ * (x->all), so both decide alike: the receiver may read the sender's
+ * memory, both have the path on, and the sender shares the shard. */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "device/ipc.h"
+#include "dist/dist.h"
+#include "messages.h"
+
+#define SHARD_WORDS (sizeof(dlrun_ipc_source) / sizeof(uint64_t))
+
+static int shard_process(const dlrun_message_exchange *x, size_t h) {
+  return dlrun_device_process_index(dlrun_sharding_device(x->src_sharding, h));
+}
+
+/* Whether this process offers its shards to anyone: its switch is on and
+ * some process may read its memory. */
+static bool offers(int me, size_t n) {
+  if (!dlrun_dist_ipc_enabled()) return false;
+  for (size_t r = 0; r < n; r++)
+    if (dlrun_dist_ipc_readable((int)r, me)) return true;
+  return false;
+}
+
+dlrun_status dlrun_message_ipc_layout(dlrun_message_exchange *x, uint64_t rounds, bool staged) {
+  size_t n = (size_t)dlrun_process_count(), me = (size_t)dlrun_process_index();
+  size_t nshards = x->nshards;
+  x->ipc = dlrun_dist_ipc_job();
+  x->counts = dlrun_calloc(n, sizeof *x->counts);
+  x->displs = dlrun_calloc(n, sizeof *x->displs);
+  x->slot = x->ipc ? dlrun_malloc(nshards * sizeof *x->slot) : NULL;
+  if (!x->counts || !x->displs || (x->ipc && !x->slot))
+    return dlrun_fail_oom_host(2 * n * sizeof(size_t) + nshards * sizeof(size_t));
+  /* Words per process: the header, then its shards' (in shard order). */
+  for (size_t r = 0; r < n; r++) x->counts[r] = DLRUN_MESSAGE_HEADER_WORDS;
+  for (size_t h = 0; x->ipc && h < nshards; h++) {
+    size_t p = (size_t)shard_process(x, h);
+    x->slot[h] = x->counts[p]; /* within p's part; made absolute below */
+    x->counts[p] += SHARD_WORDS;
+  }
+  size_t words = 0;
+  for (size_t r = 0; r < n; r++) {
+    x->displs[r] = words;
+    words += x->counts[r];
+  }
+  for (size_t h = 0; x->ipc && h < nshards; h++) x->slot[h] += x->displs[shard_process(x, h)];
+  if (!(x->all = dlrun_calloc(words, sizeof *x->all))) return dlrun_fail_oom_host(words * 8);
+  for (size_t r = 0; r < n; r++) { /* the transport counts bytes */
+    x->counts[r] *= sizeof *x->all;
+    x->displs[r] *= sizeof *x->all;
+  }
+  uint64_t *mine = x->all + x->displs[me] / sizeof *x->all;
+  bool offer = x->ipc && offers((int)me, n);
+  mine[0] = rounds;
+  mine[1] = staged;
+  mine[2] = x->ipc && dlrun_dist_ipc_enabled();
+  for (size_t h = 0; offer && h < nshards; h++)
+    if ((size_t)shard_process(x, h) == me && x->src_bufs[h])
+      dlrun_buffer_share(x->src_bufs[h], (dlrun_ipc_source *)(x->all + x->slot[h]));
+  return DLRUN_OK;
+}
+
+static const uint64_t *header_of(const dlrun_message_exchange *x, int r) {
+  return x->all + x->displs[r] / sizeof *x->all;
+}
+
+static const dlrun_ipc_source *source_of(const dlrun_message_exchange *x, size_t shard) {
+  return (const dlrun_ipc_source *)(x->all + x->slot[shard]);
+}
+
+/* Whether the piece of `shard` from `sender` to `receiver` is a pull. */
+static bool is_pull(const dlrun_message_exchange *x, int sender, int receiver, size_t shard) {
+  return dlrun_dist_ipc_readable(receiver, sender) && header_of(x, sender)[2] &&
+         header_of(x, receiver)[2] && source_of(x, shard)->size != 0;
+}
+
+bool dlrun_message_ipc_mark(dlrun_message_exchange *x) {
+  if (!x->ipc) return false;
+  int me = dlrun_process_index();
+  for (size_t i = 0; i < x->sends->n; i++) {
+    dlrun_message *m = &x->sends->v[i];
+    m->pull = is_pull(x, me, m->piece.peer, m->shard);
+  }
+  for (size_t i = 0; i < x->recvs->n; i++) {
+    dlrun_message *m = &x->recvs->v[i];
+    m->pull = is_pull(x, m->piece.peer, me, m->shard);
+  }
+  size_t nshards = x->nshards;
+  for (size_t h = 0; h < nshards; h++)
+    if (source_of(x, h)->size) return true;
+  return false;
+}
+
+dlrun_status dlrun_message_ipc_pull(dlrun_message_exchange *x) {
+  for (size_t i = 0; i < x->recvs->n; i++) {
+    const dlrun_message *m = &x->recvs->v[i];
+    if (!m->pull) continue;
+    dlrun_status st = dlrun_buffer_pull(
+        m->buf, x->esize, x->ndim, x->dst_shard_dims, m->origin, m->lo, m->hi,
+        dlrun_sharding_device(x->src_sharding, m->shard), m->piece.peer,
+        dlrun_dist_ipc_pid(m->piece.peer), source_of(x, m->shard), x->src_shard_dims,
+        m->src_origin);
+    if (st) return st;
+    x->pulled += m->bytes;
+  }
+  return DLRUN_OK;
+}

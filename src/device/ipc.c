@@ -1,0 +1,125 @@
+/* The one-copy path between processes on one host (ipc.h). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "core/status_impl.h"
+#include "device/ipc.h"
+#include "dist/dist.h"
+
+/* A peer's region mapped here. */
+typedef struct mapping {
+  int peer;
+  const dlrun_platform *platform;
+  dlrun_shared_region region;
+  const void *view;
+} mapping;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static mapping *maps;
+static size_t nmaps, capmaps;
+
+/* Test hooks, read once: DLRUN_FAIL_IPC_MAP=k makes this process's k-th
+ * mapping of a peer's region fail; DLRUN_IPC_DELAY_MS=n waits n ms before
+ * each copy out of a peer's memory (so that a spec can kill the peer while
+ * the copy is under way). */
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+static long fail_at, delay_ms, attempts;
+
+static void read_hooks(void) {
+  const char *f = getenv("DLRUN_FAIL_IPC_MAP"), *d = getenv("DLRUN_IPC_DELAY_MS");
+  fail_at = f ? strtol(f, NULL, 10) : 0;
+  delay_ms = d ? strtol(d, NULL, 10) : 0;
+}
+
+bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_ipc_source *out) {
+  *out = (dlrun_ipc_source){0};
+  const dlrun_platform *pl = b->dev->platform;
+  if (!pl->share || b->external || b->strides || !b->data) return false;
+  dlrun_shared_region r;
+  uint64_t offset;
+  if (!pl->share(b->dev, b->kind, b->data, b->nbytes, &r, &offset) || !r.size) return false;
+  *out = (dlrun_ipc_source){.id = r.id, .size = r.size, .handle = r.handle, .offset = offset};
+  return true;
+}
+
+/* The view of peer's region `src`, mapping it the first time. */
+static dlrun_status view_of(const dlrun_device *src_dev, int peer, int pid,
+                            const dlrun_ipc_source *src, const void **view) {
+  pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < nmaps; i++)
+    if (maps[i].peer == peer && maps[i].region.id == src->id) {
+      *view = maps[i].view;
+      pthread_mutex_unlock(&mu);
+      return DLRUN_OK;
+    }
+  dlrun_status st = DLRUN_OK;
+  if (nmaps == capmaps) {
+    size_t cap = capmaps ? 2 * capmaps : 8;
+    mapping *v = dlrun_malloc(cap * sizeof *v);
+    if (!v) st = dlrun_fail_oom_host(cap * sizeof *v);
+    else {
+      if (nmaps) memcpy(v, maps, nmaps * sizeof *v);
+      dlrun_free(maps);
+      maps = v;
+      capmaps = cap;
+    }
+  }
+  mapping m = {.peer = peer, .platform = src_dev->platform,
+               .region = {.id = src->id, .size = src->size, .handle = src->handle}};
+  if (!st && fail_at && ++attempts == fail_at)
+    st = dlrun_fail(DLRUN_ERR_RUNTIME, "cannot map the memory of process %d: injected failure "
+                    "(DLRUN_FAIL_IPC_MAP)", peer);
+  if (!st) st = m.platform->map_shared(&m.region, pid, &m.view);
+  if (!st) {
+    if (nmaps == 0) dlrun_dist_at_leave(dlrun_ipc_unmap_all);
+    maps[nmaps++] = m;
+    *view = m.view;
+  }
+  pthread_mutex_unlock(&mu);
+  return st;
+}
+
+dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
+                               const int64_t *dst_shard_dims, const int64_t *dst_origin,
+                               const int64_t *lo, const int64_t *hi, const dlrun_device *src_dev,
+                               int peer, int pid, const dlrun_ipc_source *src,
+                               const int64_t *src_shard_dims, const int64_t *src_origin) {
+  pthread_once(&hooks_once, read_hooks);
+  uint64_t bytes = esize;
+  for (int d = 0; d < ndim; d++) bytes *= (uint64_t)src_shard_dims[d];
+  if (src->offset > src->size || bytes > src->size - src->offset)
+    return dlrun_fail(DLRUN_ERR_RUNTIME,
+                      "process %d shared a shard of %llu bytes at %llu of a region of %llu",
+                      peer, (unsigned long long)bytes, (unsigned long long)src->offset,
+                      (unsigned long long)src->size);
+  const void *view;
+  dlrun_status st = view_of(src_dev, peer, pid, src, &view);
+  if (st) return st;
+  if (delay_ms > 0) nanosleep(&(struct timespec){delay_ms / 1000, delay_ms % 1000 * 1000000L}, NULL);
+  int64_t src_strides[DLRUN_MAX_NDIM], dst_scratch[DLRUN_MAX_NDIM];
+  dlrun_row_major_strides(ndim, src_shard_dims, src_strides);
+  dlrun_box_end from = dlrun_host_end((const unsigned char *)view + src->offset, src_origin,
+                                      src_strides);
+  dlrun_box_end to = dlrun_buffer_end(dst, dst_origin,
+                                      dlrun_buffer_layout(dst, ndim, dst_shard_dims, dst_scratch));
+  return dlrun_copy_sync(esize, ndim, lo, hi, &to, &from);
+}
+
+void dlrun_ipc_unmap_all(void) {
+  pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < nmaps; i++) maps[i].platform->unmap_shared(&maps[i].region, maps[i].view);
+  dlrun_free(maps);
+  maps = NULL;
+  nmaps = capmaps = 0;
+  pthread_mutex_unlock(&mu);
+}
+
+size_t dlrun_ipc_mapped_count(void) {
+  pthread_mutex_lock(&mu);
+  size_t n = nmaps;
+  pthread_mutex_unlock(&mu);
+  return n;
+}
