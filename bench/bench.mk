@@ -26,7 +26,7 @@ bench-build:
 	@# without them run.sh reports its lines as skipped.
 	@if [ -n "$(MPI_PC)" ]; then \
 	  echo "  CC      $(BENCH_MPI)"; \
-	  $(CC) -std=c11 -D_GNU_SOURCE $(BENCH_OPT) -Wall -Wextra -Werror -pthread -Iinclude \
+	  $(CC) -std=c11 -D_GNU_SOURCE $(BENCH_OPT) -Wall -Wextra -Werror -pthread -Iinclude -Isrc \
 	    $$(pkg-config --cflags $(MPI_PC)) -o $(BENCH_MPI) bench/bench_mpi.c \
 	    $(BENCH_BUILD)/libdlrun.a $$(pkg-config --libs $(MPI_PC)) -pthread -lm -ldl; \
 	else \

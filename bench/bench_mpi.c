@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "dist/dist.h" /* dlrun_dist_ipc_set_enabled: the reshard with the one-copy path off */
 #include "dlrun/dlrun.h"
 #include "median.h"
 
@@ -351,6 +352,7 @@ static bool bench_reshard(dlrun_runtime *rt, dlrun_array *x, dlrun_sharding *col
   unsigned char *shards[K];
   for (int i = 0; i < K; i++) memset(shards[i] = xmalloc(shard_bytes), 3, shard_bytes);
   double *strided = xmalloc((size_t)reps * sizeof(double));
+  double *ipc_off = xmalloc((size_t)reps * sizeof(double));
   result r = result_new(reps);
   dlrun_transfer_stats st = {0};
   for (int k = -1; k < reps; k++) {
@@ -383,12 +385,22 @@ static bool bench_reshard(dlrun_runtime *rt, dlrun_array *x, dlrun_sharding *col
     t0 = now_s();
     p2p_strided_run(shards, rows, cols, &recvs, 9);
     double ts = job_time(now_s() - t0);
+    /* The same reshard with processes on this host copying through MPI. */
+    dlrun_dist_ipc_set_enabled(false);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    CHECK(dlrun_device_put(x, cols_s, NULL, &y));
+    CHECK(dlrun_array_block_until_ready(y));
+    double to = job_time(now_s() - t0);
+    dlrun_array_release(y);
+    dlrun_dist_ipc_set_enabled(true);
     if (k >= 0) {
       r.dl[k] = t;
       r.ref[k] = tr;
       r.dl_faults[k] = fd;
       r.ref_faults[k] = fr;
       strided[k] = ts;
+      ipc_off[k] = to;
     }
   }
   if (me == 0) {
@@ -402,10 +414,14 @@ static bool bench_reshard(dlrun_runtime *rt, dlrun_array *x, dlrun_sharding *col
     emit_times(&r, "mpi_s");
     js_num("mpi_strided_s", median(strided, reps));
     js_nums("mpi_strided_s_samples", strided, reps);
+    js_num("dlrun_ipc_off_s", median(ipc_off, reps));
+    js_nums("dlrun_ipc_off_s_samples", ipc_off, reps);
+    js_int("ipc_bytes", (long long)st.ipc_bytes);
   }
   emit_bytes(&st, sends.total, recvs.total, &ok);
   for (int i = 0; i < K; i++) free(shards[i]);
   free(strided);
+  free(ipc_off);
   if (me == 0) js_close();
   msgs_free(&sends);
   msgs_free(&recvs);

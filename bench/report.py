@@ -118,6 +118,8 @@ def mpi_rows(tmp, n, skips):
         for label, ref in [(l, r) for _, l, r in names] + [
                 ("8 reshard %d procs vs MPI strided p2p" % n, "MPI hvector Isend/Irecv")]:
             row(label, None, None, None, ">= 0.9", "skipped", ref + " time / dlrun time", "higher")
+        row("8 reshard %d procs vs IPC off" % n, None, None, None, "report", "skipped",
+            "dlrun time with DLRUN_DISTRIBUTED_IPC=off / dlrun time", "higher")
         return None
     rc, m, err = load(tmp, "mpi%d" % n)
     ok = rc == 0 and m is not None and bool(get(m, "checks_ok"))
@@ -128,6 +130,12 @@ def mpi_rows(tmp, n, skips):
             # hand-written MPI program would send them (MPI's own datatype cost).
             speed_row("8 reshard %d procs vs MPI strided p2p" % n, get(m, key, "dlrun_s"),
                       get(m, key, "mpi_strided_s"), 0.9, ok, "MPI hvector Isend/Irecv")
+            # The same reshard with the one-copy path off (every piece an MPI
+            # message): what copying straight between the processes' memories gains.
+            dl, off = get(m, key, "dlrun_s"), get(m, key, "dlrun_ipc_off_s")
+            row("8 reshard %d procs vs IPC off" % n, dl, off, ratio_of(off, dl), "report",
+                None if ok and dl and off else ("FAILED" if not ok else "ERROR"),
+                "dlrun time with DLRUN_DISTRIBUTED_IPC=off / dlrun time", "higher")
         sent, recv = get(m, key, "bytes_sent"), get(m, key, "bytes_received")
         rs, rr = get(m, key, "ref_bytes_sent"), get(m, key, "ref_bytes_received")
         same = sent is not None and sent == rs and recv == rr

@@ -6,9 +6,11 @@
 # BUSTED_RUNNER, when set, runs busted through that program (e.g. an
 # instrumented dlrun: "build-asan/dlrun"). ABI_CHECK=off skips the ABI check,
 # for builds that are not the one shipped (check-asan's: clang, instrumented).
-# The busted suite runs twice: on the default devices, then on opencl:8 when
-# the OpenCL platform is here (OPENCL_SUITE, below); a third time on cuda:8
-# over the driver double of the tests (CUDA_SUITE, below).
+# The busted suite runs on the default devices (then its cross-process specs
+# again with DLRUN_DISTRIBUTED_IPC=off), then on opencl:8 when the OpenCL
+# platform is here (OPENCL_SUITE, below) and on cuda:8 over the driver double
+# of the tests (CUDA_SUITE, below), those two without the spec files that do
+# not depend on the devices (ONCE).
 set -u
 build=${1:-build}
 passed=0
@@ -80,19 +82,22 @@ for t in "$build"/stress/*; do
 done
 
 # The busted suite in this process's environment; $1 names the run in the
-# line that says it printed no summary.
+# line that says it printed no summary; the spec files to run follow (none:
+# every one).
 run_busted() {
+  name=$1
+  shift
   if [ -n "${BUSTED_RUNNER:-}" ]; then
     DLRUN_EXE="$build/dlrun" "$BUSTED_RUNNER" "$(command -v busted)" --cpath="$build/lua/?.so" \
-      -o utfTerminal >"$log" 2>&1
+      -o utfTerminal "$@" >"$log" 2>&1
   else
-    DLRUN_EXE="$build/dlrun" busted --cpath="$build/lua/?.so" -o utfTerminal >"$log" 2>&1
+    DLRUN_EXE="$build/dlrun" busted --cpath="$build/lua/?.so" -o utfTerminal "$@" >"$log" 2>&1
   fi
   rc=$?
   cat "$log"
   line=$(grep -E '[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" | tail -n 1)
   if [ -z "$line" ]; then
-    echo "$1: printed no summary (exit $rc)"
+    echo "$name: printed no summary (exit $rc)"
     add_counts 0 1
   else
     s=$(echo "$line" | sed -E 's/^[^0-9]*([0-9]+) success.*/\1/')
@@ -101,6 +106,31 @@ run_busted() {
     add_counts "$s" $((fl + er))
     [ "$rc" -ne 0 ] && [ $((fl + er)) -eq 0 ] && add_counts 0 1
   fi
+}
+
+# Spec files whose cases do not depend on the devices a pass sets (they name
+# their own, or check the sources, the docs, the ABI or the install): the
+# first pass runs them, the OpenCL and CUDA passes do not run them again.
+ONCE="abi doc_messages dlpack_recipe distributed_device_memory distributed_ipc format help
+  install layers newcomer prompt"
+
+# Every spec file but those.
+device_specs() {
+  for f in spec/*_spec.lua; do
+    b=$(basename "$f" _spec.lua)
+    case " $(echo $ONCE) " in *" $b "*) ;; *) echo "$f" ;; esac
+  done
+}
+
+# The cross-process specs once more with DLRUN_DISTRIBUTED_IPC=off, so that
+# every job also runs with each piece between processes an MPI message
+# (distributed_ipc_spec runs both ways itself).
+ipc_off_pass() {
+  echo "busted (cross-process specs) with DLRUN_DISTRIBUTED_IPC=off"
+  DLRUN_DISTRIBUTED_IPC=off run_busted "busted with DLRUN_DISTRIBUTED_IPC=off" \
+    spec/distributed_spec.lua spec/distributed_arrays_spec.lua spec/distributed_failures_spec.lua \
+    spec/distributed_trees_spec.lua spec/distributed_device_memory_spec.lua \
+    spec/collective_checks_spec.lua
 }
 
 # Whether a platform's pass runs ($1 its name, $2 its variable, $3 the
@@ -121,8 +151,8 @@ suite_wanted() {
 # here: pocl's CPU devices in CI ("pthread" driver, never "basic", which
 # deadlocks), a GPU's elsewhere. On opencl:8, not opencl:4: the specs are
 # written for 8 default devices (meshes of 8, device ids up to 7), as on
-# sim:8. Every spec file runs; cases about one platform are pending there with
-# their reason (helpers.it_on / describe_on). Children inherit DLRUN_DEVICES
+# sim:8. Every spec file but the ONCE ones runs; cases about one platform
+# are pending there with their reason (helpers.it_on / describe_on). Children inherit DLRUN_DEVICES
 # unless a spec sets their devices itself. Not under an instrumented runner
 # (BUSTED_RUNNER) unless OPENCL_SUITE=on; OPENCL_SUITE=off skips it anywhere.
 opencl_suite() {
@@ -143,7 +173,7 @@ opencl_suite() {
   echo "busted on opencl:8"
   DLRUN_DEVICES=opencl:8
   export DLRUN_DEVICES
-  run_busted "busted on opencl:8"
+  run_busted "busted on opencl:8" $(device_specs)
 }
 
 # The suite on CUDA (docs/cuda.md): cuda:8 on the driver double of the
@@ -169,11 +199,12 @@ cuda_suite() {
   echo "busted on cuda:8"
   DLRUN_DEVICES=cuda:8
   export DLRUN_DEVICES
-  run_busted "busted on cuda:8"
+  run_busted "busted on cuda:8" $(device_specs)
 }
 
 if [ "${2:-}" != "--c-only" ]; then
   run_busted busted
+  ipc_off_pass
   opencl_suite
   cuda_suite
 fi
