@@ -112,5 +112,5 @@ static void test_refusals(void) {
 int main(void) {
   test_shared_region();
   test_refusals();
-  return check_summary("shared memory");
+  return check_summary("shared_memory");
 }

@@ -114,6 +114,9 @@ static const help_entry environment[] = {
                       "directory of the executable, symbolic links resolved"},
     {"DLRUN_FAIL_HOST_ALLOC, DLRUN_FAIL_POOL_ALLOC",
      "for testing: make the k-th host allocation, or device pool allocation, fail"},
+    {"DLRUN_FAIL_IPC_MAP, DLRUN_IPC_DELAY_MS",
+     "for testing: make the k-th mapping of another process's memory fail; wait this many "
+     "milliseconds before each copy out of another process's memory"},
     {"LUA_INIT_5_4, LUA_INIT", "Lua code, or @file, run before the -e chunks and the script, "
                                "unless -E"},
     {"LUA_PATH_5_4, LUA_PATH, LUA_CPATH_5_4, LUA_CPATH",
