@@ -43,11 +43,16 @@ static void *refuse_static(const char *name, char *why, size_t n) {
   return NULL;
 }
 
-void *dlrun_module_open(const char *path, int flags, char *why, size_t n) {
-  if (dlrun_program_is_static()) return refuse_static(path, why, n);
+/* dlopen, its error into why: the caller has found the program dynamic. */
+static void *open_module(const char *path, int flags, char *why, size_t n) {
   void *h = dlopen(path, flags);
   if (!h) snprintf(why, n, "%s", dlerror());
   return h;
+}
+
+void *dlrun_module_open(const char *path, int flags, char *why, size_t n) {
+  if (dlrun_program_is_static()) return refuse_static(path, why, n);
+  return open_module(path, flags, why, n);
 }
 
 void *dlrun_module_find(const char *file_name, const char *env_var, int flags, char *tried,
@@ -56,7 +61,7 @@ void *dlrun_module_find(const char *file_name, const char *env_var, int flags, c
   char why[512];
   const char *env = getenv(env_var);
   if (env && *env) {
-    void *h = dlrun_module_open(env, flags, why, sizeof why);
+    void *h = open_module(env, flags, why, sizeof why);
     if (!h) snprintf(tried, n, "%s: %s", env_var, why);
     return h;
   }
@@ -85,12 +90,12 @@ void *dlrun_module_find(const char *file_name, const char *env_var, int flags, c
     *slash = '\0';
     for (size_t i = 0; i < (d == 2 ? 1u : 2u); i++) {
       snprintf(path, sizeof path, beside[i], dirs[d], file_name);
-      void *h = dlrun_module_open(path, flags, why, sizeof why);
+      void *h = open_module(path, flags, why, sizeof why);
       if (h) return h;
       len += (size_t)snprintf(tried + len, len < n ? n - len : 0, "%s; ", why);
     }
   }
-  void *h = dlrun_module_open(file_name, flags, why, sizeof why);
+  void *h = open_module(file_name, flags, why, sizeof why);
   if (!h) snprintf(tried + len, len < n ? n - len : 0, "%s", why);
   return h;
 }
