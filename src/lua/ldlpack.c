@@ -15,8 +15,11 @@ typedef struct capsule_ud {
   DLManagedTensorVersioned *versioned;
   bool used;
   bool copied;                  /* the export made a copy (legacy tensors cannot say) */
+  bool stored;                  /* the tensor lives in this userdata, after the struct */
   dlrun_import_outcome import;  /* what from_dlpack did with it */
 } capsule_ud;
+/* The storage after the struct (dlrun_export_into) must be 8-byte aligned. */
+_Static_assert(sizeof(capsule_ud) % 8 == 0, "capsule_ud size");
 
 static capsule_ud *test_capsule(lua_State *L, int idx) {
   return luaL_testudata(L, idx, DLRUN_CAPSULE_MT);
@@ -26,9 +29,10 @@ static DLTensor *capsule_tensor(capsule_ud *c) {
   return c->legacy ? &c->legacy->dl_tensor : &c->versioned->dl_tensor;
 }
 
-/* Push an empty Capsule whose metatable is the value at mt_idx. */
-static capsule_ud *new_capsule(lua_State *L, int mt_idx) {
-  capsule_ud *c = lua_newuserdatauv(L, sizeof *c, 0);
+/* Push an empty Capsule whose metatable is the value at mt_idx, with
+ * `storage` bytes after the struct for the tensor (dlrun_export_into). */
+static capsule_ud *new_capsule(lua_State *L, int mt_idx, size_t storage) {
+  capsule_ud *c = lua_newuserdatauv(L, sizeof *c + storage, 0);
   *c = (capsule_ud){0};
   lua_pushvalue(L, mt_idx);
   lua_setmetatable(L, -2);
@@ -39,7 +43,7 @@ static capsule_ud *new_capsule(lua_State *L, int mt_idx) {
 void dlrun_lua_pushcapsule(lua_State *L, DLManagedTensor *legacy,
                            DLManagedTensorVersioned *versioned) {
   luaL_getmetatable(L, DLRUN_CAPSULE_MT);
-  capsule_ud *c = new_capsule(L, lua_gettop(L));
+  capsule_ud *c = new_capsule(L, lua_gettop(L), 0);
   lua_remove(L, -2);
   c->legacy = legacy;
   c->versioned = versioned;
@@ -51,11 +55,24 @@ void dlrun_lua_push_exported(lua_State *L, const dlrun_exported *e) {
   ((capsule_ud *)lua_touserdata(L, -1))->copied = e->copied;
 }
 
+/* A tensor stored in the capsule moves out to memory of its own before a
+ * consumer gets it: the consumer may call its deleter after the capsule is
+ * gone. Raises (the capsule unchanged) when memory runs out. */
+static void detach(lua_State *L, capsule_ud *c) {
+  if (!c->stored) return;
+  dlrun_exported e = {.legacy = c->legacy, .versioned = c->versioned};
+  dlrun_lua_check(L, dlrun_export_detach(&e));
+  c->legacy = e.legacy;
+  c->versioned = e.versioned;
+  c->stored = false;
+}
+
 /* Take the tensor out of an unconsumed Capsule, marking it used. */
 int dlrun_lua_takecapsule(lua_State *L, int idx, DLManagedTensor **legacy,
                           DLManagedTensorVersioned **versioned) {
   capsule_ud *c = test_capsule(L, idx);
   if (!c || c->used || (!c->legacy && !c->versioned)) return 0;
+  detach(L, c);
   *legacy = c->legacy;
   *versioned = c->versioned;
   c->used = true;
@@ -332,13 +349,16 @@ static int export_to_capsule(lua_State *L, const char *fn, int counted) {
   dlrun_export_options o = dlrun_lua_check_export_options(L, 2, fn);
   dlrun_transfer_stats stats;
   o.stats = &stats;
-  /* The capsule exists (empty) before the export, so nothing can leak. */
-  capsule_ud *c = new_capsule(L, CAPSULE_MT_UP);
+  /* The capsule exists (empty) before the export, so nothing can leak; it
+   * holds the tensor too (one allocation per export). */
+  size_t size = dlrun_export_size(dlrun_array_ndim(a));
+  capsule_ud *c = new_capsule(L, CAPSULE_MT_UP, size);
   dlrun_exported e;
-  dlrun_lua_check(L, dlrun_export(a, &o, &e));
+  dlrun_lua_check(L, dlrun_export_into(a, &o, c + 1, size, &e));
   c->legacy = e.legacy;
   c->versioned = e.versioned;
   c->copied = e.copied;
+  c->stored = true;
   if (!counted) return 1;
   lua_pushinteger(L, copied_bytes(&stats));
   return 2;
@@ -411,6 +431,7 @@ static int import_capsule(lua_State *L, int idx, const dlrun_import_options *o) 
     return dlrun_lua_raise(L, "BufferError",
                            "from_dlpack: the capsule has already been consumed (its name is %s)",
                            capsule_name(c));
+  detach(L, c);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
   lua_pushnil(L); /* room for the result */
   dlrun_array *out;
