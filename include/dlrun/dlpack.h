@@ -124,7 +124,8 @@ DLRUN_API dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *
                                     dlrun_exported *out);
 
 /* dlrun_export with the tensor placed in `storage`, `size` bytes of the
- * caller's (8-byte aligned, at least dlrun_export_size(ndim of a)), rather
+ * caller's (8-byte aligned, at least dlrun_export_size(ndim of a,
+ * options)), rather
  * than in memory of its own: for a binding whose handle holds the export
  * (a Lua Capsule), one allocation per export instead of two. The caller
  * owns the tensor as any export's and keeps `storage` valid, unmoved, until
@@ -136,9 +137,10 @@ DLRUN_API dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *
 DLRUN_API dlrun_status dlrun_export_into(dlrun_array *a, const dlrun_export_options *options,
                                          void *storage, size_t size, dlrun_exported *out);
 
-/* The bytes dlrun_export_into needs for an array of ndim dimensions (for
- * ndim outside 0 to DLRUN_MAX_NDIM: enough for any array). */
-DLRUN_API size_t dlrun_export_size(int ndim);
+/* The bytes dlrun_export_into needs for an export of an array of ndim
+ * dimensions with these options (NULL: the defaults); for ndim outside 0 to
+ * DLRUN_MAX_NDIM, enough for any array. */
+DLRUN_API size_t dlrun_export_size(int ndim, const dlrun_export_options *options);
 
 /* Move a tensor of dlrun_export_into out of its storage into memory of its
  * own, where it is a tensor as dlrun_export makes (a consumer may have it):

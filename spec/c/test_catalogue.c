@@ -867,7 +867,7 @@ static void test_dlpack(void) {
   STATUS(dlrun_export_into(live, &defaults, (char *)ex_storage + 1, 512, &o_exp), DLRUN_ERR_VALUE,
          OUT_EXPORTED, "8-byte aligned");
   STATUS(dlrun_export_into(live, &defaults, ex_storage, 8, &o_exp), DLRUN_ERR_VALUE, OUT_EXPORTED,
-         "too small", "dlrun_export_size(1)");
+         "too small", "dlrun_export_size(1, options)");
   STATUS(dlrun_export_into(live, &bad_version, ex_storage, sizeof ex_storage, &o_exp),
          DLRUN_ERR_BUFFER, OUT_EXPORTED, "version (0, 4) was requested.");
   STATUS(dlrun_export_into(live, &bad_copy, ex_storage, sizeof ex_storage, &o_exp), DLRUN_ERR_VALUE,
@@ -875,7 +875,8 @@ static void test_dlpack(void) {
   STATUS(dlrun_export_detach(NULL), DLRUN_ERR_VALUE, OUT_NONE, "NULL");
   STATUS(dlrun_export_detach(&(dlrun_exported){0}), DLRUN_ERR_VALUE, OUT_NONE,
          "not a live export of dlrun");
-  RETURNS(dlrun_export_size(-1) == dlrun_export_size(DLRUN_MAX_NDIM), 1);
+  RETURNS(dlrun_export_size(-1, NULL) == dlrun_export_size(DLRUN_MAX_NDIM, NULL), 1);
+  RETURNS(dlrun_export_size(0, &bad_copy) == dlrun_export_size(0, NULL), 1);
   STATUS(dlrun_export_device(NULL, &type, &id), DLRUN_ERR_VALUE, OUT_NONE, "array", "NULL");
   STATUS(dlrun_export_device(live, NULL, NULL), DLRUN_ERR_VALUE, OUT_NONE, "NULL");
   RETURNS(dlrun_live_exports(NULL), 0);

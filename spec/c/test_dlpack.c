@@ -1999,19 +1999,20 @@ static void test_export_into(void) {
       dlrun_array *a = iota_f32(v ? on_sim0 : on_host, 3, dims);
       dlrun_export_options o = versioned_opts(-1);
       o.legacy_sharing = DLRUN_LEGACY_SHARE;
-      size_t size = dlrun_export_size(3);
-      CHECK(size >= (v ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor)) + 48,
+      dlrun_export_options legacy = {.legacy_sharing = DLRUN_LEGACY_SHARE};
+      dlrun_export_options *opts = v ? &o : &legacy;
+      size_t size = dlrun_export_size(3, opts);
+      CHECK(size == (v ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor)) + 48,
             "dlrun_export_size(3) = %zu", size);
-      CHECK(dlrun_export_size(2) < size && dlrun_export_size(-1) == dlrun_export_size(DLRUN_MAX_NDIM),
-            "sizes %zu %zu %zu", dlrun_export_size(2), dlrun_export_size(-1),
-            dlrun_export_size(DLRUN_MAX_NDIM));
+      CHECK(dlrun_export_size(2, opts) == size - 16 &&
+                dlrun_export_size(-1, opts) == dlrun_export_size(DLRUN_MAX_NDIM, opts) &&
+                dlrun_export_size(3, NULL) == dlrun_export_size(3, &legacy),
+            "sizes %zu %zu %zu", dlrun_export_size(2, opts), dlrun_export_size(-1, opts),
+            dlrun_export_size(DLRUN_MAX_NDIM, opts));
       uint64_t *storage = calloc(1, size);
       int64_t live = dlrun_live_exports(rt);
       dlrun_exported e;
-      CHECK(dlrun_export_into(a, v ? &o : &(dlrun_export_options){.legacy_sharing =
-                                                                     DLRUN_LEGACY_SHARE},
-                              storage, size, &e) == DLRUN_OK,
-            "%s", dlrun_last_error());
+      CHECK(dlrun_export_into(a, opts, storage, size, &e) == DLRUN_OK, "%s", dlrun_last_error());
       const char *head = e.legacy ? (const char *)e.legacy : (const char *)e.versioned;
       CHECK(head == (const char *)storage, "the tensor is not at the storage");
       const DLTensor *t = tensor_of(&e);
@@ -2043,8 +2044,12 @@ static void test_export_into(void) {
               DLRUN_ERR_VALUE,
           "misaligned storage");
     CHECK_STR_CONTAINS(dlrun_last_error(), "not 8-byte aligned");
-    CHECK(dlrun_export_into(a, NULL, storage, dlrun_export_size(2) - 8, &e) == DLRUN_ERR_VALUE,
+    CHECK(dlrun_export_into(a, NULL, storage, dlrun_export_size(2, NULL) - 8, &e) ==
+              DLRUN_ERR_VALUE,
           "small storage");
+    dlrun_export_options v11 = versioned_opts(-1);
+    CHECK(dlrun_export_into(a, &v11, storage, dlrun_export_size(2, NULL), &e) == DLRUN_ERR_VALUE,
+          "storage for a legacy tensor taken for a versioned one");
     CHECK_STR_CONTAINS(dlrun_last_error(), "too small");
     CHECK(dlrun_export_into(NULL, NULL, storage, sizeof storage, &e) == DLRUN_ERR_VALUE,
           "NULL array");
@@ -2062,11 +2067,11 @@ static void test_export_into(void) {
       dlrun_array *a = iota_f32(on_host, 2, dims);
       dlrun_export_options o = versioned_opts(-1);
       o.legacy_sharing = DLRUN_LEGACY_SHARE;
-      size_t size = dlrun_export_size(2);
+      if (!v) o.has_max_version = false;
+      size_t size = dlrun_export_size(2, &o);
       uint64_t *storage = malloc(size);
       int64_t live = dlrun_live_exports(rt);
       dlrun_exported e;
-      if (!v) o.has_max_version = false;
       CHECK(dlrun_export_into(a, &o, storage, size, &e) == DLRUN_OK, "%s", dlrun_last_error());
       dlrun_exported moved = e;
       CHECK(dlrun_export_detach(&moved) == DLRUN_OK, "%s", dlrun_last_error());
@@ -2106,9 +2111,9 @@ static void test_export_into(void) {
   TEST("dlrun_export_detach: refuses what is not a live export of dlrun") {
     int64_t dims[1] = {4};
     dlrun_array *a = iota_f32(on_host, 1, dims);
-    size_t size = dlrun_export_size(1);
-    uint64_t *storage = malloc(size);
     dlrun_export_options share = {.legacy_sharing = DLRUN_LEGACY_SHARE};
+    size_t size = dlrun_export_size(1, &share);
+    uint64_t *storage = malloc(size);
     dlrun_exported e;
     CHECK(dlrun_export_into(a, &share, storage, size, &e) == DLRUN_OK, "%s", dlrun_last_error());
     call_deleter(&e);

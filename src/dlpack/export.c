@@ -1,11 +1,11 @@
 /* DLPack export: a single-device array handed to another library.
  *
- * One block holds the managed tensor, its context and the shape and strides
- * (8-byte aligned, after the struct): an allocation of its own, or storage
- * of the caller's (dlrun_export_into, moved out by dlrun_export_detach
- * before a consumer gets it). The context keeps the shard's
- * buffer (and so its memory) alive until the consumer calls the deleter,
- * which may happen on any thread, after the array is gone, exactly once. */
+ * One block holds the managed tensor and its shape and strides (8-byte
+ * aligned, after the struct): an allocation of its own, or storage of the
+ * caller's (dlrun_export_into, moved out by dlrun_export_detach before a
+ * consumer gets it). Its manager_ctx, a reference to the shard's buffer,
+ * keeps the memory alive until the consumer calls the deleter, which may
+ * happen on any thread, after the array is gone, exactly once. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,25 +30,30 @@ _Static_assert(sizeof(DLManagedTensorVersioned) == 80 &&
                    offsetof(DLManagedTensorVersioned, dl_tensor) == 32,
                "DLManagedTensorVersioned layout");
 
-typedef struct export_ctx {
-  dlrun_buffer *buf;
-  /* In the caller's storage (dlrun_export_into): whether the deleter has
-   * yet to run; the storage records its export itself. */
-  atomic_bool stored_live;
-} export_ctx;
+/* One block holds the managed struct, then shape and strides (8-byte
+ * aligned): memory of its own, or the caller's (dlrun_export_into). Its
+ * manager_ctx is the buffer the export holds. A tensor in the caller's
+ * storage also says by it whether its deleter has yet to run (NULL once it
+ * has): the storage records its own export. */
+_Static_assert(sizeof(DLManagedTensor) % 8 == 0 && sizeof(DLManagedTensorVersioned) % 8 == 0,
+               "shape and strides after the struct are 8-byte aligned");
 
-/* One block holds the managed struct (either kind), its context, then shape
- * and strides, each 8-byte aligned: memory of its own, or the caller's. */
-#define CTX_AT ((sizeof(DLManagedTensorVersioned) + 7) & ~(size_t)7)
-#define DIMS_AT ((CTX_AT + sizeof(export_ctx) + 7) & ~(size_t)7)
-_Static_assert(sizeof(DLManagedTensorVersioned) >= sizeof(DLManagedTensor), "block head");
+static size_t head_size(bool versioned) {
+  return versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor);
+}
 
-static size_t block_size(int ndim) { return DIMS_AT + 2 * (size_t)ndim * sizeof(int64_t); }
+static size_t block_size(int ndim, bool versioned) {
+  return head_size(versioned) + 2 * (size_t)ndim * sizeof(int64_t);
+}
 
-static export_ctx *ctx_of(char *block) { return (export_ctx *)(block + CTX_AT); }
+/* Whether options ask for a versioned tensor (else a legacy one). */
+static bool wants_versioned(const dlrun_export_options *o) {
+  return o && o->has_max_version && o->max_major >= 1;
+}
 
-size_t dlrun_export_size(int ndim) {
-  return block_size(ndim >= 0 && ndim <= DLRUN_MAX_NDIM ? ndim : DLRUN_MAX_NDIM);
+size_t dlrun_export_size(int ndim, const dlrun_export_options *options) {
+  return block_size(ndim >= 0 && ndim <= DLRUN_MAX_NDIM ? ndim : DLRUN_MAX_NDIM,
+                    wants_versioned(options));
 }
 
 /* The exported tensors in blocks of their own whose deleter has not run: a
@@ -131,8 +136,8 @@ static void release_export(dlrun_buffer *buf) {
 /* The deleter of a block of its own: a second call (or a pointer dlrun
  * never made) finds nothing listed and does nothing; it reads only the
  * pointer's value, not the released struct. One locked step unlists the
- * block, reads its context and holds the block back. */
-static void delete_block(char *block) {
+ * block, reads its buffer and holds the block back. */
+static void delete_block(void *block, void *const *manager_ctx) {
   pthread_mutex_lock(&live_mu);
   void **slot = live_find(block);
   if (!slot) {
@@ -140,7 +145,7 @@ static void delete_block(char *block) {
     return;
   }
   *slot = TOMBSTONE;
-  dlrun_buffer *buf = ctx_of(block)->buf;
+  dlrun_buffer *buf = *manager_ctx;
   void *oldest = held[held_next];
   held[held_next] = block;
   held_next = (held_next + 1) % DLRUN_EXPORT_REUSE_DELAY;
@@ -150,39 +155,44 @@ static void delete_block(char *block) {
 }
 
 /* The deleter of a block in the caller's storage, valid until this runs
- * (dlrun_export_into): its own flag makes a second call do nothing. */
-static void delete_stored(char *block) {
-  export_ctx *ctx = ctx_of(block);
-  if (atomic_exchange(&ctx->stored_live, false)) release_export(ctx->buf);
+ * (dlrun_export_into): taking its buffer makes a second call do nothing. */
+static void delete_stored(void **manager_ctx) {
+  dlrun_buffer *buf = __atomic_exchange_n(manager_ctx, NULL, __ATOMIC_ACQ_REL);
+  if (buf) release_export(buf);
 }
 
 static void delete_legacy(DLManagedTensor *self) {
-  if (self) delete_block((char *)self);
+  if (self) delete_block(self, &self->manager_ctx);
 }
 
 static void delete_versioned(DLManagedTensorVersioned *self) {
-  if (self) delete_block((char *)self);
+  if (self) delete_block(self, &self->manager_ctx);
 }
 
 static void delete_stored_legacy(DLManagedTensor *self) {
-  if (self) delete_stored((char *)self);
+  if (self) delete_stored(&self->manager_ctx);
 }
 
 static void delete_stored_versioned(DLManagedTensorVersioned *self) {
-  if (self) delete_stored((char *)self);
+  if (self) delete_stored(&self->manager_ctx);
 }
 
 bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVersioned *versioned,
                          dlrun_export_origin *origin) {
   const void *managed = legacy ? (const void *)legacy : (const void *)versioned;
+  /* Another producer's tensor (the caller's to read) has another deleter:
+   * no lock, no lookup. */
+  if (!managed ||
+      (legacy ? legacy->deleter != delete_legacy : versioned->deleter != delete_versioned))
+    return false;
   pthread_mutex_lock(&live_mu);
   /* Listed, so its deleter cannot run before we unlock. */
   bool found = live_find(managed) &&
                (legacy ? legacy->deleter == delete_legacy : versioned->deleter == delete_versioned);
   if (found) {
-    const export_ctx *ctx = legacy ? legacy->manager_ctx : versioned->manager_ctx;
-    *origin = (dlrun_export_origin){.ready = ctx->buf->ready, .rt = ctx->buf->dev->rt,
-                                    .dev = ctx->buf->dev, .kind = ctx->buf->kind};
+    const dlrun_buffer *buf = legacy ? legacy->manager_ctx : versioned->manager_ctx;
+    *origin = (dlrun_export_origin){.ready = buf->ready, .rt = buf->dev->rt, .dev = buf->dev,
+                                    .kind = buf->kind};
   }
   pthread_mutex_unlock(&live_mu);
   return found;
@@ -324,9 +334,9 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device
   dlrun_status st = dlrun_buffer_export_data(b, &data, &byte_offset);
   if (st) return st;
   char *block = storage;
+  size_t size = block_size(a->ndim, versioned);
   if (!block) {
-    if (!(block = dlrun_malloc(block_size(a->ndim))))
-      return dlrun_fail_oom_host(block_size(a->ndim));
+    if (!(block = dlrun_malloc(size))) return dlrun_fail_oom_host(size);
     pthread_mutex_lock(&live_mu);
     st = live_add(block);
     pthread_mutex_unlock(&live_mu);
@@ -339,13 +349,9 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device
    * wait for those (often cache-missing) stores. */
   dlrun_buffer_tag_export(b, 1);
   atomic_fetch_add(&b->dev->live_exports, 1);
-  export_ctx *ctx = ctx_of(block);
-  /* Not yet handed out: a plain store. */
-  atomic_init(&ctx->stored_live, storage != NULL);
-  int64_t *shape = (int64_t *)(block + DIMS_AT), *strides = shape + a->ndim;
+  int64_t *shape = (int64_t *)(block + head_size(versioned)), *strides = shape + a->ndim;
   memcpy(shape, a->dims, (size_t)a->ndim * sizeof *shape);
   memcpy(strides, layout, (size_t)a->ndim * sizeof *strides);
-  ctx->buf = b;
   const dlrun_dtype_info *info = dlrun_dtype_get(a->dtype);
   DLTensor t = {
       .data = b->nbytes ? data : NULL,
@@ -360,7 +366,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device
   if (versioned) {
     DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)block;
     m->version = (DLPackVersion){.major = DLRUN_DLPACK_MAJOR, .minor = DLRUN_DLPACK_MINOR};
-    m->manager_ctx = ctx;
+    m->manager_ctx = b;
     m->deleter = storage ? delete_stored_versioned : delete_versioned;
     /* A copy is the consumer's alone; shared memory must not be written. */
     m->flags = copied ? DLPACK_FLAG_BITMASK_IS_COPIED : DLPACK_FLAG_BITMASK_READ_ONLY;
@@ -369,7 +375,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device
   } else {
     DLManagedTensor *m = (DLManagedTensor *)block;
     m->dl_tensor = t;
-    m->manager_ctx = ctx;
+    m->manager_ctx = b;
     m->deleter = storage ? delete_stored_legacy : delete_legacy;
     out->legacy = m;
   }
@@ -470,11 +476,12 @@ dlrun_status dlrun_export_into(dlrun_array *a, const dlrun_export_options *optio
   if ((uintptr_t)storage % 8)
     return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_export_into: storage %p is not 8-byte aligned",
                       storage);
-  if (size < block_size(a->ndim))
+  size_t need = block_size(a->ndim, wants_versioned(options));
+  if (size < need)
     return dlrun_fail(DLRUN_ERR_VALUE,
-                      "dlrun_export_into: storage of %zu bytes is too small: an array of %d "
-                      "dimensions needs dlrun_export_size(%d) = %zu",
-                      size, a->ndim, a->ndim, block_size(a->ndim));
+                      "dlrun_export_into: storage of %zu bytes is too small: this export of an "
+                      "array of %d dimensions needs dlrun_export_size(%d, options) = %zu",
+                      size, a->ndim, a->ndim, need);
   return export_array(a, options, storage, out);
 }
 
@@ -483,22 +490,24 @@ dlrun_status dlrun_export_detach(dlrun_exported *e) {
   /* The caller owns the tensor: reading it is safe, and nothing else
    * changes it meanwhile. */
   char *old = e->legacy ? (char *)e->legacy : (char *)e->versioned;
-  bool stored = e->legacy ? e->legacy->deleter == delete_stored_legacy
-                          : old && e->versioned->deleter == delete_stored_versioned;
-  bool own = e->legacy ? e->legacy->deleter == delete_legacy
-                       : old && e->versioned->deleter == delete_versioned;
+  bool versioned = !e->legacy;
+  DLManagedTensor *l = e->legacy;
+  DLManagedTensorVersioned *v = e->versioned;
+  void **ctx = l ? &l->manager_ctx : v ? &v->manager_ctx : NULL;
+  bool stored = l ? l->deleter == delete_stored_legacy : v && v->deleter == delete_stored_versioned;
+  bool own = l ? l->deleter == delete_legacy : v && v->deleter == delete_versioned;
   if (own) {
     pthread_mutex_lock(&live_mu);
     own = live_find(old) != NULL;
     pthread_mutex_unlock(&live_mu);
   }
   if (own) return DLRUN_OK; /* already in memory of its own */
-  if (!stored || !atomic_load(&ctx_of(old)->stored_live))
+  if (!stored || !__atomic_load_n(ctx, __ATOMIC_ACQUIRE))
     return dlrun_fail(DLRUN_ERR_VALUE,
                       "dlrun_export_detach: the tensor is not a live export of dlrun (made "
                       "elsewhere, or its deleter has run)");
   DLTensor *t = e->legacy ? &e->legacy->dl_tensor : &e->versioned->dl_tensor;
-  size_t size = block_size(t->ndim);
+  size_t size = block_size(t->ndim, versioned);
   char *block = dlrun_malloc(size);
   if (!block) return dlrun_fail_oom_host(size);
   pthread_mutex_lock(&live_mu);
@@ -508,26 +517,22 @@ dlrun_status dlrun_export_detach(dlrun_exported *e) {
     dlrun_free(block);
     return st;
   }
-  memcpy(block, old, size);
-  export_ctx *ctx = ctx_of(block);
-  atomic_init(&ctx->stored_live, false);
-  atomic_store(&ctx_of(old)->stored_live, false); /* the storage is free */
-  int64_t *shape = (int64_t *)(block + DIMS_AT);
+  memcpy(block, old, size); /* manager_ctx, the buffer, included */
+  int64_t *shape = (int64_t *)(block + head_size(versioned));
   if (e->legacy) {
     DLManagedTensor *m = (DLManagedTensor *)block;
-    m->manager_ctx = ctx;
     m->deleter = delete_legacy;
     m->dl_tensor.shape = shape;
     m->dl_tensor.strides = shape + t->ndim;
     e->legacy = m;
   } else {
     DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)block;
-    m->manager_ctx = ctx;
     m->deleter = delete_versioned;
     m->dl_tensor.shape = shape;
     m->dl_tensor.strides = shape + t->ndim;
     e->versioned = m;
   }
+  __atomic_store_n(ctx, NULL, __ATOMIC_RELEASE); /* the storage is free */
   return DLRUN_OK;
 }
 

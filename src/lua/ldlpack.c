@@ -351,7 +351,7 @@ static int export_to_capsule(lua_State *L, const char *fn, int counted) {
   o.stats = &stats;
   /* The capsule exists (empty) before the export, so nothing can leak; it
    * holds the tensor too (one allocation per export). */
-  size_t size = dlrun_export_size(dlrun_array_ndim(a));
+  size_t size = dlrun_export_size(dlrun_array_ndim(a), &o);
   capsule_ud *c = new_capsule(L, CAPSULE_MT_UP, size);
   dlrun_exported e;
   dlrun_lua_check(L, dlrun_export_into(a, &o, c + 1, size, &e));
