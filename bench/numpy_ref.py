@@ -66,6 +66,22 @@ def timed_runs(fn, runs, per=1):
     return out
 
 
+def interleaved_runs(fns, runs, per):
+    """Each of fns once to warm up, then `runs` rounds timing `per` calls of
+    each in turn (drift in the machine's speed slows all alike); per call,
+    one list of samples per function."""
+    for fn in fns:
+        fn()
+    out = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, samples in zip(fns, out):
+            t0 = time.perf_counter()
+            for _ in range(per):
+                fn()
+            samples.append((time.perf_counter() - t0) / per)
+    return out
+
+
 def figures(samples):
     return {"s": median(samples), "samples": samples}
 
@@ -231,9 +247,10 @@ def bench_import(n, runs):
         entry["numpy_copied"] = not np.shares_memory(got, v)
         entry["numpy_result_strides"] = list(got.strides)
         del got
-        t = timed_runs(np_import, runs, per)
-        entry["numpy_s"] = median(t)
-        entry["numpy_s_samples"] = t
+        if dl is None:
+            t = timed_runs(np_import, runs, per)
+            entry["numpy_s"] = median(t)
+            entry["numpy_s_samples"] = t
 
         if dl is not None:
             out = C.c_void_p()
@@ -270,15 +287,7 @@ def bench_import(n, runs):
             dl.release(out)
             entry["dlrun_values_ok"] = bool(np.array_equal(buf, v))
             del buf
-            t = timed_runs(dl_import, runs, per)
-            gc.collect()
-            entry["dlrun_s"] = median(t)
-            entry["dlrun_s_samples"] = t
-            entry["ratio"] = entry["numpy_s"] / entry["dlrun_s"]
-            entry["ctypes_calls_per_import"] = 5 if big else 4
-            # An estimate of dlrun's own share: the ctypes calls taken out.
-            entry["dlrun_net_s"] = entry["dlrun_s"] - entry["ctypes_calls_per_import"] * res["ctypes_call_s"]
-            entry["numpy_refs_back"] = sys.getrefcount(v) == before
+            fns = [np_import, dl_import]
             if noop is not None:
                 # The same calls, with their arguments, made on functions
                 # that do nothing: dl_import's code with the capsule made
@@ -299,12 +308,29 @@ def bench_import(n, runs):
                         n_block(out)
                     n_release(out)
 
-                t = timed_runs(calls_only, runs, per)
-                entry["ctypes_calls_s"] = median(t)
-                entry["ctypes_calls_s_samples"] = t
+                fns.append(calls_only)
+            # NumPy, dlrun and the calls alone alternate run by run; the wrap
+            # (cheap) gets more runs than the others.
+            samples = interleaved_runs(fns, runs if big else max(runs, 15), per)
+            gc.collect()
+            entry["runs"] = len(samples[0])
+            entry["numpy_s"] = median(samples[0])
+            entry["numpy_s_samples"] = samples[0]
+            entry["dlrun_s"] = median(samples[1])
+            entry["dlrun_s_samples"] = samples[1]
+            entry["ratio"] = entry["numpy_s"] / entry["dlrun_s"]
+            entry["ctypes_calls_per_import"] = 5 if big else 4
+            # An estimate of dlrun's own share: the ctypes calls taken out.
+            entry["dlrun_net_s"] = entry["dlrun_s"] - entry["ctypes_calls_per_import"] * res["ctypes_call_s"]
+            entry["numpy_refs_back"] = sys.getrefcount(v) == before
+            if noop is not None:
+                entry["ctypes_calls_s"] = median(samples[2])
+                entry["ctypes_calls_s_samples"] = samples[2]
                 # dlrun's own share: what is left of its time (NumPy's capsule
-                # and deleter, which np.from_dlpack runs too, included).
+                # and deleter, which np.from_dlpack runs too, included); the
+                # paired reading takes the calls out run by run.
                 entry["dlrun_own_s"] = entry["dlrun_s"] - entry["ctypes_calls_s"]
+                entry["dlrun_own_paired_s"] = median([d - c for d, c in zip(samples[1], samples[2])])
                 entry["own_cost_ratio"] = entry["dlrun_own_s"] / entry["numpy_s"]
                 del spent, held
         if big:
