@@ -13,6 +13,7 @@ BENCH_BUILD ?= build-bench
 BENCH_OPT   ?= -O3 -g -DNDEBUG
 BENCH_BIN   := $(BENCH_BUILD)/bench/bench
 BENCH_MPI   := $(BENCH_BUILD)/bench/bench_mpi
+BENCH_NOOP  := $(BENCH_BUILD)/bench/libctypes_noop.so
 
 .PHONY: bench bench-quick bench-build
 
@@ -22,6 +23,8 @@ bench-build:
 	@echo "  CC      $(BENCH_BIN)"
 	@$(CC) -std=c11 -D_GNU_SOURCE $(BENCH_OPT) -Wall -Wextra -Werror -pthread -Iinclude -Isrc \
 	  -o $(BENCH_BIN) bench/bench.c $(BENCH_BUILD)/libdlrun.a -pthread -lm
+	@echo "  LD      $(BENCH_NOOP)"
+	@$(CC) -std=c11 $(BENCH_OPT) -Wall -Wextra -Werror -fPIC -shared -o $(BENCH_NOOP) bench/ctypes_noop.c
 	@# Benchmark 8 needs MPI's headers (the MPI_PC the module is built with);
 	@# without them run.sh reports its lines as skipped.
 	@if [ -n "$(MPI_PC)" ]; then \

@@ -12,13 +12,18 @@ Usage: python3 bench/numpy_ref.py [--quick] [--lib path/to/libdlrun.so]
                  array (dlrun wraps it: no copy) and for v[:, ::2] (a strided
                  slice: dlrun copies it into fresh row-major memory; NumPy
                  takes a view). What each side did is recorded: whether the
-                 result shares v's memory.
+                 result shares v's memory. The ctypes calls themselves are
+                 timed too: the same code calling functions that do nothing
+                 (libctypes_noop.so, built from bench/ctypes_noop.c into the
+                 bench build), so that dlrun's own share is what is left.
 
 Shapes as bench.c's: [16384, 4096] (256 MiB) for 1 and 2, [4096, 4096] for 7;
 --quick: [4096, 2048] and [1024, 1024]. Each figure is the median of several
 runs after one warm-up. The library comes from --lib, else $DLRUN_LIB, else
 build-bench/libdlrun.so under the repository root; when it cannot be loaded
-the dlrun side of 7 is left out (an "error" field says why).
+the dlrun side of 7 is left out (an "error" field says why). The no-op
+library comes from --noop, else bench/libctypes_noop.so beside the library;
+without it the ctypes calls' own time is left out ("noop_error" says why).
 
 Prints one JSON object on stdout.
 """
@@ -58,6 +63,22 @@ def timed_runs(fn, runs, per=1):
         for _ in range(per):
             fn()
         out.append((time.perf_counter() - t0) / per)
+    return out
+
+
+def interleaved_runs(fns, runs, per):
+    """Each of fns once to warm up, then `runs` rounds timing `per` calls of
+    each in turn (drift in the machine's speed slows all alike); per call,
+    one list of samples per function."""
+    for fn in fns:
+        fn()
+    out = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, samples in zip(fns, out):
+            t0 = time.perf_counter()
+            for _ in range(per):
+                fn()
+            samples.append((time.perf_counter() - t0) / per)
     return out
 
 
@@ -153,6 +174,29 @@ class Dlrun:
             raise RuntimeError("%s: %s" % (what, self.last_error().decode()))
 
 
+def noop_path(lib):
+    return arg_value("--noop") or os.path.join(os.path.dirname(lib), "bench", "libctypes_noop.so")
+
+
+class Noop:
+    """bench/ctypes_noop.c: functions of the timed calls' signatures that do
+    nothing, declared as Dlrun declares the real ones."""
+
+    def __init__(self, path):
+        lib = C.CDLL(path)
+        P = C.c_void_p
+        self.import_ = lib.noop_import
+        self.import_.restype = C.c_int
+        self.import_.argtypes = [P, C.c_void_p, C.c_void_p, C.POINTER(dlrun_import_options),
+                                 C.POINTER(P), C.c_void_p]
+        self.block = lib.noop_block
+        self.block.restype = C.c_int
+        self.block.argtypes = [P]
+        self.release = lib.noop_release
+        self.release.restype = None
+        self.release.argtypes = [P]
+
+
 GetPointer = C.pythonapi.PyCapsule_GetPointer
 GetPointer.restype = C.c_void_p
 GetPointer.argtypes = [C.py_object, C.c_char_p]
@@ -162,6 +206,9 @@ SetName.argtypes = [C.py_object, C.c_char_p]
 # A capsule keeps a pointer to its name: it must outlive every capsule.
 USED_NAME = C.create_string_buffer(b"used_dltensor")
 USED = C.cast(USED_NAME, C.c_char_p)
+NewCapsule = C.pythonapi.PyCapsule_New
+NewCapsule.restype = C.py_object
+NewCapsule.argtypes = [C.c_void_p, C.c_char_p, C.c_void_p]
 
 
 def bench_import(n, runs):
@@ -178,9 +225,14 @@ def bench_import(n, runs):
 
     # Per-call overhead of ctypes itself (one trivial library call), so the
     # reader can see how much of dlrun's side is the binding, not dlrun.
+    noop = None
     if dl is not None:
         rt = dl.rt
         res["ctypes_call_s"] = median(timed_runs(lambda: dl.live_exports(rt), runs, 20000))
+        try:
+            noop = Noop(noop_path(library_path()))
+        except (OSError, AttributeError) as e:
+            res["noop_error"] = "ctypes calls' own time left out: %s" % e
 
     for name, v in views.items():
         big = not v.flags["C_CONTIGUOUS"]  # the copy case: fewer calls per run
@@ -195,9 +247,10 @@ def bench_import(n, runs):
         entry["numpy_copied"] = not np.shares_memory(got, v)
         entry["numpy_result_strides"] = list(got.strides)
         del got
-        t = timed_runs(np_import, runs, per)
-        entry["numpy_s"] = median(t)
-        entry["numpy_s_samples"] = t
+        if dl is None:
+            t = timed_runs(np_import, runs, per)
+            entry["numpy_s"] = median(t)
+            entry["numpy_s_samples"] = t
 
         if dl is not None:
             out = C.c_void_p()
@@ -234,15 +287,52 @@ def bench_import(n, runs):
             dl.release(out)
             entry["dlrun_values_ok"] = bool(np.array_equal(buf, v))
             del buf
-            t = timed_runs(dl_import, runs, per)
+            fns = [np_import, dl_import]
+            if noop is not None:
+                # The same calls, with their arguments, made on functions
+                # that do nothing: dl_import's code with the capsule made
+                # once, outside (its making is the producer's, as in NumPy's
+                # own import), and renamed on another capsule (a consumed
+                # one cannot be read again).
+                held = v.__dlpack__()
+                spent = NewCapsule(GetPointer(held, b"dltensor"), b"dltensor", None)
+                n_imp, n_block, n_release = noop.import_, noop.block, noop.release
+
+                def calls_only():
+                    cap = held
+                    st = n_imp(rt, GetPointer(cap, b"dltensor"), None, opts_ref, out_ref, None)
+                    if st != 0:
+                        raise RuntimeError("noop_import")
+                    SetName(spent, USED)
+                    if big:
+                        n_block(out)
+                    n_release(out)
+
+                fns.append(calls_only)
+            # NumPy, dlrun and the calls alone alternate run by run; the wrap
+            # (cheap) gets more runs than the others.
+            samples = interleaved_runs(fns, runs if big else max(runs, 15), per)
             gc.collect()
-            entry["dlrun_s"] = median(t)
-            entry["dlrun_s_samples"] = t
+            entry["runs"] = len(samples[0])
+            entry["numpy_s"] = median(samples[0])
+            entry["numpy_s_samples"] = samples[0]
+            entry["dlrun_s"] = median(samples[1])
+            entry["dlrun_s_samples"] = samples[1]
             entry["ratio"] = entry["numpy_s"] / entry["dlrun_s"]
             entry["ctypes_calls_per_import"] = 5 if big else 4
             # An estimate of dlrun's own share: the ctypes calls taken out.
             entry["dlrun_net_s"] = entry["dlrun_s"] - entry["ctypes_calls_per_import"] * res["ctypes_call_s"]
             entry["numpy_refs_back"] = sys.getrefcount(v) == before
+            if noop is not None:
+                entry["ctypes_calls_s"] = median(samples[2])
+                entry["ctypes_calls_s_samples"] = samples[2]
+                # dlrun's own share: what is left of its time (NumPy's capsule
+                # and deleter, which np.from_dlpack runs too, included); the
+                # paired reading takes the calls out run by run.
+                entry["dlrun_own_s"] = entry["dlrun_s"] - entry["ctypes_calls_s"]
+                entry["dlrun_own_paired_s"] = median([d - c for d, c in zip(samples[1], samples[2])])
+                entry["own_cost_ratio"] = entry["dlrun_own_s"] / entry["numpy_s"]
+                del spent, held
         if big:
             # Context: what a NumPy copy of the same view costs.
             t = timed_runs(lambda: np.ascontiguousarray(v), runs, per)

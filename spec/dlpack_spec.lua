@@ -496,6 +496,32 @@ describe("export lifetime", function()
     end
   end
 
+  -- A Capsule holds its tensor inside it until a consumer takes it, which
+  -- moves it out: the consumer's deleter call may come after the capsule
+  -- is collected and its memory reused by newer capsules.
+  for _, opts in ipairs({{legacy_sharing = "share"}, {max_version = {1, 1}}}) do
+    local label = opts.max_version and "versioned" or "legacy"
+    it("a taken " .. label .. " tensor outlives its collected capsule", function()
+      local x = arange6(H)
+      gc()
+      local base = dl.live_exports()
+      local ys = {}
+      for i = 1, 20 do
+        local c = x:__dlpack__(opts)
+        ys[i] = dl.from_dlpack(c)
+        assert.are.equal("wrapped", c.imported)
+      end
+      gc()
+      for _ = 1, 200 do local c = x:__dlpack__(opts) end
+      gc()
+      assert.are.equal(base + 20, dl.live_exports())
+      for i = 1, 20 do assert.are.same(VALUES6, ys[i]:tolist()) end
+      ys = nil
+      gc()
+      assert.are.equal(base, dl.live_exports())
+    end)
+  end
+
   it("exporting a deleted array raises JAX's RuntimeError", function()
     local x = arange6(D[0])
     x:delete()

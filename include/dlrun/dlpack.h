@@ -123,6 +123,33 @@ typedef struct dlrun_exported {
 DLRUN_API dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
                                     dlrun_exported *out);
 
+/* dlrun_export with the tensor placed in `storage`, `size` bytes of the
+ * caller's (8-byte aligned, at least dlrun_export_size(ndim of a,
+ * options)), rather
+ * than in memory of its own: for a binding whose handle holds the export
+ * (a Lua Capsule), one allocation per export instead of two. The caller
+ * owns the tensor as any export's and keeps `storage` valid, unmoved, until
+ * its deleter has run (which releases what the export holds, never the
+ * storage). The tensor must not reach a consumer, who may call the deleter
+ * at any later time, from any thread, twice by mistake: dlrun_export_detach
+ * first. Errors as dlrun_export's; a NULL, misaligned or small `storage` is
+ * DLRUN_ERR_VALUE. */
+DLRUN_API dlrun_status dlrun_export_into(dlrun_array *a, const dlrun_export_options *options,
+                                         void *storage, size_t size, dlrun_exported *out);
+
+/* The bytes dlrun_export_into needs for an export of an array of ndim
+ * dimensions with these options (NULL: the defaults); for ndim outside 0 to
+ * DLRUN_MAX_NDIM, enough for any array. */
+DLRUN_API size_t dlrun_export_size(int ndim, const dlrun_export_options *options);
+
+/* Move a tensor of dlrun_export_into out of its storage into memory of its
+ * own, where it is a tensor as dlrun_export makes (a consumer may have it):
+ * *e then names it, and the storage is free. A tensor already in memory of
+ * its own is left as it is. On failure (DLRUN_ERR_RESOURCE_EXHAUSTED;
+ * DLRUN_ERR_VALUE for a tensor that is not a live export of dlrun) *e is
+ * unchanged and still valid. */
+DLRUN_API dlrun_status dlrun_export_detach(dlrun_exported *e);
+
 /* The (device_type, device_id) an array would export to by default. A
  * multi-device array is DLRUN_ERR_BUFFER "__dlpack__ only supported for
  * unsharded arrays." */

@@ -39,7 +39,10 @@ DLRUN_API void dlrun_lua_pushcapsule(lua_State *L, DLManagedTensor *legacy,
                                      DLManagedTensorVersioned *versioned);
 /* Take the tensor out of the unconsumed Capsule at idx: the capsule becomes
  * "used_..." and the caller owns the tensor (and calls its deleter once).
- * Returns 1, or 0 (and sets nothing) when idx holds no unconsumed Capsule. */
+ * Returns 1, or 0 (and sets nothing) when idx holds no unconsumed Capsule.
+ * A Capsule of dlrun's export keeps its tensor inside it until then; taking
+ * it moves it to memory of its own, and raises a Lua error (the capsule
+ * unchanged) when that memory runs out. */
 DLRUN_API int dlrun_lua_takecapsule(lua_State *L, int idx, DLManagedTensor **legacy,
                                     DLManagedTensorVersioned **versioned);
 

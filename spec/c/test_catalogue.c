@@ -44,6 +44,7 @@ static dlrun_sharding *o_shard;
 static dlrun_mesh *o_mesh;
 static dlrun_runtime *o_rt;
 static dlrun_exported o_exp;
+static uint64_t ex_storage[64]; /* storage for dlrun_export_into (512 bytes) */
 static int g_deleter_calls; /* deleters of hand-made DLPack tensors (child side) */
 
 enum { OUT_NONE, OUT_ARRAY, OUT_SHARDING, OUT_MESH, OUT_RUNTIME, OUT_EXPORTED };
@@ -787,6 +788,8 @@ static void test_deleted(void) {
   STATUS(dlrun_export(dead, &legacy, &o_exp), DLRUN_ERR_RUNTIME, OUT_EXPORTED, gone);
   STATUS(dlrun_export(dead, &versioned, &o_exp), DLRUN_ERR_RUNTIME, OUT_EXPORTED, gone);
   STATUS(dlrun_export_device(dead, &type, &id), DLRUN_ERR_RUNTIME, OUT_NONE, gone);
+  STATUS(dlrun_export_into(dead, &legacy, ex_storage, sizeof ex_storage, &o_exp), DLRUN_ERR_RUNTIME,
+         OUT_EXPORTED, gone);
   STATUS(dlrun_array_check_live(dead_split), DLRUN_ERR_RUNTIME, OUT_NONE, gone);
   STATUS(dlrun_array_block_until_ready(dead_split), DLRUN_ERR_RUNTIME, OUT_NONE, gone);
   STATUS(dlrun_array_read(dead_split, 0, 16, buf), DLRUN_ERR_RUNTIME, OUT_NONE, gone);
@@ -855,6 +858,25 @@ static void test_dlpack(void) {
   STATUS(dlrun_export(live, &bad_id, &o_exp), DLRUN_ERR_BUFFER, OUT_EXPORTED, "device id 99");
   STATUS(dlrun_export(live, &bad_copy, &o_exp), DLRUN_ERR_VALUE, OUT_EXPORTED, "copy", "7");
   STATUS(dlrun_export(live, &bad_stream, &o_exp), DLRUN_ERR_BUFFER, OUT_EXPORTED, "12345");
+  STATUS(dlrun_export_into(NULL, &defaults, ex_storage, sizeof ex_storage, &o_exp), DLRUN_ERR_VALUE,
+         OUT_EXPORTED, "array", "NULL");
+  STATUS(dlrun_export_into(live, &defaults, NULL, sizeof ex_storage, &o_exp), DLRUN_ERR_VALUE,
+         OUT_EXPORTED, "storage", "NULL");
+  STATUS(dlrun_export_into(live, &defaults, ex_storage, sizeof ex_storage, NULL), DLRUN_ERR_VALUE,
+         OUT_NONE, "out", "NULL");
+  STATUS(dlrun_export_into(live, &defaults, (char *)ex_storage + 1, 512, &o_exp), DLRUN_ERR_VALUE,
+         OUT_EXPORTED, "8-byte aligned");
+  STATUS(dlrun_export_into(live, &defaults, ex_storage, 8, &o_exp), DLRUN_ERR_VALUE, OUT_EXPORTED,
+         "too small", "dlrun_export_size(1, options)");
+  STATUS(dlrun_export_into(live, &bad_version, ex_storage, sizeof ex_storage, &o_exp),
+         DLRUN_ERR_BUFFER, OUT_EXPORTED, "version (0, 4) was requested.");
+  STATUS(dlrun_export_into(live, &bad_copy, ex_storage, sizeof ex_storage, &o_exp), DLRUN_ERR_VALUE,
+         OUT_EXPORTED, "copy", "7");
+  STATUS(dlrun_export_detach(NULL), DLRUN_ERR_VALUE, OUT_NONE, "NULL");
+  STATUS(dlrun_export_detach(&(dlrun_exported){0}), DLRUN_ERR_VALUE, OUT_NONE,
+         "not a live export of dlrun");
+  RETURNS(dlrun_export_size(-1, NULL) == dlrun_export_size(DLRUN_MAX_NDIM, NULL), 1);
+  RETURNS(dlrun_export_size(0, &bad_copy) == dlrun_export_size(0, NULL), 1);
   STATUS(dlrun_export_device(NULL, &type, &id), DLRUN_ERR_VALUE, OUT_NONE, "array", "NULL");
   STATUS(dlrun_export_device(live, NULL, NULL), DLRUN_ERR_VALUE, OUT_NONE, "NULL");
   RETURNS(dlrun_live_exports(NULL), 0);

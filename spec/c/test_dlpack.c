@@ -1990,6 +1990,154 @@ static void test_roundtrips(void) {
   }
 }
 
+/* ---- export into the caller's storage ---------------------------------- */
+
+static void test_export_into(void) {
+  TEST("dlrun_export_into: the tensor in the caller's storage, as dlrun_export's") {
+    for (int v = 0; v < 2; v++) {
+      int64_t dims[3] = {2, 3, 4};
+      dlrun_array *a = iota_f32(v ? on_sim0 : on_host, 3, dims);
+      dlrun_export_options o = versioned_opts(-1);
+      o.legacy_sharing = DLRUN_LEGACY_SHARE;
+      dlrun_export_options legacy = {.legacy_sharing = DLRUN_LEGACY_SHARE};
+      dlrun_export_options *opts = v ? &o : &legacy;
+      size_t size = dlrun_export_size(3, opts);
+      CHECK(size == (v ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor)) + 48,
+            "dlrun_export_size(3) = %zu", size);
+      CHECK(dlrun_export_size(2, opts) == size - 16 &&
+                dlrun_export_size(-1, opts) == dlrun_export_size(DLRUN_MAX_NDIM, opts) &&
+                dlrun_export_size(3, NULL) == dlrun_export_size(3, &legacy),
+            "sizes %zu %zu %zu", dlrun_export_size(2, opts), dlrun_export_size(-1, opts),
+            dlrun_export_size(DLRUN_MAX_NDIM, opts));
+      uint64_t *storage = calloc(1, size);
+      int64_t live = dlrun_live_exports(rt);
+      dlrun_exported e;
+      CHECK(dlrun_export_into(a, opts, storage, size, &e) == DLRUN_OK, "%s", dlrun_last_error());
+      const char *head = e.legacy ? (const char *)e.legacy : (const char *)e.versioned;
+      CHECK(head == (const char *)storage, "the tensor is not at the storage");
+      const DLTensor *t = tensor_of(&e);
+      CHECK((const char *)t->shape >= head && (const char *)(t->strides + 3) <= head + size,
+            "shape/strides outside the storage");
+      CHECK(!e.copied && t->ndim == 3 && t->shape[2] == 4 && t->strides[0] == 12,
+            "copied %d ndim %d", e.copied, t->ndim);
+      CHECK(export_values_are_iota(t), "values");
+      CHECK(dlrun_live_exports(rt) == live + 1, "live exports %lld",
+            (long long)dlrun_live_exports(rt));
+      call_deleter(&e);
+      CHECK(dlrun_live_exports(rt) == live, "live exports after the deleter");
+      call_deleter(&e); /* the storage is still valid: a second call does nothing */
+      CHECK(dlrun_live_exports(rt) == live, "a second deleter call counted again");
+      free(storage);
+      dlrun_array_release(a);
+    }
+  }
+  TEST("dlrun_export_into: storage checked, nothing exported on failure") {
+    int64_t dims[2] = {2, 2};
+    dlrun_array *a = iota_f32(on_host, 2, dims);
+    uint64_t storage[64];
+    dlrun_exported e = {.copied = true};
+    int64_t live = dlrun_live_exports(rt);
+    CHECK(dlrun_export_into(a, NULL, NULL, sizeof storage, &e) == DLRUN_ERR_VALUE,
+          "NULL storage");
+    CHECK(!e.legacy && !e.versioned && !e.copied, "out not cleared");
+    CHECK(dlrun_export_into(a, NULL, (char *)storage + 4, sizeof storage - 8, &e) ==
+              DLRUN_ERR_VALUE,
+          "misaligned storage");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "not 8-byte aligned");
+    CHECK(dlrun_export_into(a, NULL, storage, dlrun_export_size(2, NULL) - 8, &e) ==
+              DLRUN_ERR_VALUE,
+          "small storage");
+    dlrun_export_options v11 = versioned_opts(-1);
+    CHECK(dlrun_export_into(a, &v11, storage, dlrun_export_size(2, NULL), &e) == DLRUN_ERR_VALUE,
+          "storage for a legacy tensor taken for a versioned one");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "too small");
+    CHECK(dlrun_export_into(NULL, NULL, storage, sizeof storage, &e) == DLRUN_ERR_VALUE,
+          "NULL array");
+    /* dlrun_export's own errors, as dlrun_export gives them. */
+    dlrun_export_options low = {.has_max_version = true, .max_major = 0, .max_minor = 4};
+    CHECK(dlrun_export_into(a, &low, storage, sizeof storage, &e) == DLRUN_ERR_BUFFER,
+          "version below (0, 5)");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "does not support any version below (0, 5)");
+    CHECK(dlrun_live_exports(rt) == live, "a failed export is live");
+    dlrun_array_release(a);
+  }
+  TEST("dlrun_export_detach: the tensor moves to memory of its own, for a consumer") {
+    for (int v = 0; v < 2; v++) {
+      int64_t dims[2] = {3, 5};
+      dlrun_array *a = iota_f32(on_host, 2, dims);
+      dlrun_export_options o = versioned_opts(-1);
+      o.legacy_sharing = DLRUN_LEGACY_SHARE;
+      if (!v) o.has_max_version = false;
+      size_t size = dlrun_export_size(2, &o);
+      uint64_t *storage = malloc(size);
+      int64_t live = dlrun_live_exports(rt);
+      dlrun_exported e;
+      CHECK(dlrun_export_into(a, &o, storage, size, &e) == DLRUN_OK, "%s", dlrun_last_error());
+      dlrun_exported moved = e;
+      CHECK(dlrun_export_detach(&moved) == DLRUN_OK, "%s", dlrun_last_error());
+      const char *head = moved.legacy ? (const char *)moved.legacy : (const char *)moved.versioned;
+      CHECK(head && head != (const char *)storage && !moved.legacy == !e.legacy, "not moved");
+      const DLTensor *t = tensor_of(&moved);
+      CHECK((const char *)t->shape > head && t->shape[1] == 5 && t->strides[0] == 5,
+            "shape %p strides %p", (void *)t->shape, (void *)t->strides);
+      if (moved.versioned)
+        CHECK(moved.versioned->flags == DLPACK_FLAG_BITMASK_READ_ONLY &&
+                  moved.versioned->version.major == 1,
+              "flags %llu", (unsigned long long)moved.versioned->flags);
+      CHECK(export_values_are_iota(t), "values");
+      memset(storage, 0xA5, size); /* the storage is free now */
+      free(storage);
+      CHECK(dlrun_live_exports(rt) == live + 1, "live exports %lld after the move",
+            (long long)dlrun_live_exports(rt));
+      dlrun_exported again = moved;
+      CHECK(dlrun_export_detach(&again) == DLRUN_OK && again.legacy == moved.legacy &&
+                again.versioned == moved.versioned,
+            "a tensor in memory of its own moved again");
+      /* dlrun's import recognises it as its own export (imports of it wrap). */
+      dlrun_array *b = NULL;
+      dlrun_import_outcome how;
+      CHECK(dlrun_import(rt, moved.legacy, moved.versioned, NULL, &b, &how) == DLRUN_OK &&
+                how == DLRUN_IMPORT_WRAPPED,
+            "%s", dlrun_last_error());
+      float want[15];
+      for (int i = 0; i < 15; i++) want[i] = (float)i;
+      CHECK(array_equals_f32(b, want, 15), "imported values");
+      dlrun_array_release(b); /* calls the moved tensor's deleter */
+      CHECK(dlrun_live_exports(rt) == live, "live exports %lld after the deleter",
+            (long long)dlrun_live_exports(rt));
+      dlrun_array_release(a);
+    }
+  }
+  TEST("dlrun_export_detach: refuses what is not a live export of dlrun") {
+    int64_t dims[1] = {4};
+    dlrun_array *a = iota_f32(on_host, 1, dims);
+    dlrun_export_options share = {.legacy_sharing = DLRUN_LEGACY_SHARE};
+    size_t size = dlrun_export_size(1, &share);
+    uint64_t *storage = malloc(size);
+    dlrun_exported e;
+    CHECK(dlrun_export_into(a, &share, storage, size, &e) == DLRUN_OK, "%s", dlrun_last_error());
+    call_deleter(&e);
+    dlrun_exported spent = e;
+    CHECK(dlrun_export_detach(&spent) == DLRUN_ERR_VALUE && spent.legacy == e.legacy,
+          "a spent export moved");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "not a live export of dlrun");
+    free(storage);
+    float data[4] = {0};
+    int64_t shape[1] = {4};
+    hand h;
+    hand_init(&h, f32_tensor(data, 1, shape, NULL), false);
+    dlrun_exported foreign = {.legacy = &h.legacy};
+    CHECK(dlrun_export_detach(&foreign) == DLRUN_ERR_VALUE && foreign.legacy == &h.legacy,
+          "another producer's tensor moved");
+    CHECK(hand_calls(&h) == 0, "its deleter was called");
+    dlrun_exported none = {0};
+    CHECK(dlrun_export_detach(&none) == DLRUN_ERR_VALUE, "no tensor");
+    CHECK(dlrun_export_detach(NULL) == DLRUN_ERR_VALUE, "NULL");
+    CHECK(dlrun_live_exports(rt) == 0, "live exports %lld", (long long)dlrun_live_exports(rt));
+    dlrun_array_release(a);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--deleter-twice") == 0)
     return deleter_twice_main(strcmp(argv[2], "1") == 0);
@@ -2020,6 +2168,7 @@ int main(int argc, char **argv) {
   test_export_deleter();
   test_export_deleter_twice();
   test_export_alignment();
+  test_export_into();
   test_import_kinds();
   test_import_version();
   test_import_validation();

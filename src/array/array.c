@@ -11,6 +11,11 @@ dlrun_status dlrun_array_layout(const dlrun_sharding *s, dlrun_dtype dtype, int 
   dlrun_status st = dlrun_shape_nbytes(ndim, dims, dtype, nbytes);
   if (st) return st;
   if ((st = dlrun_sharding_check_shape(s, ndim, dims))) return st;
+  if (dlrun_sharding_is_fully_replicated(s)) { /* every shard is the whole array */
+    if (ndim) memcpy(shard_dims, dims, (size_t)ndim * sizeof *dims);
+    *shard_nbytes = *nbytes;
+    return DLRUN_OK;
+  }
   dlrun_sharding_shard_shape(s, ndim, dims, shard_dims);
   return dlrun_shape_nbytes(ndim, shard_dims, dtype, shard_nbytes);
 }
@@ -32,11 +37,18 @@ static void untag_buffers(dlrun_buffer **bufs, size_t n) {
 
 static dlrun_status tag_buffers(dlrun_buffer **bufs, size_t n, dlrun_dtype dtype, int ndim,
                                 const int64_t *dims, const dlrun_sharding *sharding) {
-  char desc[256];
-  dlrun_sharding_describe(sharding, desc, sizeof desc);
-  dlrun_buffer_owner *o;
-  dlrun_status st = dlrun_buffer_owner_create(dlrun_dtype_get(dtype)->name, ndim, dims, desc, &o);
-  if (st) return st;
+  /* The record (a formatted description, an allocation) only when a buffer
+   * would keep it: not for an import's outside memory, nor for buffers an
+   * array already tagged. */
+  bool wanted = false;
+  for (size_t i = 0; i < n && !wanted; i++) wanted = bufs[i] && dlrun_buffer_wants_owner(bufs[i]);
+  dlrun_buffer_owner *o = NULL;
+  if (wanted) {
+    char desc[256];
+    dlrun_sharding_describe(sharding, desc, sizeof desc);
+    dlrun_status st = dlrun_buffer_owner_create(dlrun_dtype_get(dtype)->name, ndim, dims, desc, &o);
+    if (st) return st;
+  }
   for (size_t i = 0; i < n; i++)
     if (bufs[i]) dlrun_buffer_tag_array(bufs[i], o);
   dlrun_buffer_owner_release(o);
@@ -59,8 +71,9 @@ dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
   a->dtype = dtype;
   a->ndim = ndim;
   if (ndim) memcpy(a->dims, dims, (size_t)ndim * sizeof *dims);
-  dlrun_shape_size(ndim, dims, &a->size); /* the caller checked the layout */
+  /* The caller checked the layout. */
   dlrun_array_layout(sharding, dtype, ndim, dims, a->shard_dims, &a->nbytes, &a->shard_nbytes);
+  a->size = (int64_t)(a->nbytes / dlrun_dtype_get(dtype)->size); /* whole bytes per element */
   a->sharding = sharding;
   dlrun_sharding_retain(sharding);
   a->nshards = n;

@@ -51,9 +51,22 @@ void *dlrun_malloc(size_t n) {
   return malloc(n ? n : 1);
 }
 
+/* Small blocks are zeroed here rather than by calloc: glibc's calloc skips
+ * its per-thread cache, from which malloc serves the small objects made and
+ * freed per call (an import's array, mesh and buffer). explicit_bzero, as
+ * the compiler turns malloc + memset back into calloc. Large blocks keep
+ * calloc's fresh zero pages. */
+#define ZEROED_BY_HAND 4096
+
 void *dlrun_calloc(size_t count, size_t size) {
   if (dlrun_inject_failure(DLRUN_ALLOC_HOST)) return NULL;
-  return calloc(count ? count : 1, size ? size : 1);
+  count = count ? count : 1;
+  size = size ? size : 1;
+  size_t n;
+  if (__builtin_mul_overflow(count, size, &n) || n > ZEROED_BY_HAND) return calloc(count, size);
+  void *p = malloc(n);
+  if (p) explicit_bzero(p, n);
+  return p;
 }
 
 void dlrun_free(void *p) { free(p); }

@@ -43,8 +43,7 @@ dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint
 }
 
 dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *data,
-                               uint64_t nbytes, void (*release)(void *ctx), void *ctx,
-                               dlrun_buffer **out) {
+                               uint64_t nbytes, size_t ctx_bytes, dlrun_buffer **out) {
   *out = NULL;
   if (!dev->local) return dlrun_not_local(dev);
   /* Zero bytes are in every memory (a zero-size export's data is NULL). */
@@ -52,16 +51,17 @@ dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "the %llu bytes at %p are not in %s's %s memory",
                       (unsigned long long)nbytes, data, dev->name, dlrun_memory_kind_name(kind));
-  dlrun_buffer *b = dlrun_calloc(1, sizeof *b);
-  if (!b) return dlrun_fail_oom_host(sizeof *b);
+  size_t head = (sizeof(dlrun_buffer) + 7) & ~(size_t)7;
+  if (ctx_bytes > SIZE_MAX - head) return dlrun_fail_oom_host(SIZE_MAX);
+  dlrun_buffer *b = dlrun_calloc(1, head + ctx_bytes);
+  if (!b) return dlrun_fail_oom_host(head + ctx_bytes);
   dlrun_ref_init(&b->ref, destroy_buffer);
   b->dev = dev;
   b->kind = kind;
   b->data = data;
   b->external = true;
   b->nbytes = nbytes;
-  b->release = release;
-  b->release_ctx = ctx;
+  b->release_ctx = ctx_bytes ? (char *)b + head : NULL;
   dlrun_runtime_retain(dev->rt);
   *out = b;
   return DLRUN_OK;
@@ -123,5 +123,7 @@ void dlrun_buffer_tag_array(dlrun_buffer *b, dlrun_buffer_owner *o) {
 }
 
 void dlrun_buffer_untag_array(dlrun_buffer *b) { atomic_fetch_sub(&b->arrays, 1); }
+
+bool dlrun_buffer_wants_owner(dlrun_buffer *b) { return b->block && !atomic_load(&b->owner); }
 
 void dlrun_buffer_tag_export(dlrun_buffer *b, int delta) { atomic_fetch_add(&b->exports, delta); }

@@ -59,6 +59,9 @@ void dlrun_buffer_owner_release(dlrun_buffer_owner *o); /* NULL: nothing */
  * a reference of b's own), or one fewer. */
 void dlrun_buffer_tag_array(dlrun_buffer *b, dlrun_buffer_owner *o);
 void dlrun_buffer_untag_array(dlrun_buffer *b);
+/* Whether tagging b would keep an owner record: pool memory not yet tagged
+ * (outside memory and tagged buffers keep none, so none need be made). */
+bool dlrun_buffer_wants_owner(dlrun_buffer *b);
 /* One more (+1) or one fewer (-1) DLPack export holds b. */
 void dlrun_buffer_tag_export(dlrun_buffer *b, int delta);
 
@@ -67,13 +70,15 @@ void dlrun_buffer_tag_export(dlrun_buffer *b, int delta);
 dlrun_status dlrun_buffer_create(dlrun_device *dev, dlrun_memory_kind kind, uint64_t nbytes,
                                  dlrun_buffer **out);
 /* A buffer over memory dlrun does not own (e.g. an imported tensor) at the
- * device address `data` of dev's `kind` memory; release(ctx), when set,
- * runs once when the last reference goes. On failure release is not
- * called. Memory the platform does not recognise as dev's (an address
- * outside its device memory) is refused with DLRUN_ERR_BUFFER. */
+ * device address `data` of dev's `kind` memory, with ctx_bytes of zeroed
+ * memory for its release hook's context at b->release_ctx (8-byte aligned,
+ * part of the buffer's allocation: one allocation per import). The caller
+ * sets b->release when it wants the hook: it then runs once, with
+ * release_ctx, when the last reference goes. Memory the platform does not
+ * recognise as dev's (an address outside its device memory) is refused with
+ * DLRUN_ERR_BUFFER. */
 dlrun_status dlrun_buffer_wrap(dlrun_device *dev, dlrun_memory_kind kind, void *data,
-                               uint64_t nbytes, void (*release)(void *ctx), void *ctx,
-                               dlrun_buffer **out);
+                               uint64_t nbytes, size_t ctx_bytes, dlrun_buffer **out);
 void dlrun_buffer_retain(dlrun_buffer *b);
 void dlrun_buffer_release(dlrun_buffer *b);
 /* The element strides of b's data for a shard of shape `dims`: its own

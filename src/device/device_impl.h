@@ -96,7 +96,6 @@ struct dlrun_runtime {
   /* Transfer statistics (dlrun_transfer_stats_get). */
   atomic_uint_fast64_t bytes_moved, local_bytes, copies, shares, bytes_sent, bytes_received,
       ipc_bytes;
-  atomic_int_fast64_t live_exports; /* DLPack exports whose deleter has not run */
   atomic_uint_fast64_t bytes_queued, bytes_done; /* transfer progress */
 };
 

@@ -1,9 +1,11 @@
 /* DLPack export: a single-device array handed to another library.
  *
- * One allocation holds the managed tensor, its context and the shape and
- * strides (8-byte aligned, after the struct). The context keeps the shard's
- * buffer (and so its memory) alive until the consumer calls the deleter,
- * which may happen on any thread, after the array is gone, exactly once. */
+ * One block holds the managed tensor and its shape and strides (8-byte
+ * aligned, after the struct): an allocation of its own, or storage of the
+ * caller's (dlrun_export_into, moved out by dlrun_export_detach before a
+ * consumer gets it). Its manager_ctx, a reference to the shard's buffer,
+ * keeps the memory alive until the consumer calls the deleter, which may
+ * happen on any thread, after the array is gone, exactly once. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,15 +30,36 @@ _Static_assert(sizeof(DLManagedTensorVersioned) == 80 &&
                    offsetof(DLManagedTensorVersioned, dl_tensor) == 32,
                "DLManagedTensorVersioned layout");
 
-typedef struct export_ctx {
-  dlrun_buffer *buf;
-  dlrun_runtime *rt;
-  void *block; /* the single allocation to free */
-} export_ctx;
+/* One block holds the managed struct, then shape and strides (8-byte
+ * aligned): memory of its own, or the caller's (dlrun_export_into). Its
+ * manager_ctx is the buffer the export holds. A tensor in the caller's
+ * storage also says by it whether its deleter has yet to run (NULL once it
+ * has): the storage records its own export. */
+_Static_assert(sizeof(DLManagedTensor) % 8 == 0 && sizeof(DLManagedTensorVersioned) % 8 == 0,
+               "shape and strides after the struct are 8-byte aligned");
 
-/* The exported tensors whose deleter has not run: a set of pointers, so
- * that a second call of a deleter (a consumer's mistake) is recognised
- * without reading the memory the first call freed. Open addressing. */
+static size_t head_size(bool versioned) {
+  return versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor);
+}
+
+static size_t block_size(int ndim, bool versioned) {
+  return head_size(versioned) + 2 * (size_t)ndim * sizeof(int64_t);
+}
+
+/* Whether options ask for a versioned tensor (else a legacy one). */
+static bool wants_versioned(const dlrun_export_options *o) {
+  return o && o->has_max_version && o->max_major >= 1;
+}
+
+size_t dlrun_export_size(int ndim, const dlrun_export_options *options) {
+  return block_size(ndim >= 0 && ndim <= DLRUN_MAX_NDIM ? ndim : DLRUN_MAX_NDIM,
+                    wants_versioned(options));
+}
+
+/* The exported tensors in blocks of their own whose deleter has not run: a
+ * set of pointers, so that a second call of a deleter (a consumer's
+ * mistake) is recognised without reading the memory the first call freed.
+ * Open addressing. Its lock also guards the blocks held back (below). */
 #define TOMBSTONE ((void *)1)
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static void **live_slots;
@@ -72,90 +95,104 @@ static bool live_rehash(void) {
   return true;
 }
 
-static dlrun_status live_add(void *p) {
-  pthread_mutex_lock(&live_mu);
-  if (2 * (live_used + 1) > live_cap && !live_rehash()) {
-    pthread_mutex_unlock(&live_mu);
+/* List p. Called locked. */
+static dlrun_status live_add(const void *p) {
+  if (2 * (live_used + 1) > live_cap && !live_rehash())
     return dlrun_fail_oom_host(live_cap * 2 * sizeof(void *));
-  }
   size_t j = slot_of(p, live_cap);
   while (live_slots[j] && live_slots[j] != TOMBSTONE) j = (j + 1) & (live_cap - 1);
   if (!live_slots[j]) live_used++;
-  live_slots[j] = p;
-  pthread_mutex_unlock(&live_mu);
+  live_slots[j] = (void *)p;
   return DLRUN_OK;
 }
 
-static bool live_remove(void *p) {
-  bool found = false;
-  pthread_mutex_lock(&live_mu);
-  if (live_cap) {
-    size_t j = slot_of(p, live_cap);
-    while (live_slots[j] && live_slots[j] != p) j = (j + 1) & (live_cap - 1);
-    if (live_slots[j] == p) {
-      live_slots[j] = TOMBSTONE;
-      found = true;
-    }
-  }
-  pthread_mutex_unlock(&live_mu);
-  return found;
+/* The slot listing p, or NULL. Called locked. */
+static void **live_find(const void *p) {
+  if (!live_cap || !p) return NULL;
+  size_t j = slot_of(p, live_cap);
+  while (live_slots[j] && live_slots[j] != p) j = (j + 1) & (live_cap - 1);
+  return live_slots[j] == p ? &live_slots[j] : NULL;
 }
 
 /* Released blocks held back from reuse (DLRUN_EXPORT_REUSE_DELAY, dlpack.h):
  * a second deleter call through a saved pointer must not find a newer
- * export at the same address. A ring, oldest freed first. */
+ * export at the same address. A ring, oldest released first. */
 static void *held[DLRUN_EXPORT_REUSE_DELAY];
 static size_t held_next;
 
-static void hold_back(void *block) {
+/* What every deleter does once the export is found live: the counts, then
+ * the buffer's reference. */
+static void release_export(dlrun_buffer *buf) {
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
+  dlrun_device *dev = buf->dev;
+  atomic_fetch_sub(&dev->live_exports, 1);
+  if (dlrun_trace_enabled())
+    dlrun_trace_event(NULL, "dlpack", "deleter", start, "\"device\": \"%s\", \"bytes\": %llu",
+                      dev->name, (unsigned long long)buf->nbytes);
+  dlrun_buffer_tag_export(buf, -1);
+  dlrun_buffer_release(buf); /* may free the runtime: read nothing after */
+}
+
+/* The deleter of a block of its own: a second call (or a pointer dlrun
+ * never made) finds nothing listed and does nothing; it reads only the
+ * pointer's value, not the released struct. One locked step unlists the
+ * block, reads its buffer and holds the block back. */
+static void delete_block(void *block, void *const *manager_ctx) {
   pthread_mutex_lock(&live_mu);
+  void **slot = live_find(block);
+  if (!slot) {
+    pthread_mutex_unlock(&live_mu);
+    return;
+  }
+  *slot = TOMBSTONE;
+  dlrun_buffer *buf = *manager_ctx;
   void *oldest = held[held_next];
   held[held_next] = block;
   held_next = (held_next + 1) % DLRUN_EXPORT_REUSE_DELAY;
   pthread_mutex_unlock(&live_mu);
   dlrun_free(oldest);
+  release_export(buf);
 }
 
-static void release_export(export_ctx *ctx) {
-  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-  dlrun_device *dev = ctx->buf->dev;
-  uint64_t bytes = ctx->buf->nbytes;
-  atomic_fetch_sub(&ctx->rt->live_exports, 1);
-  atomic_fetch_sub(&dev->live_exports, 1);
-  dlrun_trace_event(NULL, "dlpack", "deleter", start, "\"device\": \"%s\", \"bytes\": %llu",
-                    dev->name, (unsigned long long)bytes);
-  void *block = ctx->block;
-  dlrun_buffer_tag_export(ctx->buf, -1);
-  dlrun_buffer_release(ctx->buf); /* may free the runtime: read nothing after */
-  hold_back(block);
+/* The deleter of a block in the caller's storage, valid until this runs
+ * (dlrun_export_into): taking its buffer makes a second call do nothing. */
+static void delete_stored(void **manager_ctx) {
+  dlrun_buffer *buf = __atomic_exchange_n(manager_ctx, NULL, __ATOMIC_ACQ_REL);
+  if (buf) release_export(buf);
 }
 
-/* A second call (or a pointer dlrun never made) finds nothing and does
- * nothing; it reads only the pointer's value, not the released struct. */
 static void delete_legacy(DLManagedTensor *self) {
-  if (self && live_remove(self)) release_export(self->manager_ctx);
+  if (self) delete_block(self, &self->manager_ctx);
 }
 
 static void delete_versioned(DLManagedTensorVersioned *self) {
-  if (self && live_remove(self)) release_export(self->manager_ctx);
+  if (self) delete_block(self, &self->manager_ctx);
+}
+
+static void delete_stored_legacy(DLManagedTensor *self) {
+  if (self) delete_stored(&self->manager_ctx);
+}
+
+static void delete_stored_versioned(DLManagedTensorVersioned *self) {
+  if (self) delete_stored(&self->manager_ctx);
 }
 
 bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVersioned *versioned,
                          dlrun_export_origin *origin) {
   const void *managed = legacy ? (const void *)legacy : (const void *)versioned;
-  bool found = false;
+  /* Another producer's tensor (the caller's to read) has another deleter:
+   * no lock, no lookup. */
+  if (!managed ||
+      (legacy ? legacy->deleter != delete_legacy : versioned->deleter != delete_versioned))
+    return false;
   pthread_mutex_lock(&live_mu);
-  if (live_cap && managed) {
-    size_t j = slot_of(managed, live_cap);
-    while (live_slots[j] && live_slots[j] != managed) j = (j + 1) & (live_cap - 1);
-    /* Listed, so its deleter cannot run before we unlock. */
-    found = live_slots[j] == managed &&
-            (legacy ? legacy->deleter == delete_legacy : versioned->deleter == delete_versioned);
-  }
+  /* Listed, so its deleter cannot run before we unlock. */
+  bool found = live_find(managed) &&
+               (legacy ? legacy->deleter == delete_legacy : versioned->deleter == delete_versioned);
   if (found) {
-    const export_ctx *ctx = legacy ? legacy->manager_ctx : versioned->manager_ctx;
-    *origin = (dlrun_export_origin){.ready = ctx->buf->ready, .rt = ctx->rt,
-                                    .dev = ctx->buf->dev, .kind = ctx->buf->kind};
+    const dlrun_buffer *buf = legacy ? legacy->manager_ctx : versioned->manager_ctx;
+    *origin = (dlrun_export_origin){.ready = buf->ready, .rt = buf->dev->rt, .dev = buf->dev,
+                                    .kind = buf->kind};
   }
   pthread_mutex_unlock(&live_mu);
   return found;
@@ -287,32 +324,34 @@ static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind
   return st;
 }
 
-/* Fill the DLTensor and managed struct around buffer b (reference taken). */
+/* Fill the DLTensor and managed struct around buffer b (reference taken),
+ * in `storage` or, when NULL, in a block of its own; list it live. */
 static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device,
-                          const int64_t *layout, bool versioned, bool copied,
+                          const int64_t *layout, bool versioned, bool copied, char *storage,
                           dlrun_exported *out) {
   void *data;
   uint64_t byte_offset;
   dlrun_status st = dlrun_buffer_export_data(b, &data, &byte_offset);
   if (st) return st;
-  size_t head = versioned ? sizeof(DLManagedTensorVersioned) : sizeof(DLManagedTensor);
-  size_t ctx_at = (head + 7) & ~(size_t)7;
-  size_t dims_at = (ctx_at + sizeof(export_ctx) + 7) & ~(size_t)7;
-  size_t total = dims_at + 2 * (size_t)a->ndim * sizeof(int64_t);
-  char *block = dlrun_calloc(1, total);
-  if (!block) return dlrun_fail_oom_host(total);
-  if (live_add(block)) {
-    dlrun_free(block);
-    return dlrun_fail_oom_host(sizeof(void *));
+  char *block = storage;
+  size_t size = block_size(a->ndim, versioned);
+  if (!block) {
+    if (!(block = dlrun_malloc(size))) return dlrun_fail_oom_host(size);
+    pthread_mutex_lock(&live_mu);
+    st = live_add(block);
+    pthread_mutex_unlock(&live_mu);
+    if (st) {
+      dlrun_free(block);
+      return st;
+    }
   }
-  export_ctx *ctx = (export_ctx *)(block + ctx_at);
-  int64_t *shape = (int64_t *)(block + dims_at), *strides = shape + a->ndim;
+  /* Counted before the block is written: the atomic updates then need not
+   * wait for those (often cache-missing) stores. */
+  dlrun_buffer_tag_export(b, 1);
+  atomic_fetch_add(&b->dev->live_exports, 1);
+  int64_t *shape = (int64_t *)(block + head_size(versioned)), *strides = shape + a->ndim;
   memcpy(shape, a->dims, (size_t)a->ndim * sizeof *shape);
   memcpy(strides, layout, (size_t)a->ndim * sizeof *strides);
-  ctx->buf = b;
-  ctx->rt = b->dev->rt;
-  dlrun_buffer_tag_export(b, 1);
-  ctx->block = block;
   const dlrun_dtype_info *info = dlrun_dtype_get(a->dtype);
   DLTensor t = {
       .data = b->nbytes ? data : NULL,
@@ -327,30 +366,26 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device
   if (versioned) {
     DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)block;
     m->version = (DLPackVersion){.major = DLRUN_DLPACK_MAJOR, .minor = DLRUN_DLPACK_MINOR};
-    m->manager_ctx = ctx;
-    m->deleter = delete_versioned;
+    m->manager_ctx = b;
+    m->deleter = storage ? delete_stored_versioned : delete_versioned;
     /* A copy is the consumer's alone; shared memory must not be written. */
     m->flags = copied ? DLPACK_FLAG_BITMASK_IS_COPIED : DLPACK_FLAG_BITMASK_READ_ONLY;
     m->dl_tensor = t;
     out->versioned = m;
   } else {
     DLManagedTensor *m = (DLManagedTensor *)block;
-    m->manager_ctx = ctx;
-    m->deleter = delete_legacy;
     m->dl_tensor = t;
+    m->manager_ctx = b;
+    m->deleter = storage ? delete_stored_legacy : delete_legacy;
     out->legacy = m;
   }
   out->copied = copied;
-  atomic_fetch_add(&ctx->rt->live_exports, 1);
-  atomic_fetch_add(&b->dev->live_exports, 1);
   return DLRUN_OK;
 }
 
-dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
-                          dlrun_exported *out) {
-  DLRUN_NONNULL(out, "dlrun_export", "out");
-  *out = (dlrun_exported){0};
-  DLRUN_NONNULL(a, "dlrun_export", "array");
+/* dlrun_export, into `storage` when not NULL (checked by the caller). */
+static dlrun_status export_array(dlrun_array *a, const dlrun_export_options *options,
+                                 char *storage, dlrun_exported *out) {
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   dlrun_export_options o = options ? *options : (dlrun_export_options){0};
   dlrun_status st = dlrun_array_check_live(a);
@@ -410,17 +445,100 @@ dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
     device = (DLDevice){.device_type = (DLDeviceType)o.device_type, .device_id = o.device_id};
   int64_t scratch[DLRUN_MAX_NDIM];
   if ((st = build(a, b, device, dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned,
-                  copied, out)))
+                  copied, storage, out)))
     goto fail;
   if (o.stats) *o.stats = counted;
-  dlrun_trace_event(NULL, "dlpack", "export", start,
-                    "\"device\": \"%s\", \"bytes\": %llu, \"versioned\": %s, \"copied\": %s",
-                    b->dev->name, (unsigned long long)b->nbytes, versioned ? "true" : "false",
-                    copied ? "true" : "false");
+  if (dlrun_trace_enabled())
+    dlrun_trace_event(NULL, "dlpack", "export", start,
+                      "\"device\": \"%s\", \"bytes\": %llu, \"versioned\": %s, \"copied\": %s",
+                      b->dev->name, (unsigned long long)b->nbytes, versioned ? "true" : "false",
+                      copied ? "true" : "false");
   return DLRUN_OK;
 fail:
   dlrun_buffer_release(b);
   return st;
 }
 
-int64_t dlrun_live_exports(dlrun_runtime *rt) { return rt ? atomic_load(&rt->live_exports) : 0; }
+dlrun_status dlrun_export(dlrun_array *a, const dlrun_export_options *options,
+                          dlrun_exported *out) {
+  DLRUN_NONNULL(out, "dlrun_export", "out");
+  *out = (dlrun_exported){0};
+  DLRUN_NONNULL(a, "dlrun_export", "array");
+  return export_array(a, options, NULL, out);
+}
+
+dlrun_status dlrun_export_into(dlrun_array *a, const dlrun_export_options *options,
+                               void *storage, size_t size, dlrun_exported *out) {
+  DLRUN_NONNULL(out, "dlrun_export_into", "out");
+  *out = (dlrun_exported){0};
+  DLRUN_NONNULL(a, "dlrun_export_into", "array");
+  DLRUN_NONNULL(storage, "dlrun_export_into", "storage");
+  if ((uintptr_t)storage % 8)
+    return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_export_into: storage %p is not 8-byte aligned",
+                      storage);
+  size_t need = block_size(a->ndim, wants_versioned(options));
+  if (size < need)
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "dlrun_export_into: storage of %zu bytes is too small: this export of an "
+                      "array of %d dimensions needs dlrun_export_size(%d, options) = %zu",
+                      size, a->ndim, a->ndim, need);
+  return export_array(a, options, storage, out);
+}
+
+dlrun_status dlrun_export_detach(dlrun_exported *e) {
+  DLRUN_NONNULL(e, "dlrun_export_detach", "e");
+  /* The caller owns the tensor: reading it is safe, and nothing else
+   * changes it meanwhile. */
+  char *old = e->legacy ? (char *)e->legacy : (char *)e->versioned;
+  bool versioned = !e->legacy;
+  DLManagedTensor *l = e->legacy;
+  DLManagedTensorVersioned *v = e->versioned;
+  void **ctx = l ? &l->manager_ctx : v ? &v->manager_ctx : NULL;
+  bool stored = l ? l->deleter == delete_stored_legacy : v && v->deleter == delete_stored_versioned;
+  bool own = l ? l->deleter == delete_legacy : v && v->deleter == delete_versioned;
+  if (own) {
+    pthread_mutex_lock(&live_mu);
+    own = live_find(old) != NULL;
+    pthread_mutex_unlock(&live_mu);
+  }
+  if (own) return DLRUN_OK; /* already in memory of its own */
+  if (!stored || !__atomic_load_n(ctx, __ATOMIC_ACQUIRE))
+    return dlrun_fail(DLRUN_ERR_VALUE,
+                      "dlrun_export_detach: the tensor is not a live export of dlrun (made "
+                      "elsewhere, or its deleter has run)");
+  DLTensor *t = e->legacy ? &e->legacy->dl_tensor : &e->versioned->dl_tensor;
+  size_t size = block_size(t->ndim, versioned);
+  char *block = dlrun_malloc(size);
+  if (!block) return dlrun_fail_oom_host(size);
+  pthread_mutex_lock(&live_mu);
+  dlrun_status st = live_add(block);
+  pthread_mutex_unlock(&live_mu);
+  if (st) {
+    dlrun_free(block);
+    return st;
+  }
+  memcpy(block, old, size); /* manager_ctx, the buffer, included */
+  int64_t *shape = (int64_t *)(block + head_size(versioned));
+  if (e->legacy) {
+    DLManagedTensor *m = (DLManagedTensor *)block;
+    m->deleter = delete_legacy;
+    m->dl_tensor.shape = shape;
+    m->dl_tensor.strides = shape + t->ndim;
+    e->legacy = m;
+  } else {
+    DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)block;
+    m->deleter = delete_versioned;
+    m->dl_tensor.shape = shape;
+    m->dl_tensor.strides = shape + t->ndim;
+    e->versioned = m;
+  }
+  __atomic_store_n(ctx, NULL, __ATOMIC_RELEASE); /* the storage is free */
+  return DLRUN_OK;
+}
+
+int64_t dlrun_live_exports(dlrun_runtime *rt) {
+  /* Every export counts on its buffer's device (one count per export). */
+  int64_t n = 0;
+  for (size_t i = 0; rt && i < rt->ndevices; i++) n += atomic_load(&rt->devices[i].live_exports);
+  return n;
+}

@@ -28,11 +28,9 @@ static void call_deleter(producer p) {
   if (p.versioned && p.versioned->deleter) p.versioned->deleter(p.versioned);
 }
 
-static void release_producer(void *ctx) {
-  producer *p = ctx;
-  call_deleter(*p);
-  dlrun_free(p);
-}
+/* The release hook of a wrapped tensor's buffer, whose context (inside the
+ * buffer's allocation) is the producer's tensor. */
+static void release_producer(void *ctx) { call_deleter(*(producer *)ctx); }
 
 /* The tensor's layout, checked. */
 typedef struct layout {
@@ -95,7 +93,10 @@ static dlrun_status not_device_memory(const layout *l, const DLTensor *t, uint64
 }
 
 static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l) {
-  memset(l, 0, sizeof *l);
+  /* Every field is set below; dims and strides below ndim only (nothing
+   * reads past it): no clearing of the whole struct per import. */
+  l->data = NULL;
+  l->compact = l->row_major = false;
   if (t->ndim < 0 || t->ndim > DLRUN_MAX_NDIM)
     return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: ndim %d is out of range (0 to %d)", t->ndim,
                       DLRUN_MAX_NDIM);
@@ -113,7 +114,7 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
   l->esize = dlrun_dtype_get(l->dtype)->size;
   if ((st = dlrun_shape_nbytes(l->ndim, l->dims, l->dtype, &l->nbytes)))
     return dlrun_fail_prefix(DLRUN_ERR_BUFFER, "from_dlpack: ");
-  dlrun_shape_size(l->ndim, l->dims, &l->size);
+  l->size = (int64_t)(l->nbytes / l->esize); /* every dtype has whole bytes */
   if ((st = check_device(rt, t->device, l))) return st;
   if (t->strides) memcpy(l->strides, t->strides, (size_t)l->ndim * sizeof(int64_t));
   else dlrun_row_major_strides(l->ndim, l->dims, l->strides);
@@ -201,7 +202,7 @@ static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array
   if (st) return st;
   static const int64_t origin[DLRUN_MAX_NDIM];
   int64_t hi[DLRUN_MAX_NDIM], row_major[DLRUN_MAX_NDIM];
-  memcpy(hi, l->dims, sizeof hi);
+  memcpy(hi, l->dims, (size_t)l->ndim * sizeof *hi);
   dlrun_row_major_strides(l->ndim, l->dims, row_major);
   if (l->size) {
     dlrun_box_end dst = dlrun_buffer_end(a->bufs[0], origin, row_major);
@@ -224,21 +225,17 @@ static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dl
                          dlrun_array **out) {
   /* The layout travels with the buffer, so arrays sharing it read it right. */
   size_t layout_bytes = l->row_major ? 0 : (size_t)l->ndim * sizeof(int64_t);
-  producer *owned = dlrun_malloc(sizeof *owned);
   dlrun_buffer **bufs = dlrun_malloc(sizeof *bufs);
   int64_t *strides = layout_bytes ? dlrun_malloc(layout_bytes) : NULL;
-  if (!owned || !bufs || (layout_bytes && !strides)) {
-    dlrun_free(owned);
+  if (!bufs || (layout_bytes && !strides)) {
     dlrun_free(bufs);
     dlrun_free(strides);
-    return dlrun_fail_oom_host(sizeof *owned + sizeof *bufs + layout_bytes);
+    return dlrun_fail_oom_host(sizeof *bufs + layout_bytes);
   }
-  *owned = p;
   dlrun_status st = dlrun_buffer_wrap(dlrun_sharding_device(target, 0),
                                       dlrun_sharding_memory_kind(target), (void *)l->data,
-                                      l->nbytes, NULL, NULL, &bufs[0]);
+                                      l->nbytes, sizeof(producer), &bufs[0]);
   if (st) {
-    dlrun_free(owned);
     dlrun_free(bufs);
     dlrun_free(strides);
     return st;
@@ -247,12 +244,9 @@ static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dl
   if (strides) memcpy(strides, l->strides, layout_bytes);
   b->strides = strides;
   b->ready = ready;
-  if ((st = dlrun_array_wrap(l->dtype, l->ndim, l->dims, target, bufs, out))) {
-    dlrun_free(owned);
-    return st;
-  }
+  if ((st = dlrun_array_wrap(l->dtype, l->ndim, l->dims, target, bufs, out))) return st;
+  *(producer *)b->release_ctx = p;
   b->release = release_producer;
-  b->release_ctx = owned;
   return DLRUN_OK;
 }
 
@@ -351,7 +345,7 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
   } else if (!(st = wrap(&l, target, p, ready, out))) {
     *outcome = DLRUN_IMPORT_WRAPPED;
   }
-  if (!st)
+  if (!st && dlrun_trace_enabled())
     dlrun_trace_event(NULL, "dlpack", "import", start,
                       "\"device\": \"%s\", \"bytes\": %llu, \"copied\": %s", dest->name,
                       (unsigned long long)l.nbytes,

@@ -187,14 +187,18 @@ void dlrun_lua_sharding_open(lua_State *L);
 void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
+/* dlrun_lua_check_array for callers that hold Array's metatable at mt_idx
+ * (an upvalue): no lookup of it by name, for functions called per element. */
+dlrun_array *dlrun_lua_check_array_mt(lua_State *L, int idx, int mt_idx, const char *fn);
 /* Push a Lua-owned host buffer holding a's whole value, read from this
  * process's shards (raises the fetch error when they do not cover it);
  * returns it. */
 void *dlrun_lua_read_all(lua_State *L, dlrun_array *a);
 void dlrun_lua_array_open(lua_State *L);
 /* Add methods to Array (after dlrun_lua_array_open): other files' methods,
- * such as __dlpack__ and __partitioned__. */
-void dlrun_lua_add_array_methods(lua_State *L, const luaL_Reg *methods);
+ * such as __dlpack__ and __partitioned__, sharing the nup upvalues on top of
+ * the stack (popped), as luaL_setfuncs. */
+void dlrun_lua_add_array_methods(lua_State *L, const luaL_Reg *methods, int nup);
 /* x:__cuda_array_interface__() (lcuda.c): the CUDA Array Interface, v3. */
 int dlrun_lua_cuda_array_interface(lua_State *L);
 /* Push the result of putting the Array x (at idx) onto the Sharding

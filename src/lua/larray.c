@@ -56,6 +56,19 @@ dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn) {
   return a;
 }
 
+dlrun_array *dlrun_lua_check_array_mt(lua_State *L, int idx, int mt_idx, const char *fn) {
+  array_ud *u = lua_touserdata(L, idx);
+  if (u && lua_getmetatable(L, idx)) {
+    int same = lua_rawequal(L, -1, mt_idx);
+    lua_pop(L, 1);
+    if (same) {
+      if (!u->a) dlrun_lua_released_error(L, idx);
+      return u->a;
+    }
+  }
+  return dlrun_lua_check_array(L, idx, fn); /* not an Array: its error */
+}
+
 /* self of a method taking at most `max` arguments, self included. */
 static dlrun_array *check_self(lua_State *L, const char *fn, int max) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, fn);
@@ -498,10 +511,11 @@ void dlrun_lua_array_open(lua_State *L) {
   lua_pop(L, 1);
 }
 
-void dlrun_lua_add_array_methods(lua_State *L, const luaL_Reg *methods) {
+void dlrun_lua_add_array_methods(lua_State *L, const luaL_Reg *methods, int nup) {
   luaL_getmetatable(L, DLRUN_ARRAY_MT);
   lua_getfield(L, -1, "__index");
   lua_getupvalue(L, -1, 1); /* the methods table */
-  luaL_setfuncs(L, methods, 0);
+  lua_rotate(L, -(nup + 3), 3); /* the upvalues back on top */
+  luaL_setfuncs(L, methods, nup);
   lua_pop(L, 3);
 }

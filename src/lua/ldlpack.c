@@ -15,8 +15,11 @@ typedef struct capsule_ud {
   DLManagedTensorVersioned *versioned;
   bool used;
   bool copied;                  /* the export made a copy (legacy tensors cannot say) */
+  bool stored;                  /* the tensor lives in this userdata, after the struct */
   dlrun_import_outcome import;  /* what from_dlpack did with it */
 } capsule_ud;
+/* The storage after the struct (dlrun_export_into) must be 8-byte aligned. */
+_Static_assert(sizeof(capsule_ud) % 8 == 0, "capsule_ud size");
 
 static capsule_ud *test_capsule(lua_State *L, int idx) {
   return luaL_testudata(L, idx, DLRUN_CAPSULE_MT);
@@ -26,12 +29,22 @@ static DLTensor *capsule_tensor(capsule_ud *c) {
   return c->legacy ? &c->legacy->dl_tensor : &c->versioned->dl_tensor;
 }
 
+/* Push an empty Capsule whose metatable is the value at mt_idx, with
+ * `storage` bytes after the struct for the tensor (dlrun_export_into). */
+static capsule_ud *new_capsule(lua_State *L, int mt_idx, size_t storage) {
+  capsule_ud *c = lua_newuserdatauv(L, sizeof *c + storage, 0);
+  *c = (capsule_ud){0};
+  lua_pushvalue(L, mt_idx);
+  lua_setmetatable(L, -2);
+  return c;
+}
+
 /* Push a Capsule taking over the tensor (valid, empty, before it holds it). */
 void dlrun_lua_pushcapsule(lua_State *L, DLManagedTensor *legacy,
                            DLManagedTensorVersioned *versioned) {
-  capsule_ud *c = lua_newuserdatauv(L, sizeof *c, 0);
-  *c = (capsule_ud){0};
-  luaL_setmetatable(L, DLRUN_CAPSULE_MT);
+  luaL_getmetatable(L, DLRUN_CAPSULE_MT);
+  capsule_ud *c = new_capsule(L, lua_gettop(L), 0);
+  lua_remove(L, -2);
   c->legacy = legacy;
   c->versioned = versioned;
 }
@@ -42,19 +55,40 @@ void dlrun_lua_push_exported(lua_State *L, const dlrun_exported *e) {
   ((capsule_ud *)lua_touserdata(L, -1))->copied = e->copied;
 }
 
+/* A tensor stored in the capsule moves out to memory of its own before a
+ * consumer gets it: the consumer may call its deleter after the capsule is
+ * gone. Raises (the capsule unchanged) when memory runs out. */
+static void detach(lua_State *L, capsule_ud *c) {
+  if (!c->stored) return;
+  dlrun_exported e = {.legacy = c->legacy, .versioned = c->versioned};
+  dlrun_lua_check(L, dlrun_export_detach(&e));
+  c->legacy = e.legacy;
+  c->versioned = e.versioned;
+  c->stored = false;
+}
+
 /* Take the tensor out of an unconsumed Capsule, marking it used. */
 int dlrun_lua_takecapsule(lua_State *L, int idx, DLManagedTensor **legacy,
                           DLManagedTensorVersioned **versioned) {
   capsule_ud *c = test_capsule(L, idx);
   if (!c || c->used || (!c->legacy && !c->versioned)) return 0;
+  detach(L, c);
   *legacy = c->legacy;
   *versioned = c->versioned;
   c->used = true;
   return 1;
 }
 
+/* __gc, its upvalue the Capsule metatable: a collection (one per export)
+ * looks nothing up by name. */
 static int capsule_gc(lua_State *L) {
-  capsule_ud *c = test_capsule(L, 1);
+  capsule_ud *c = lua_touserdata(L, 1);
+  if (c && lua_getmetatable(L, 1)) {
+    if (!lua_rawequal(L, -1, lua_upvalueindex(1))) c = NULL;
+    lua_pop(L, 1);
+  } else {
+    c = NULL;
+  }
   if (c && !c->used) {
     c->used = true;
     if (c->legacy && c->legacy->deleter) c->legacy->deleter(c->legacy);
@@ -148,17 +182,13 @@ static int capsule_tostring(lua_State *L) {
 
 /* ---- export ---- */
 
-static int opt_int_pair(lua_State *L, int idx, const char *field, const char *fn, int64_t *a,
-                        int64_t *b) {
-  int t = lua_getfield(L, idx, field);
-  if (t == LUA_TNIL) {
-    lua_pop(L, 1);
-    return 0;
-  }
-  int ok = t == LUA_TTABLE;
+/* The option `field` at vidx (not nil): a pair of integers {a, b}. */
+static void opt_int_pair(lua_State *L, int vidx, const char *field, const char *fn, int64_t *a,
+                         int64_t *b) {
+  int ok = lua_type(L, vidx) == LUA_TTABLE;
   if (ok) {
-    lua_geti(L, -1, 1);
-    lua_geti(L, -2, 2);
+    lua_geti(L, vidx, 1);
+    lua_geti(L, vidx, 2);
     ok = lua_isinteger(L, -2) && lua_isinteger(L, -1);
     if (ok) {
       *a = lua_tointeger(L, -2);
@@ -166,9 +196,7 @@ static int opt_int_pair(lua_State *L, int idx, const char *field, const char *fn
     }
     lua_pop(L, 2);
   }
-  lua_pop(L, 1);
   if (!ok) dlrun_lua_raise(L, "TypeError", "%s: %s must be a pair of integers {a, b}", fn, field);
-  return 1;
 }
 
 /* The `copy` option: nil (if needed), false (never), true (always). */
@@ -183,19 +211,84 @@ static dlrun_copy_mode check_copy(lua_State *L, int idx, const char *fn) {
   return mode;
 }
 
+/* Whether the string at idx is `s` (of length n). */
+static bool string_is(lua_State *L, int idx, const char *s, size_t n) {
+  size_t len;
+  const char *v = lua_tolstring(L, idx, &len);
+  return len == n && memcmp(v, s, n) == 0;
+}
+
+/* __dlpack__'s option names, in the order messages list them and values
+ * are checked; their lengths differ, which finds a key in one comparison. */
+static const char *const EXPORT_KEYS[] = {"stream",   "max_version",    "dl_device",
+                                          "copy",     "legacy_sharing", NULL};
+enum { STREAM, MAX_VERSION, DL_DEVICE, COPY, LEGACY_SHARING };
+
+static int export_key(const char *k, size_t n) {
+  int i = n == 6 ? STREAM : n == 11 ? MAX_VERSION : n == 9 ? DL_DEVICE : n == 4 ? COPY
+        : n == 14 ? LEGACY_SHARING : -1;
+  return i >= 0 && memcmp(k, EXPORT_KEYS[i], n) == 0 ? i : -1;
+}
+
+/* The options checked in one walk of the table (an export per call stays
+ * cheap: nothing is looked up by name). A value of the wrong kind is only
+ * noted there; the errors are raised afterwards, in the order of
+ * EXPORT_KEYS after any unknown key's, as when each key was looked up in
+ * turn. max_version and dl_device, tables, are read afterwards. */
+typedef struct export_walk {
+  unsigned present, bad; /* bit i: EXPORT_KEYS[i] */
+} export_walk;
+
+static export_walk walk_export_options(lua_State *L, int idx, const char *fn,
+                                       dlrun_export_options *o) {
+  export_walk w = {0, 0};
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    size_t n = 0;
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &n) : NULL;
+    int i = k ? export_key(k, n) : -1;
+    if (i < 0) {
+      lua_pop(L, 2);
+      dlrun_lua_check_option_keys(L, idx, fn, EXPORT_KEYS, "TypeError"); /* raises */
+      return w;
+    }
+    w.present |= 1u << i;
+    int t = lua_type(L, -1);
+    bool ok = true;
+    if (i == STREAM) {
+      ok = t == LUA_TNUMBER && lua_isinteger(L, -1);
+      if (ok) {
+        o->has_stream = true;
+        o->stream = lua_tointeger(L, -1);
+      }
+    } else if (i == COPY) {
+      ok = t == LUA_TBOOLEAN;
+      if (ok) o->copy = lua_toboolean(L, -1) ? DLRUN_COPY_ALWAYS : DLRUN_COPY_NEVER;
+    } else if (i == LEGACY_SHARING) {
+      ok = t == LUA_TSTRING;
+      if (ok && string_is(L, -1, "share", 5)) o->legacy_sharing = DLRUN_LEGACY_SHARE;
+      else ok = ok && string_is(L, -1, "protect", 7);
+    }
+    if (!ok) w.bad |= 1u << i;
+    lua_pop(L, 1);
+  }
+  return w;
+}
+
 dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const char *fn) {
   dlrun_export_options o = {0};
-  if (lua_isnoneornil(L, idx)) return o;
-  if (!lua_istable(L, idx))
+  int type = lua_type(L, idx);
+  if (type == LUA_TNONE || type == LUA_TNIL) return o;
+  if (type != LUA_TTABLE)
     dlrun_lua_type_error(L, fn, idx, "options",
                          "a table {stream=, max_version=, dl_device=, copy=, legacy_sharing=}");
-  static const char *const keys[] = {"stream",   "max_version",    "dl_device",
-                                     "copy",     "legacy_sharing", NULL};
-  enum { STREAM = 1, MAX_VERSION = 2, DL_DEVICE = 4, COPY = 8, LEGACY_SHARING = 16 };
-  /* Only the keys present are looked up: an export per call stays cheap. */
-  unsigned has = dlrun_lua_option_keys_present(L, idx, fn, keys, "TypeError");
+  idx = lua_absindex(L, idx);
+  export_walk w = walk_export_options(L, idx, fn, &o);
   int64_t a, b;
-  if ((has & MAX_VERSION) && opt_int_pair(L, idx, "max_version", fn, &a, &b)) {
+  if (w.present & (1u << MAX_VERSION)) {
+    lua_getfield(L, idx, "max_version");
+    opt_int_pair(L, lua_gettop(L), "max_version", fn, &a, &b);
+    lua_pop(L, 1);
     if (a < 0 || b < 0 || a > UINT32_MAX || b > UINT32_MAX)
       dlrun_lua_raise(L, "BufferError", "%s: max_version (%lld, %lld) is not a version", fn,
                       (long long)a, (long long)b);
@@ -203,7 +296,10 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
     o.max_major = (uint32_t)a;
     o.max_minor = (uint32_t)b;
   }
-  if ((has & DL_DEVICE) && opt_int_pair(L, idx, "dl_device", fn, &a, &b)) {
+  if (w.present & (1u << DL_DEVICE)) {
+    lua_getfield(L, idx, "dl_device");
+    opt_int_pair(L, lua_gettop(L), "dl_device", fn, &a, &b);
+    lua_pop(L, 1);
     /* Core takes int32 values: refuse others here, as given, in core's words. */
     if (a < INT32_MIN || a > INT32_MAX)
       dlrun_lua_raise(L, "BufferError",
@@ -219,25 +315,21 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
     o.device_type = (int32_t)a;
     o.device_id = (int32_t)b;
   }
-  if (has & COPY) o.copy = check_copy(L, idx, fn);
-  if (!(has & (LEGACY_SHARING | STREAM))) return o;
-  int t = lua_getfield(L, idx, "legacy_sharing");
-  if (t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "share") == 0)
-    o.legacy_sharing = DLRUN_LEGACY_SHARE;
-  else if (t != LUA_TNIL && !(t == LUA_TSTRING && strcmp(lua_tostring(L, -1), "protect") == 0))
-    dlrun_lua_raise(L, "ValueError", "%s: legacy_sharing must be \"protect\" or \"share\", got %s",
-                    fn, luaL_tolstring(L, -1, NULL));
-  lua_pop(L, 1);
-  t = lua_getfield(L, idx, "stream");
-  if (t == LUA_TNUMBER && lua_isinteger(L, -1)) {
-    o.has_stream = true;
-    o.stream = lua_tointeger(L, -1);
-  } else if (t != LUA_TNIL) {
-    dlrun_lua_raise(L, "BufferError", "%s: stream must be nil or an integer, got %s", fn,
+  if (!w.bad) return o;
+  if (w.bad & (1u << COPY)) {
+    lua_getfield(L, idx, "copy");
+    dlrun_lua_raise(L, "TypeError", "%s: copy must be a boolean or nil, got %s", fn,
                     dlrun_lua_typename(L, -1));
   }
-  lua_pop(L, 1);
-  return o;
+  if (w.bad & (1u << LEGACY_SHARING)) {
+    lua_getfield(L, idx, "legacy_sharing");
+    dlrun_lua_raise(L, "ValueError", "%s: legacy_sharing must be \"protect\" or \"share\", got %s",
+                    fn, luaL_tolstring(L, -1, NULL));
+  }
+  lua_getfield(L, idx, "stream"); /* the one left */
+  dlrun_lua_raise(L, "BufferError", "%s: stream must be nil or an integer, got %s", fn,
+                  dlrun_lua_typename(L, -1));
+  return o; /* not reached */
 }
 
 /* Bytes a transfer copied: between devices or memory kinds, and within one. */
@@ -245,22 +337,28 @@ static lua_Integer copied_bytes(const dlrun_transfer_stats *s) {
   return (lua_Integer)(s->bytes_moved + s->local_bytes);
 }
 
+/* The export functions' upvalues: the metatables of Array and Capsule. */
+#define ARRAY_MT_UP lua_upvalueindex(1)
+#define CAPSULE_MT_UP lua_upvalueindex(2)
+
 /* Push a Capsule exporting the array at 1; with `counted`, also the bytes
  * this export copied. */
 static int export_to_capsule(lua_State *L, const char *fn, int counted) {
-  dlrun_array *a = dlrun_lua_check_array(L, 1, fn);
+  dlrun_array *a = dlrun_lua_check_array_mt(L, 1, ARRAY_MT_UP, fn);
   dlrun_lua_check_nargs(L, fn, 2);
   dlrun_export_options o = dlrun_lua_check_export_options(L, 2, fn);
   dlrun_transfer_stats stats;
   o.stats = &stats;
-  /* The capsule exists (empty) before the export, so nothing can leak. */
-  dlrun_lua_pushcapsule(L, NULL, NULL);
-  capsule_ud *c = lua_touserdata(L, -1);
+  /* The capsule exists (empty) before the export, so nothing can leak; it
+   * holds the tensor too (one allocation per export). */
+  size_t size = dlrun_export_size(dlrun_array_ndim(a), &o);
+  capsule_ud *c = new_capsule(L, CAPSULE_MT_UP, size);
   dlrun_exported e;
-  dlrun_lua_check(L, dlrun_export(a, &o, &e));
+  dlrun_lua_check(L, dlrun_export_into(a, &o, c + 1, size, &e));
   c->legacy = e.legacy;
   c->versioned = e.versioned;
   c->copied = e.copied;
+  c->stored = true;
   if (!counted) return 1;
   lua_pushinteger(L, copied_bytes(&stats));
   return 2;
@@ -333,6 +431,7 @@ static int import_capsule(lua_State *L, int idx, const dlrun_import_options *o) 
     return dlrun_lua_raise(L, "BufferError",
                            "from_dlpack: the capsule has already been consumed (its name is %s)",
                            capsule_name(c));
+  detach(L, c);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
   lua_pushnil(L); /* room for the result */
   dlrun_array *out;
@@ -436,27 +535,42 @@ static int l_live_exports(lua_State *L) {
   return 1;
 }
 
+/* Push the metatables of Array and Capsule: the export functions' upvalues. */
+static void push_export_upvalues(lua_State *L) {
+  luaL_getmetatable(L, DLRUN_ARRAY_MT);
+  luaL_getmetatable(L, DLRUN_CAPSULE_MT);
+}
+
 void dlrun_lua_dlpack_open(lua_State *L) {
+  static const luaL_Reg meta[] = {
+      {"__index", capsule_index}, {"__tostring", capsule_tostring}, {NULL, NULL},
+  };
+  dlrun_lua_new_metatable(L, DLRUN_CAPSULE_MT, "Capsule", meta);
+  lua_pushvalue(L, -1);
+  lua_pushcclosure(L, capsule_gc, 1);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
   static const luaL_Reg funcs[] = {
-      {"to_dlpack", l_to_dlpack},
       {"from_dlpack", l_from_dlpack},
       {"live_exports", l_live_exports},
-      {"_dlpack_counted", l_dlpack_counted},
       {"_put_counted", l_put_counted},
       {NULL, NULL},
   };
   luaL_setfuncs(L, funcs, 0);
-  static const luaL_Reg meta[] = {
-      {"__index", capsule_index}, {"__gc", capsule_gc}, {"__tostring", capsule_tostring},
+  static const luaL_Reg exports[] = {
+      {"to_dlpack", l_to_dlpack},
+      {"_dlpack_counted", l_dlpack_counted},
       {NULL, NULL},
   };
-  dlrun_lua_new_metatable(L, DLRUN_CAPSULE_MT, "Capsule", meta);
-  lua_pop(L, 1);
+  push_export_upvalues(L);
+  luaL_setfuncs(L, exports, 2);
   /* Arrays gain the DLPack methods. */
   static const luaL_Reg methods[] = {
-      {"__dlpack__", l_dlpack},
       {"__dlpack_device__", l_dlpack_device},
       {"__cuda_array_interface__", dlrun_lua_cuda_array_interface},
       {NULL, NULL}};
-  dlrun_lua_add_array_methods(L, methods);
+  dlrun_lua_add_array_methods(L, methods, 0);
+  static const luaL_Reg export_methods[] = {{"__dlpack__", l_dlpack}, {NULL, NULL}};
+  push_export_upvalues(L);
+  dlrun_lua_add_array_methods(L, export_methods, 2);
 }

@@ -104,5 +104,5 @@ void dlrun_lua_partitioned_open(lua_State *L) {
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
   static const luaL_Reg methods[] = {{"__partitioned__", l_partitioned}, {NULL, NULL}};
-  dlrun_lua_add_array_methods(L, methods);
+  dlrun_lua_add_array_methods(L, methods, 0);
 }

@@ -46,11 +46,8 @@ static dlrun_status check_mesh_args(dlrun_device *const *devices, size_t ndevice
 
 static void mesh_free(dlrun_mesh *m) {
   for (int a = 0; a < m->naxes; a++) dlrun_free(m->names[a]);
-  dlrun_free(m->devices);
-  dlrun_free(m->by_address);
-  dlrun_free(m->position_of_sorted);
   if (m->rt) dlrun_runtime_release(m->rt);
-  dlrun_free(m);
+  dlrun_free(m); /* the device tables with it */
 }
 
 static void destroy_mesh(dlrun_ref *ref) { mesh_free((dlrun_mesh *)ref); }
@@ -59,10 +56,11 @@ static void destroy_mesh(dlrun_ref *ref) { mesh_free((dlrun_mesh *)ref); }
  * and to find duplicates. */
 static dlrun_status index_devices(dlrun_mesh *m) {
   size_t n = m->ndevices;
-  m->by_address = dlrun_malloc(n * sizeof *m->by_address);
-  m->position_of_sorted = dlrun_malloc(n * sizeof *m->position_of_sorted);
-  if (!m->by_address || !m->position_of_sorted) return dlrun_fail_oom_host(n * 16);
   memcpy(m->by_address, m->devices, n * sizeof *m->by_address);
+  if (n == 1) { /* a single device's mesh (one per import): nothing to sort */
+    m->position_of_sorted[0] = 0;
+    return DLRUN_OK;
+  }
   qsort(m->by_address, n, sizeof *m->by_address, compare_ptr);
   for (size_t i = 1; i < n; i++)
     if (m->by_address[i] == m->by_address[i - 1])
@@ -88,8 +86,17 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
   }
   dlrun_status st = check_mesh_args(devices, ndevices, naxes, axis_names, axis_sizes);
   if (st) return st;
-  dlrun_mesh *m = dlrun_calloc(1, sizeof *m);
-  if (!m) return dlrun_fail_oom_host(sizeof *m);
+  /* One allocation: the mesh, then its three device tables (a mesh per
+   * single-device sharding, one per import, stays cheap to make). */
+  size_t tables;
+  if (__builtin_mul_overflow(ndevices, 2 * sizeof(dlrun_device *) + sizeof(size_t), &tables) ||
+      tables > SIZE_MAX - sizeof(dlrun_mesh))
+    return dlrun_fail_oom_host(SIZE_MAX);
+  dlrun_mesh *m = dlrun_calloc(1, sizeof *m + tables);
+  if (!m) return dlrun_fail_oom_host(sizeof *m + tables);
+  m->devices = (dlrun_device **)(m + 1);
+  m->by_address = m->devices + ndevices;
+  m->position_of_sorted = (size_t *)(m->by_address + ndevices);
   dlrun_ref_init(&m->ref, destroy_mesh);
   m->naxes = naxes;
   m->ndevices = ndevices;
@@ -99,11 +106,6 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
       mesh_free(m);
       return dlrun_fail_oom_host(strlen(axis_names[a]) + 1);
     }
-  }
-  m->devices = dlrun_malloc(ndevices * sizeof *m->devices);
-  if (!m->devices) {
-    mesh_free(m);
-    return dlrun_fail_oom_host(ndevices * sizeof *m->devices);
   }
   memcpy(m->devices, devices, ndevices * sizeof *m->devices);
   if ((st = index_devices(m))) {

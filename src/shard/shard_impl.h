@@ -18,16 +18,22 @@ struct dlrun_mesh {
   size_t nlocal;              /* devices of this process */
 };
 
+/* A NamedSharding's spec, resolved against its mesh (several KiB). */
+typedef struct dlrun_sharding_tables {
+  dlrun_partition_spec spec; /* axis names point into mesh->names */
+  int axes[DLRUN_MAX_NDIM][DLRUN_MAX_MESH_AXES]; /* mesh axis indices per entry */
+} dlrun_sharding_tables;
+
 struct dlrun_sharding {
   dlrun_ref ref; /* first: the object base */
   bool named;
   dlrun_mesh *mesh;
   dlrun_memory_kind kind;
-  dlrun_partition_spec spec; /* axis names point into mesh->names */
-  int nentries;
-  int axes[DLRUN_MAX_NDIM][DLRUN_MAX_MESH_AXES]; /* mesh axis indices per entry */
+  int nentries; /* 0 for a SingleDeviceSharding */
   int64_t partitions[DLRUN_MAX_NDIM];
-  bool axis_used[DLRUN_MAX_MESH_AXES];
+  /* Named shardings only, allocated with it: a SingleDeviceSharding (one
+   * per import) is small and quick to make. Read below nentries alone. */
+  dlrun_sharding_tables t[];
 };
 
 /* Mesh coordinates of the i-th device. */

@@ -51,6 +51,8 @@ static int find_axis(const dlrun_mesh *m, const char *name) {
  * mesh so the sharding owns no strings. */
 static dlrun_status resolve_spec(dlrun_sharding *s, const dlrun_partition_spec *spec) {
   const dlrun_mesh *m = s->mesh;
+  dlrun_sharding_tables *t = s->t;
+  bool axis_used[DLRUN_MAX_MESH_AXES] = {false};
   char text[512], names[512];
   if (spec->nentries < 0 || spec->nentries > DLRUN_MAX_NDIM)
     return dlrun_fail(DLRUN_ERR_VALUE, "a PartitionSpec has 0 to %d entries, got %d",
@@ -67,10 +69,10 @@ static dlrun_status resolve_spec(dlrun_sharding *s, const dlrun_partition_spec *
                           k + 1);
   }
   s->nentries = spec->nentries;
-  s->spec.nentries = spec->nentries;
+  t->spec.nentries = spec->nentries;
   for (int i = 0; i < spec->nentries; i++) {
     const dlrun_spec_entry *e = &spec->entries[i];
-    s->spec.entries[i].naxes = e->naxes;
+    t->spec.entries[i].naxes = e->naxes;
     s->partitions[i] = 1;
     for (int k = 0; k < e->naxes; k++) {
       int a = find_axis(m, e->axes[k]);
@@ -79,14 +81,14 @@ static dlrun_status resolve_spec(dlrun_sharding *s, const dlrun_partition_spec *
                           e->axes[k] ? e->axes[k] : "(null)",
                           dlrun_partition_spec_describe(spec, text, sizeof text),
                           names_tuple(m, names, sizeof names));
-      if (s->axis_used[a])
+      if (axis_used[a])
         return dlrun_fail(DLRUN_ERR_DUPLICATE_SPEC,
                           "A single NamedSharding spec specification can map every mesh axis to "
                           "at most one positional dimension, but %s has duplicate entries for `%s`",
                           dlrun_partition_spec_describe(spec, text, sizeof text), m->names[a]);
-      s->axis_used[a] = true;
-      s->axes[i][k] = a;
-      s->spec.entries[i].axes[k] = m->names[a];
+      axis_used[a] = true;
+      t->axes[i][k] = a;
+      t->spec.entries[i].axes[k] = m->names[a];
       s->partitions[i] *= m->sizes[a];
     }
   }
@@ -99,8 +101,13 @@ static dlrun_status new_sharding(dlrun_mesh *mesh, dlrun_memory_kind kind, bool 
                                  dlrun_sharding **out) {
   if ((int)kind < 0 || kind >= DLRUN_MEM_KIND_COUNT)
     return dlrun_fail(DLRUN_ERR_VALUE, "invalid memory kind %d", (int)kind);
-  dlrun_sharding *s = dlrun_calloc(1, sizeof *s);
-  if (!s) return dlrun_fail_oom_host(sizeof *s);
+  size_t size = sizeof(dlrun_sharding) + (named ? sizeof(dlrun_sharding_tables) : 0);
+  dlrun_sharding *s = dlrun_malloc(size);
+  if (!s) return dlrun_fail_oom_host(size);
+  /* The tables are left unset: only the entries below nentries, which
+   * resolve_spec writes, are ever read. */
+  memset(s, 0, sizeof *s);
+  if (named) s->t[0].spec.nentries = 0;
   dlrun_ref_init(&s->ref, destroy_sharding);
   s->named = named;
   s->kind = kind;
@@ -158,7 +165,8 @@ void dlrun_sharding_release(dlrun_sharding *s) {
 bool dlrun_sharding_is_named(const dlrun_sharding *s) { return s && s->named; }
 dlrun_mesh *dlrun_sharding_mesh(const dlrun_sharding *s) { return s ? s->mesh : NULL; }
 const dlrun_partition_spec *dlrun_sharding_spec(const dlrun_sharding *s) {
-  return s ? &s->spec : NULL;
+  static const dlrun_partition_spec none = {0}; /* a SingleDeviceSharding's */
+  return s ? s->named ? &s->t->spec : &none : NULL;
 }
 dlrun_memory_kind dlrun_sharding_memory_kind(const dlrun_sharding *s) {
   return s ? s->kind : DLRUN_MEM_DEVICE;
@@ -238,8 +246,8 @@ void dlrun_sharding_shard_index(const dlrun_sharding *s, size_t i, int ndim, con
       continue;
     }
     int64_t block = 0;
-    for (int k = 0; k < s->spec.entries[d].naxes; k++) {
-      int a = s->axes[d][k];
+    for (int k = 0; k < s->t->spec.entries[d].naxes; k++) {
+      int a = s->t->axes[d][k];
       block = block * s->mesh->sizes[a] + coords[a];
     }
     int64_t size = dims[d] / s->partitions[d];
@@ -257,7 +265,7 @@ int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i, int ndim,
   bool splits[DLRUN_MAX_MESH_AXES] = {false};
   for (int d = 0; d < s->nentries && d < ndim; d++)
     if (dims[d] > 0)
-      for (int k = 0; k < s->spec.entries[d].naxes; k++) splits[s->axes[d][k]] = true;
+      for (int k = 0; k < s->t->spec.entries[d].naxes; k++) splits[s->t->axes[d][k]] = true;
   int64_t coords[DLRUN_MAX_MESH_AXES], id = 0;
   dlrun_mesh_coords(s->mesh, i, coords);
   for (int a = 0; a < s->mesh->naxes; a++)
@@ -269,8 +277,8 @@ int64_t dlrun_sharding_replica_id(const dlrun_sharding *s, size_t i, int ndim,
 static int64_t block_of(const dlrun_sharding *s, const int64_t *coords, int d) {
   int64_t block = 0;
   if (d >= s->nentries) return 0;
-  for (int k = 0; k < s->spec.entries[d].naxes; k++) {
-    int a = s->axes[d][k];
+  for (int k = 0; k < s->t->spec.entries[d].naxes; k++) {
+    int a = s->t->axes[d][k];
     block = block * s->mesh->sizes[a] + coords[a];
   }
   return block;
@@ -310,9 +318,9 @@ bool dlrun_sharding_equal(const dlrun_sharding *a, const dlrun_sharding *b) {
       a->nentries != b->nentries)
     return false;
   for (int d = 0; d < a->nentries; d++) {
-    if (a->spec.entries[d].naxes != b->spec.entries[d].naxes) return false;
-    for (int k = 0; k < a->spec.entries[d].naxes; k++)
-      if (a->axes[d][k] != b->axes[d][k]) return false;
+    if (a->t->spec.entries[d].naxes != b->t->spec.entries[d].naxes) return false;
+    for (int k = 0; k < a->t->spec.entries[d].naxes; k++)
+      if (a->t->axes[d][k] != b->t->axes[d][k]) return false;
   }
   return true;
 }
@@ -343,9 +351,9 @@ uint64_t dlrun_sharding_hash(const dlrun_sharding *s) {
   h = hash_bytes(h, head, sizeof head);
   h = hash_bytes(h, &s->nentries, sizeof s->nentries);
   for (int d = 0; d < s->nentries; d++) {
-    int n = s->spec.entries[d].naxes;
+    int n = s->t->spec.entries[d].naxes;
     h = hash_bytes(h, &n, sizeof n);
-    h = hash_bytes(h, s->axes[d], (size_t)n * sizeof s->axes[d][0]);
+    h = hash_bytes(h, s->t->axes[d], (size_t)n * sizeof s->t->axes[d][0]);
   }
   return h;
 }
@@ -364,7 +372,7 @@ const char *dlrun_sharding_describe(const dlrun_sharding *s, char *buf, size_t n
   }
   snprintf(buf, n, "NamedSharding(mesh=%s, spec=%s, memory_kind=%s)",
            dlrun_mesh_describe(s->mesh, inner, sizeof inner),
-           dlrun_partition_spec_describe(&s->spec, spec, sizeof spec),
+           dlrun_partition_spec_describe(&s->t->spec, spec, sizeof spec),
            dlrun_memory_kind_name(s->kind));
   return buf;
 }
