@@ -109,10 +109,11 @@ run_busted() {
 }
 
 # Spec files whose cases do not depend on the devices a pass sets (they name
-# their own, or check the sources, the docs, the ABI or the install): the
-# first pass runs them, the OpenCL and CUDA passes do not run them again.
-ONCE="abi doc_messages dlpack_recipe distributed_device_memory distributed_ipc format help
-  install layers newcomer prompt"
+# their own, inject host allocation failures, or check the sources, the
+# docs, the ABI or the install): the first pass runs them, the OpenCL and
+# CUDA passes do not run them again.
+ONCE="abi distributed_device_memory distributed_failures distributed_ipc dlpack_recipe
+  doc_messages examples format help install layers newcomer prompt"
 
 # Every spec file but those.
 device_specs() {
