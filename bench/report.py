@@ -120,6 +120,8 @@ def mpi_rows(tmp, n, skips):
             row(label, None, None, None, ">= 0.9", "skipped", ref + " time / dlrun time", "higher")
         row("8 reshard %d procs vs IPC off" % n, None, None, None, "report", "skipped",
             "dlrun time with DLRUN_DISTRIBUTED_IPC=off / dlrun time", "higher")
+        row("8 reshard %d procs vs memcpy of its bytes" % n, None, None, None, ">= 0.9", "skipped",
+            "memcpy time / dlrun time", "higher")
         return None
     rc, m, err = load(tmp, "mpi%d" % n)
     ok = rc == 0 and m is not None and bool(get(m, "checks_ok"))
@@ -136,6 +138,10 @@ def mpi_rows(tmp, n, skips):
             row("8 reshard %d procs vs IPC off" % n, dl, off, ratio_of(off, dl), "report",
                 None if ok and dl and off else ("FAILED" if not ok else "ERROR"),
                 "dlrun time with DLRUN_DISTRIBUTED_IPC=off / dlrun time", "higher")
+            # The machine's limit for the reshard's own work: every process
+            # memcpy's the bytes of its destination shards, all at once.
+            speed_row("8 reshard %d procs vs memcpy of its bytes" % n, dl,
+                      get(m, key, "memcpy_s"), 0.9, ok, "memcpy")
         sent, recv = get(m, key, "bytes_sent"), get(m, key, "bytes_received")
         rs, rr = get(m, key, "ref_bytes_sent"), get(m, key, "ref_bytes_received")
         same = sent is not None and sent == rs and recv == rr
