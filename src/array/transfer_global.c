@@ -10,8 +10,10 @@
  * one message from that process, sent straight from the holder's memory and
  * received straight into the destination buffer (through the platforms'
  * transport views) or, where the transport cannot reach a memory, staged
- * through a host block of at most one message (messages.c); never through
- * process 0 or a host copy of the array.
+ * through a host block of at most one message (messages.c); between two
+ * processes that may map each other's memory (one host), one copy by the
+ * receiver straight out of the holder's memory instead (message_ipc.c);
+ * never through process 0 or a host copy of the array.
  * Both ends list a pair's messages in the same (plan) order, which is the
  * order MPI matches them in. */
 #include <stdio.h>
