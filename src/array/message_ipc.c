@@ -55,7 +55,7 @@ dlrun_status dlrun_message_ipc_layout(dlrun_message_exchange *x, uint64_t rounds
     x->counts[r] *= sizeof *x->all;
     x->displs[r] *= sizeof *x->all;
   }
-  uint64_t *mine = x->all + x->displs[me] / sizeof *x->all;
+  uint64_t *mine = dlrun_message_words(x, me);
   bool offer = x->ipc && offers((int)me, n);
   mine[0] = rounds;
   mine[1] = staged;
@@ -66,18 +66,14 @@ dlrun_status dlrun_message_ipc_layout(dlrun_message_exchange *x, uint64_t rounds
   return DLRUN_OK;
 }
 
-static const uint64_t *header_of(const dlrun_message_exchange *x, int r) {
-  return x->all + x->displs[r] / sizeof *x->all;
-}
-
 static const dlrun_ipc_source *source_of(const dlrun_message_exchange *x, size_t shard) {
   return (const dlrun_ipc_source *)(x->all + x->slot[shard]);
 }
 
 /* Whether the piece of `shard` from `sender` to `receiver` is a pull. */
 static bool is_pull(const dlrun_message_exchange *x, int sender, int receiver, size_t shard) {
-  return dlrun_dist_ipc_readable(receiver, sender) && header_of(x, sender)[2] &&
-         header_of(x, receiver)[2] && source_of(x, shard)->size != 0;
+  return dlrun_dist_ipc_readable(receiver, sender) && dlrun_message_words(x, (size_t)sender)[2] &&
+         dlrun_message_words(x, (size_t)receiver)[2] && source_of(x, shard)->size != 0;
 }
 
 bool dlrun_message_ipc_mark(dlrun_message_exchange *x) {

@@ -155,12 +155,12 @@ static dlrun_status transport_exchange(size_t nsends, const dlrun_transport_piec
 dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
   size_t n = (size_t)dlrun_process_count();
   char err[320] = "";
-  if (dlrun_dist_allgatherv(x->all + x->displs[dlrun_process_index()] / sizeof *x->all, x->all,
+  if (dlrun_dist_allgatherv(dlrun_message_words(x, (size_t)dlrun_process_index()), x->all,
                             x->counts, x->displs, err, sizeof err) != DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
   uint64_t rounds = 0, staged = 0;
   for (size_t r = 0; r < n; r++) {
-    const uint64_t *h = x->all + x->displs[r] / sizeof *x->all;
+    const uint64_t *h = dlrun_message_words(x, r);
     if (h[0] > rounds) rounds = h[0];
     staged |= h[1];
   }

@@ -84,6 +84,10 @@ void dlrun_message_list_free(dlrun_message_list *l);
  * from x->all) and whether any process shares a shard (every process
  * then agrees that the pulls are done); and this process's pulls. */
 #define DLRUN_MESSAGE_HEADER_WORDS 3
+/* Process r's words of x->all, its header first. */
+static inline uint64_t *dlrun_message_words(const dlrun_message_exchange *x, size_t r) {
+  return x->all + x->displs[r] / sizeof *x->all;
+}
 dlrun_status dlrun_message_ipc_layout(dlrun_message_exchange *x, uint64_t rounds, bool staged);
 bool dlrun_message_ipc_mark(dlrun_message_exchange *x);
 dlrun_status dlrun_message_ipc_pull(dlrun_message_exchange *x);

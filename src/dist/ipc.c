@@ -16,8 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sys/mman.h>
-
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "dist/dist.h"
@@ -62,16 +60,11 @@ static bool can_map(const probe_record *r) {
 /* This process's probe: a shared file holding the token (mine->fd -1 when
  * none can be made). */
 static void make_probe(probe_record *mine) {
-  mine->fd = dlrun_shared_file_create(PROBE_BYTES);
+  void *p;
+  mine->fd = dlrun_shared_file_create(PROBE_BYTES, &p);
   if (mine->fd < 0) return;
-  void *p = mmap(NULL, PROBE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, (int)mine->fd, 0);
-  if (p == MAP_FAILED) {
-    close((int)mine->fd);
-    mine->fd = -1;
-    return;
-  }
   memcpy(p, &mine->token, sizeof mine->token);
-  munmap(p, PROBE_BYTES);
+  dlrun_shared_file_unmap(p, PROBE_BYTES);
 }
 
 /* Free what a probe made; the table stays unset (no pair). */

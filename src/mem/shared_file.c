@@ -19,13 +19,17 @@ static atomic_bool wanted;
 void dlrun_shared_files_set_wanted(bool on) { atomic_store(&wanted, on); }
 bool dlrun_shared_files_wanted(void) { return atomic_load(&wanted); }
 
-int dlrun_shared_file_create(uint64_t size) {
+int dlrun_shared_file_create(uint64_t size, void **view) {
   int fd = memfd_create("dlrun", MFD_CLOEXEC);
   if (fd < 0) return -1;
-  if (ftruncate(fd, (off_t)size) != 0) {
+  void *p = MAP_FAILED;
+  if (ftruncate(fd, (off_t)size) == 0)
+    p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (p == MAP_FAILED) {
     close(fd);
     return -1;
   }
+  *view = p;
   return fd;
 }
 

@@ -15,8 +15,9 @@ void dlrun_shared_files_set_wanted(bool on);
 bool dlrun_shared_files_wanted(void);
 
 /* A sparse memory file of `size` bytes (pages are made when touched),
- * close-on-exec; -1 when none can be made (no memfd, no descriptor left). */
-int dlrun_shared_file_create(uint64_t size);
+ * close-on-exec, mapped read-write and shared at *view: its descriptor, or
+ * -1 when none can be made or mapped (no memfd, no descriptor left). */
+int dlrun_shared_file_create(uint64_t size, void **view);
 /* Map `size` bytes of the file descriptor `fd` of process `pid` on this
  * host, read-only and shared, into *view: the file is opened through
  * /proc/<pid>/fd and must be at least `size` bytes. The mapping keeps the

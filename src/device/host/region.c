@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/status_impl.h"
@@ -17,16 +16,8 @@ static atomic_uint_fast64_t next_id = 1;
 /* The bytes: the memfd mapped shared when one can be made, else anonymous
  * memory (a process that runs out of descriptors still works, unshared). */
 static dlrun_status map_bytes(dlrun_host_region *r, uint64_t size) {
-  r->fd = dlrun_shared_files_wanted() ? dlrun_shared_file_create(size) : -1;
-  if (r->fd < 0) return dlrun_map_range(size, true, (void **)&r->view);
-  void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, r->fd, 0);
-  if (p != MAP_FAILED) {
-    r->view = p;
-    return DLRUN_OK;
-  }
-  close(r->fd);
-  r->fd = -1;
-  return dlrun_map_range(size, true, (void **)&r->view);
+  r->fd = dlrun_shared_files_wanted() ? dlrun_shared_file_create(size, (void **)&r->view) : -1;
+  return r->fd >= 0 ? DLRUN_OK : dlrun_map_range(size, true, (void **)&r->view);
 }
 
 dlrun_status dlrun_host_region_reserve(dlrun_host_region *r, uint64_t size, bool hidden,
