@@ -28,15 +28,7 @@ static dlrun_message *message_slot(dlrun_message_list *l) {
     size_t n = (size_t)dlrun_process_count();
     if (!(l->per_peer = dlrun_calloc(n, sizeof *l->per_peer))) return NULL;
   }
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 16;
-    dlrun_message *v = dlrun_malloc(cap * sizeof *v);
-    if (!v) return NULL;
-    if (l->n) memcpy(v, l->v, l->n * sizeof *v);
-    dlrun_free(l->v);
-    l->v = v;
-    l->cap = cap;
-  }
+  if (dlrun_grow(&l->v, l->n, &l->cap, sizeof *l->v, 16)) return NULL;
   return &l->v[l->n];
 }
 

@@ -57,7 +57,7 @@ typedef struct dlrun_message_exchange {
    * and where its shards are in memory its peers may map. */
   uint64_t *all;
   size_t *counts, *displs; /* bytes, per process, of `all` */
-  size_t *slot;            /* per source shard: its words in `all` (ipc), or SIZE_MAX */
+  size_t *slot;            /* per source shard: its words in `all` (NULL: no ipc) */
   bool ipc;                /* the job has processes that may map each other's memory */
   uint64_t pulled;         /* bytes this process copied out of its peers' memory */
 } dlrun_message_exchange;

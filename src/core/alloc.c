@@ -71,6 +71,21 @@ void *dlrun_calloc(size_t count, size_t size) {
 
 void dlrun_free(void *p) { free(p); }
 
+dlrun_status dlrun_grow(void *array, size_t n, size_t *cap, size_t size, size_t first) {
+  if (n < *cap) return DLRUN_OK;
+  size_t want = *cap ? 2 * *cap : first, bytes;
+  if (want < *cap || __builtin_mul_overflow(want, size, &bytes))
+    return dlrun_fail_oom_host(SIZE_MAX);
+  void *old, *p = dlrun_malloc(bytes);
+  if (!p) return dlrun_fail_oom_host(bytes);
+  memcpy(&old, array, sizeof old); /* the caller's T *, whatever T */
+  if (n) memcpy(p, old, n * size);
+  dlrun_free(old);
+  memcpy(array, &p, sizeof p);
+  *cap = want;
+  return DLRUN_OK;
+}
+
 char *dlrun_strdup(const char *s) {
   size_t n = strlen(s) + 1;
   char *d = dlrun_malloc(n);

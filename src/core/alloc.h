@@ -12,6 +12,11 @@ void *dlrun_malloc(size_t n);
 void *dlrun_calloc(size_t count, size_t size);
 void dlrun_free(void *p);
 char *dlrun_strdup(const char *s);
+/* Room in the array *(T **)array, of *cap elements of `size` bytes of which
+ * n are used, for one more: when full, a block of twice the capacity
+ * (`first` elements the first time) replaces it, the n elements moved.
+ * Out of memory: "out of host memory" recorded, the array unchanged. */
+dlrun_status dlrun_grow(void *array, size_t n, size_t *cap, size_t size, size_t first);
 
 /* Whether the allocation now being made must fail (the test hook of
  * include/dlrun/debug.h). */

@@ -1,7 +1,6 @@
 /* The one-copy path between processes on one host (ipc.h). */
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "core/alloc.h"
@@ -55,18 +54,7 @@ static dlrun_status view_of(const dlrun_device *src_dev, int peer, int pid,
       pthread_mutex_unlock(&mu);
       return DLRUN_OK;
     }
-  dlrun_status st = DLRUN_OK;
-  if (nmaps == capmaps) {
-    size_t cap = capmaps ? 2 * capmaps : 8;
-    mapping *v = dlrun_malloc(cap * sizeof *v);
-    if (!v) st = dlrun_fail_oom_host(cap * sizeof *v);
-    else {
-      if (nmaps) memcpy(v, maps, nmaps * sizeof *v);
-      dlrun_free(maps);
-      maps = v;
-      capmaps = cap;
-    }
-  }
+  dlrun_status st = dlrun_grow(&maps, nmaps, &capmaps, sizeof *maps, 8);
   mapping m = {.peer = peer, .platform = src_dev->platform,
                .region = {.id = src->id, .size = src->size, .handle = src->handle}};
   if (!st && fail_at && ++attempts == fail_at)

@@ -58,15 +58,8 @@ typedef struct collect {
 static int add_block(void *ctx, uint64_t offset, uint64_t size, uint64_t requested,
                      bool allocated, void *tag) {
   collect *c = ctx;
-  if (c->seg->nblocks == c->cap) {
-    size_t cap = c->cap ? 2 * c->cap : 16;
-    dlrun_memory_block *more = dlrun_malloc(cap * sizeof *more);
-    if (!more) return 1;
-    if (c->cap) memcpy(more, c->seg->blocks, c->cap * sizeof *more);
-    dlrun_free(c->seg->blocks);
-    c->seg->blocks = more;
-    c->cap = cap;
-  }
+  if (dlrun_grow(&c->seg->blocks, c->seg->nblocks, &c->cap, sizeof *c->seg->blocks, 16))
+    return 1;
   dlrun_memory_block *b = &c->seg->blocks[c->seg->nblocks];
   *b = (dlrun_memory_block){.offset = offset, .size = size, .requested_size = requested,
                             .allocated = allocated};

@@ -45,12 +45,12 @@ int dlrun_dist_ipc_pid(int process);
  * device_put learns from both. On by default. */
 void dlrun_dist_ipc_set_enabled(bool on);
 bool dlrun_dist_ipc_enabled(void);
-/* Call fn() when this process leaves the job (before the transport goes),
- * once however often it is registered; for the layers above (the device
- * layer unmaps its peers' memory). At most 4. */
-void dlrun_dist_at_leave(void (*fn)(void));
-/* The job ends: the leave hooks run, the table goes. */
+/* The job ends (after the leave hooks): the table goes. */
 void dlrun_dist_ipc_end(void);
+/* Call fn() when this process leaves the job (distributed.c: before the
+ * transport goes), once however often it is registered; for the layers
+ * above (the device layer unmaps its peers' memory). At most 4. */
+void dlrun_dist_at_leave(void (*fn)(void));
 
 /* Collective: whether every process passed the same configuration `value`
  * (a device spec). ValueError on every process when not, naming this

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,10 @@ static bool joined, left;
 static double timeout_s = DEFAULT_TIMEOUT_S;
 static uint64_t message_bytes = DEFAULT_MESSAGE_BYTES;
 static dlrun_dist_device_memory device_memory = DLRUN_DIST_DEVICE_MEMORY_AUTO;
-static bool ipc_wanted = true;
+/* What runs when this process leaves the job (dlrun_dist_at_leave). */
+#define MAX_LEAVE_HOOKS 4
+static void (*leave_hooks[MAX_LEAVE_HOOKS])(void);
+static _Atomic int nleave_hooks;
 
 /* Whether an MPI launcher started this process: Open MPI's or MPICH's
  * (Hydra's) environment. */
@@ -162,7 +166,6 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
     timeout_s = timeout;
     message_bytes = msg;
     device_memory = reach;
-    ipc_wanted = ipc;
   }
   pthread_mutex_unlock(&mu);
   if (st) return st;
@@ -171,7 +174,7 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
   char text[24];
   snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
   st = dlrun_dist_agree("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
-  return st ? st : dlrun_dist_ipc_probe(ipc_wanted);
+  return st ? st : dlrun_dist_ipc_probe(ipc);
 }
 
 bool dlrun_distributed_joined(void) { return joined; }
@@ -194,7 +197,19 @@ void dlrun_distributed_abort(int code) {
   exit(code);
 }
 
+void dlrun_dist_at_leave(void (*fn)(void)) {
+  int n = atomic_load(&nleave_hooks);
+  for (int i = 0; i < n; i++)
+    if (leave_hooks[i] == fn) return;
+  if (n < MAX_LEAVE_HOOKS) {
+    leave_hooks[n] = fn;
+    atomic_store(&nleave_hooks, n + 1);
+  }
+}
+
 void dlrun_distributed_shutdown(void) {
+  int n = atomic_load(&nleave_hooks);
+  for (int i = 0; i < n; i++) leave_hooks[i]();
   dlrun_dist_ipc_end();
   pthread_mutex_lock(&mu);
   if (joined && !left) transport.finalize();

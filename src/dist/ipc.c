@@ -35,10 +35,6 @@ static unsigned char *readable; /* [receiver * nproc + sender] */
 static int *pids;
 static bool any_pair;
 static _Atomic bool enabled = true;
-/* What runs when the job ends (dlrun_dist_at_leave). */
-#define MAX_LEAVE_HOOKS 4
-static void (*leave_hooks[MAX_LEAVE_HOOKS])(void);
-static _Atomic int nleave_hooks;
 
 static uint64_t make_token(int rank) {
   struct timespec t;
@@ -123,19 +119,7 @@ int dlrun_dist_ipc_pid(int process) { return pids && process < nproc ? pids[proc
 void dlrun_dist_ipc_set_enabled(bool on) { enabled = on; }
 bool dlrun_dist_ipc_enabled(void) { return enabled; }
 
-void dlrun_dist_at_leave(void (*fn)(void)) {
-  int n = atomic_load(&nleave_hooks);
-  for (int i = 0; i < n; i++)
-    if (leave_hooks[i] == fn) return;
-  if (n < MAX_LEAVE_HOOKS) {
-    leave_hooks[n] = fn;
-    atomic_store(&nleave_hooks, n + 1);
-  }
-}
-
 void dlrun_dist_ipc_end(void) {
-  int n = atomic_load(&nleave_hooks);
-  for (int i = 0; i < n; i++) leave_hooks[i]();
   dlrun_shared_files_set_wanted(false);
   forget();
 }

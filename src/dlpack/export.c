@@ -114,6 +114,18 @@ static void **live_find(const void *p) {
   return live_slots[j] == p ? &live_slots[j] : NULL;
 }
 
+/* A block of its own for a tensor of `size` bytes, listed live. */
+static dlrun_status listed_block(size_t size, char **out) {
+  char *block = dlrun_malloc(size);
+  if (!block) return dlrun_fail_oom_host(size);
+  pthread_mutex_lock(&live_mu);
+  dlrun_status st = live_add(block);
+  pthread_mutex_unlock(&live_mu);
+  if (st) dlrun_free(block);
+  else *out = block;
+  return st;
+}
+
 /* Released blocks held back from reuse (DLRUN_EXPORT_REUSE_DELAY, dlpack.h):
  * a second deleter call through a saved pointer must not find a newer
  * export at the same address. A ring, oldest released first. */
@@ -334,17 +346,7 @@ static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device
   dlrun_status st = dlrun_buffer_export_data(b, &data, &byte_offset);
   if (st) return st;
   char *block = storage;
-  size_t size = block_size(a->ndim, versioned);
-  if (!block) {
-    if (!(block = dlrun_malloc(size))) return dlrun_fail_oom_host(size);
-    pthread_mutex_lock(&live_mu);
-    st = live_add(block);
-    pthread_mutex_unlock(&live_mu);
-    if (st) {
-      dlrun_free(block);
-      return st;
-    }
-  }
+  if (!block && (st = listed_block(block_size(a->ndim, versioned), &block))) return st;
   /* Counted before the block is written: the atomic updates then need not
    * wait for those (often cache-missing) stores. */
   dlrun_buffer_tag_export(b, 1);
@@ -489,10 +491,10 @@ dlrun_status dlrun_export_detach(dlrun_exported *e) {
   DLRUN_NONNULL(e, "dlrun_export_detach", "e");
   /* The caller owns the tensor: reading it is safe, and nothing else
    * changes it meanwhile. */
-  char *old = e->legacy ? (char *)e->legacy : (char *)e->versioned;
-  bool versioned = !e->legacy;
   DLManagedTensor *l = e->legacy;
   DLManagedTensorVersioned *v = e->versioned;
+  char *old = l ? (char *)l : (char *)v;
+  bool versioned = !l;
   void **ctx = l ? &l->manager_ctx : v ? &v->manager_ctx : NULL;
   bool stored = l ? l->deleter == delete_stored_legacy : v && v->deleter == delete_stored_versioned;
   bool own = l ? l->deleter == delete_legacy : v && v->deleter == delete_versioned;
@@ -506,30 +508,24 @@ dlrun_status dlrun_export_detach(dlrun_exported *e) {
     return dlrun_fail(DLRUN_ERR_VALUE,
                       "dlrun_export_detach: the tensor is not a live export of dlrun (made "
                       "elsewhere, or its deleter has run)");
-  DLTensor *t = e->legacy ? &e->legacy->dl_tensor : &e->versioned->dl_tensor;
-  size_t size = block_size(t->ndim, versioned);
-  char *block = dlrun_malloc(size);
-  if (!block) return dlrun_fail_oom_host(size);
-  pthread_mutex_lock(&live_mu);
-  dlrun_status st = live_add(block);
-  pthread_mutex_unlock(&live_mu);
-  if (st) {
-    dlrun_free(block);
-    return st;
-  }
+  int ndim = l ? l->dl_tensor.ndim : v->dl_tensor.ndim;
+  size_t size = block_size(ndim, versioned);
+  char *block;
+  dlrun_status st = listed_block(size, &block);
+  if (st) return st;
   memcpy(block, old, size); /* manager_ctx, the buffer, included */
   int64_t *shape = (int64_t *)(block + head_size(versioned));
-  if (e->legacy) {
+  if (l) {
     DLManagedTensor *m = (DLManagedTensor *)block;
     m->deleter = delete_legacy;
     m->dl_tensor.shape = shape;
-    m->dl_tensor.strides = shape + t->ndim;
+    m->dl_tensor.strides = shape + ndim;
     e->legacy = m;
   } else {
     DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)block;
     m->deleter = delete_versioned;
     m->dl_tensor.shape = shape;
-    m->dl_tensor.strides = shape + t->ndim;
+    m->dl_tensor.strides = shape + ndim;
     e->versioned = m;
   }
   __atomic_store_n(ctx, NULL, __ATOMIC_RELEASE); /* the storage is free */
