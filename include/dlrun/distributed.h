@@ -73,7 +73,11 @@ DLRUN_API dlrun_status dlrun_sync_global_n(const char *name, size_t len);
  * this fails too, on every process, with RuntimeError naming both calls
  * ("device_put mismatch: process 0 called 'device_put', process 1 'the end
  * of the script' ..."), rather than waiting forever for a peer that has
- * finished; a wait past the timeout fails too. Call it before
+ * finished; this process then waits at its end (meeting again, at most the
+ * timeout more) until every process is at its end, so that ending the job
+ * does not cut their errors short; dlrun_distributed_abort then leaves the
+ * job in step instead of aborting it. A wait past the timeout fails too.
+ * Call it before
  * dlrun_distributed_shutdown when the work ended well. Alone: DLRUN_OK. */
 DLRUN_API dlrun_status dlrun_distributed_finish(const char *what);
 /* Collective: join the agreement that precedes collective `call`, for a

@@ -3,6 +3,7 @@
  * misuse or a failure on one process is an error on all, never a hang. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
@@ -144,14 +145,25 @@ static dlrun_status compare(const char *call, const dlrun_dist_field *fields, si
   return DLRUN_OK;
 }
 
+/* How many records of `all` (n) name another call than `mine`. */
+static size_t elsewhere_count(const call_record *mine, const call_record *all, size_t n) {
+  size_t len = mine->len[0] < INLINE_BYTES ? mine->len[0] : INLINE_BYTES, count = 0;
+  for (size_t r = 0; r < n; r++)
+    count += all[r].len[0] != mine->len[0] || memcmp(all[r].text, mine->text, len) != 0;
+  return count;
+}
+
 /* Every agreement is one record of one size: any two collective calls that
  * meet, whatever they are, read each other's record. Values longer than
  * the record holds are compared in a second exchange, which every process
  * makes or skips alike (they all read the same records), and for which
- * each made room before the first: its room is part of its status. */
+ * each made room before the first: its room is part of its status.
+ * `elsewhere`, when not NULL, is set to how many processes made another
+ * call (0 when the exchange itself failed). */
 static dlrun_status agree(const char *call, dlrun_status mine_st, size_t nparts,
                           const part *parts, const dlrun_dist_field *fields,
-                          agreement_style style) {
+                          agreement_style style, size_t *elsewhere) {
+  if (elsewhere) *elsewhere = 0;
   if (!dlrun_dist_transport()) return mine_st;
   size_t n = (size_t)dlrun_process_count();
   call_record mine = {.seq = ++collectives, .status = (int32_t)mine_st};
@@ -184,6 +196,7 @@ static dlrun_status agree(const char *call, dlrun_status mine_st, size_t nparts,
   }
   char err[320] = "";
   int rc = dlrun_dist_allgather(&mine, sizeof mine, all, err, sizeof err);
+  if (elsewhere && rc == DLRUN_TRANSPORT_OK) *elsewhere = elsewhere_count(&mine, all, n);
   const char *label = style.label ? style.label : call;
   dlrun_status st = DLRUN_OK;
   /* The second exchange when every record (not only this one) agrees with
@@ -230,7 +243,7 @@ dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine_st, size_
                                    const dlrun_dist_field *fields) {
   part parts[MAX_PARTS];
   size_t nparts = parts_of(call, nfields, fields, parts);
-  return agree(call, mine_st, nparts, parts, fields, (agreement_style){0});
+  return agree(call, mine_st, nparts, parts, fields, (agreement_style){0}, NULL);
 }
 
 dlrun_status dlrun_dist_agree(const char *call, const char *label, const char *what,
@@ -239,7 +252,7 @@ dlrun_status dlrun_dist_agree(const char *call, const char *label, const char *w
   part parts[MAX_PARTS];
   size_t nparts = parts_of(call, 1, &field, parts);
   agreement_style style = {.label = label, .what = what, .value_error = as_value_error};
-  return agree(call, DLRUN_OK, nparts, parts, &field, style);
+  return agree(call, DLRUN_OK, nparts, parts, &field, style, NULL);
 }
 
 dlrun_status dlrun_sync_global_n(const char *name, size_t len) {
@@ -250,15 +263,42 @@ dlrun_status dlrun_sync_global_n(const char *name, size_t len) {
   dlrun_dist_field field = {what, name}; /* its name, for messages */
   part parts[] = {{"sync_global_devices", strlen("sync_global_devices")}, {name, len}};
   agreement_style style = {.label = label, .what = what};
-  return agree(parts[0].text, DLRUN_OK, 2, parts, &field, style);
+  return agree(parts[0].text, DLRUN_OK, 2, parts, &field, style, NULL);
 }
 
 dlrun_status dlrun_sync_global(const char *name) {
   return dlrun_sync_global_n(name, name ? strlen(name) : 0);
 }
 
+static double monotonic_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Whether the last finish met every process at its end. */
+static bool all_at_end;
+
+bool dlrun_dist_all_at_end(void) { return all_at_end; }
+
+/* Met at another call, a process fails there and goes on; this one waits at
+ * its end, meeting again until every process is at its end, so that ending
+ * the job cannot cut short their errors. Bounded: each meeting by the
+ * timeout, and no new one starts after the timeout has passed. The error
+ * returned is the first meeting's. */
 dlrun_status dlrun_distributed_finish(const char *what) {
-  return dlrun_dist_agree_call(what ? what : "dlrun_distributed_finish", DLRUN_OK, 0, NULL);
+  part call = {what ? what : "dlrun_distributed_finish", 0};
+  call.len = strlen(call.text);
+  size_t elsewhere;
+  dlrun_status st = agree(call.text, DLRUN_OK, 1, &call, NULL, (agreement_style){0}, &elsewhere);
+  all_at_end = st == DLRUN_OK;
+  if (!st || !elsewhere) return st;
+  char first[1024];
+  snprintf(first, sizeof first, "%s", dlrun_last_error());
+  double deadline = monotonic_s() + dlrun_distributed_timeout();
+  while (elsewhere && monotonic_s() < deadline)
+    all_at_end = !agree(call.text, DLRUN_OK, 1, &call, NULL, (agreement_style){0}, &elsewhere);
+  return dlrun_fail(st, "%s", first);
 }
 
 dlrun_status dlrun_dist_agree_config(const char *what, const char *value) {

@@ -52,6 +52,11 @@ void dlrun_dist_ipc_end(void);
  * above (the device layer unmaps its peers' memory). At most 4. */
 void dlrun_dist_at_leave(void (*fn)(void));
 
+/* Whether the last dlrun_distributed_finish met every process at its end
+ * (it may still have failed: a peer met at another call first): the job is
+ * in step, so that ending it is leaving it, not aborting it. */
+bool dlrun_dist_all_at_end(void);
+
 /* Collective: whether every process passed the same configuration `value`
  * (a device spec). ValueError on every process when not, naming this
  * process's value and another's ("<what> mismatch: process 0 has '...',

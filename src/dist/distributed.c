@@ -191,9 +191,12 @@ uint64_t dlrun_dist_message_bytes(void) { return message_bytes; }
 dlrun_dist_device_memory dlrun_dist_device_memory_mode(void) { return device_memory; }
 int dlrun_dist_device_aware(void) { return joined ? transport.device_memory : 0; }
 
+/* Every process at its end leaves on its own: an abort there races their
+ * leaving (mpirun can then wait forever for processes already gone). */
 void dlrun_distributed_abort(int code) {
   fflush(NULL);
-  if (joined) transport.abort(code);
+  if (joined && dlrun_dist_all_at_end()) dlrun_distributed_shutdown();
+  else if (joined) transport.abort(code);
   exit(code);
 }
 
