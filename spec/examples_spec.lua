@@ -475,8 +475,9 @@ describe("examples/multiprocess.lua (many processes)", function()
   for _, n in ipairs {2, 4} do
     it("runs under mpirun -n " .. n .. ": every process checks its part and every way out",
        function()
+      -- helpers.mpirun runs `timeout -k 10 <limit> mpirun ...`: a hung job fails here.
       local out, err, status = helpers.mpirun(n, 'dofile("examples/multiprocess.lua")',
-                                              {args = "--devices sim:2"})
+                                              {args = "--devices sim:2", limit = 120})
       assert.are.equal("", err)
       assert.are.equal(0, status, out)
       local rows, sent = 4, (n == 2 and 64 or 192)
