@@ -498,3 +498,66 @@ end)
     end)
   end)
 end)
+
+-- Precompiled chunks: Lua does not check bytecode, so a corrupt one crashed
+-- dlrun as it crashes lua5.4. Scripts, -e code and LUA_INIT load as text
+-- unless --allow-binary-chunks says otherwise.
+describe("dlrun and precompiled chunks", function()
+  local made = {}
+  after_each(function()
+    for i = #made, 1, -1 do os.remove(made[i]); made[i] = nil end
+  end)
+  local function chunk_file(bytes)
+    local path = os.tmpname()
+    made[#made + 1] = path
+    return write_file(path, bytes)
+  end
+  local good = string.dump(load("print('binary ran')"))
+  -- The same chunk with its code overwritten: a valid header, garbage
+  -- instructions (lua5.4 runs into them).
+  local corrupt = good:sub(1, 40) .. string.rep("\255", #good - 60) .. good:sub(-20)
+  local function refusal(name)
+    return "dlrun: " .. name .. " is a precompiled (binary) Lua chunk, which dlrun does not run "
+      .. "by default: Lua does not check bytecode, and a corrupt chunk can crash the process; "
+      .. "run it with --allow-binary-chunks if you trust it\n"
+  end
+
+  it("refuses them by default, as the script, from stdin, in -e and in LUA_INIT", function()
+    local path = chunk_file(good)
+    local corrupt_path = chunk_file(corrupt)
+    for _, case in ipairs {
+      {{path}, {}, nil, path},
+      {{corrupt_path}, {}, nil, corrupt_path},
+      {{"-"}, {}, good, "stdin"},
+      {{"-e", "\27Lua"}, {}, nil, "(command line)"}, -- an argument holds no NUL
+      {{"-e", "print('script')"}, {LUA_INIT = "@" .. path}, nil, path},
+    } do
+      local env = {LUA_INIT_5_4 = false}
+      for k, v in pairs(case[2]) do env[k] = v end
+      local r = run{env = env, stdin = case[3], table.unpack(case[1])}
+      assert.are.equal(1, r.code)
+      assert.are.equal("", r.out)
+      assert.are.equal(refusal(case[4]), r.err)
+    end
+  end)
+
+  it("runs them with --allow-binary-chunks", function()
+    local r = run{"--allow-binary-chunks", chunk_file(good)}
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("binary ran\n", r.out)
+    r = run{"--allow-binary-chunks", "-", stdin = good}
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("binary ran\n", r.out)
+  end)
+
+  it("text scripts run as before; --help says what the option risks", function()
+    local r = run{chunk_file("print('text ran')")}
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal("text ran\n", r.out)
+    r = run{"--help"}
+    assert_has(r.out:gsub("%s+", " "), "--allow-binary-chunks also run precompiled (luac) "
+               .. "chunks as the script, -e code and LUA_INIT; by default they are text only. "
+               .. "Risk: Lua does not check bytecode, so a corrupt or crafted chunk can crash "
+               .. "the process or corrupt its memory; allow only chunks you trust")
+  end)
+end)

@@ -107,6 +107,7 @@ quote(raised(function() return x.foo end))]]},
   {"trace_stop with no trace on", [[quote(raised(dl.trace_stop))]]},
   {"trace_start into a missing folder", [[quote(raised(dl.trace_start, "/nonexistent-dir/t.json"))]]},
   {"trace_start with a number", [[quote(raised(dl.trace_start, 1))]]},
+  {"trace_start with a NUL in the path", [[quote(raised(dl.trace_start, "a\0b.json"))]]},
   {"data with a key other than 1..n", [[quote(raised(dl.array, {a = 1}))]]},
   {"a complex element with another key", [[quote(raised(dl.array, {{re = 1, im = 2, x = 3}}))]]},
   {"a mesh of the wrong depth", [[quote(raised(dl.Mesh, dl.devices(), {"x", "y"}))]]},
@@ -321,6 +322,34 @@ print(select(2, pcall(dl.trace_start, "t.json")))
 dl.trace_stop()]])))
       os.execute("rm -rf " .. helpers.shell_quote(dir))
       return {out:match("^[^\n]*")}
+    end},
+    {"the running script as the trace file (trace_start, then DLRUN_TRACE under lua5.4)",
+     function()
+      local dir = helpers.capture("mktemp -d"):gsub("\n$", "")
+      local exe = helpers.exe:sub(1, 1) == "/" and helpers.exe
+                  or helpers.capture("pwd"):gsub("\n$", "") .. "/" .. helpers.exe
+      local root = helpers.capture("pwd"):gsub("\n$", "")
+      local san = "" -- an instrumented module loads into lua5.4 with its runtime
+      for k, v in pairs(helpers.sanitizer_env(exe:match("^(.*)/") .. "/lua/dlrun/core.so")) do
+        san = san .. k .. "=" .. helpers.shell_quote(v) .. " "
+      end
+      local f = assert(io.open(dir .. "/job.lua", "w"))
+      f:write([[
+local ok, e = pcall(require, "dlrun")
+if ok then e = select(2, pcall(e.trace_start, arg[0])) end
+print(e.name .. ": " .. e.message)]])
+      f:close()
+      local function run(cmd)
+        return helpers.capture(("cd %s && %s 2>&1"):format(helpers.shell_quote(dir), cmd))
+                      :match("^[^\n]*")
+      end
+      local texts = {run(helpers.shell_quote(exe) .. " job.lua"),
+                     run((san .. "LUA_PATH=%s LUA_CPATH=%s DLRUN_TRACE=job.lua lua5.4 job.lua")
+                         :format(helpers.shell_quote(root .. "/lua/?.lua;" .. root
+                                                     .. "/lua/?/init.lua;;"),
+                                 helpers.shell_quote(exe:match("^(.*)/") .. "/lua/?.so;;")))}
+      os.execute("rm -rf " .. helpers.shell_quote(dir))
+      return texts
     end},
   }},
 }

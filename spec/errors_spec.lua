@@ -307,3 +307,59 @@ describe("the dlrun command and uncaught errors", function()
     assert.are.equal(0, status)
   end)
 end)
+
+-- A string that reaches C as a path or a name would be cut at its first NUL
+-- (dl.trace_start("a\0b.json") used to write "a"): a ValueError, as Python's
+-- open says "embedded null byte"; an attribute name with a NUL is no field.
+describe("strings with an embedded NUL", function()
+  local mesh = dl.make_mesh({2}, {"x"}, dl.devices())
+  local cases = {
+    {"array dtype", function() return dl.array({1}, "float32\0x") end,
+     'array: embedded null byte in dtype ("float32\\0x")'},
+    {"zeros dtype", function() return dl.zeros({2}, "int8\0") end,
+     'zeros: embedded null byte in dtype ("int8\\0")'},
+    {"devices backend", function() return dl.devices("sim\0") end,
+     'devices: embedded null byte in backend ("sim\\0")'},
+    {"Mesh axis name", function() return dl.Mesh(dl.devices(), "x\0y") end,
+     'Mesh: embedded null byte in axis name ("x\\0y")'},
+    {"P entry", function() return dl.NamedSharding(mesh, dl.P("x\0")) end,
+     'NamedSharding: embedded null byte in axis name ("x\\0")'},
+    {"memory kind", function() return dl.NamedSharding(mesh, dl.P(), "device\0") end,
+     'NamedSharding: embedded null byte in memory_kind ("device\\0")'},
+    {"configure devices", function() return dl.configure{devices = "sim:2\0cpu:1"} end,
+     'configure: embedded null byte in devices ("sim:2\\0cpu:1")'},
+    {"configure device_memory", function() return dl.configure{device_memory = "1GiB\0"} end,
+     'configure: embedded null byte in device_memory ("1GiB\\0")'},
+    {"trace_start path", function() return dl.trace_start("a\0b.json") end,
+     'trace_start: embedded null byte in path ("a\\0b.json")'},
+  }
+  for _, case in ipairs(cases) do
+    it("are a ValueError: " .. case[1], function()
+      local e = raised(case[2])
+      assert.are.equal("ValueError", e.name)
+      assert.are.equal(case[3], e.message)
+    end)
+  end
+
+  it("make no file of the path's first part", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. helpers.shell_quote(dir)))
+    local e = raised(dl.trace_start, dir .. "/a\0b.json")
+    assert.are.equal("ValueError", e.name)
+    assert.is_nil(io.open(dir .. "/a"))
+    assert.is_false(pcall(dl.trace_stop)) -- nothing started
+    os.remove(dir)
+  end)
+
+  it("name no attribute (x['shape\\0'] is not x.shape)", function()
+    local x = dl.array({1, 2})
+    for _, obj in ipairs {x, dl.devices()[1], x.sharding} do
+      local e = raised(function() return obj["shape\0"] end)
+      assert.are.equal("AttributeError", e.name)
+      assert.truthy(e.message:find("has no attribute 'shape\\0'", 1, true), e.message)
+    end
+    local e = raised(function() return mesh["size\0"] end)
+    assert.are.equal("AttributeError", e.name)
+  end)
+end)

@@ -715,3 +715,88 @@ if dl.process_index() == 1 then error("stop here") end
     end)
   end
 end)
+
+-- The running script is never the trace file: tracing truncates its file,
+-- which used to empty the script before it was read (DLRUN_TRACE=victim.lua
+-- dlrun victim.lua ran nothing and exited 0) or replace it with a trace
+-- (dl.trace_start(arg[0])).
+describe("a trace file that is the running script", function()
+  local made = {}
+  after_each(function()
+    for i = #made, 1, -1 do os.remove(made[i]); made[i] = nil end
+  end)
+  local function script(text)
+    local path = os.tmpname()
+    made[#made + 1] = path
+    local f = assert(io.open(path, "w")); f:write(text); f:close()
+    return path
+  end
+  local function read(path)
+    local f = assert(io.open(path)); local s = f:read("a"); f:close(); return s
+  end
+  -- The script run by plain lua5.4 with dlrun's module.
+  local function plain_lua_file(path, env)
+    local full = {LUA_PATH = package.path, LUA_CPATH = package.cpath, LUA_INIT = "",
+                  LUA_INIT_5_4 = "", DLRUN_DEVICES = "sim:2"}
+    local module = assert(package.searchpath("dlrun.core", package.cpath))
+    for k, v in pairs(helpers.sanitizer_env(module)) do full[k] = v end
+    for k, v in pairs(env or {}) do full[k] = v end
+    local saved = helpers.exe
+    helpers.exe = "lua5.4"
+    local out, err, status = helpers.run({path}, nil, full)
+    helpers.exe = saved
+    return out, err, status
+  end
+
+  it("DLRUN_TRACE: the dlrun command refuses it with status 1, by inode, before writing",
+     function()
+    local text = "print('ran')\n"
+    local path = script(text)
+    local link = path .. ".link"
+    made[#made + 1] = link
+    assert(os.execute("ln " .. helpers.shell_quote(path) .. " " .. helpers.shell_quote(link)))
+    local dir, name = path:match("^(.*)/([^/]+)$")
+    for _, trace in ipairs {path, dir .. "/./" .. name, link} do
+      local out, err, status = helpers.run({path}, nil, {DLRUN_TRACE = trace})
+      assert.are.equal("", out)
+      assert.are.equal(('dlrun: the trace file "%s" is the script itself; set DLRUN_TRACE to '
+                        .. 'another file\n'):format(trace), err)
+      assert.are.equal(1, status)
+      assert.are.equal(text, read(path))
+    end
+  end)
+
+  it("DLRUN_TRACE: require 'dlrun' under plain lua5.4 refuses it", function()
+    local text = 'local ok, e = pcall(require, "dlrun")\nprint(e.name .. ": " .. e.message)\n'
+    local path = script(text)
+    local out, err, status = plain_lua_file(path, {DLRUN_TRACE = path})
+    assert.are.equal(('RuntimeError: DLRUN_TRACE: the trace file "%s" is the running script '
+                      .. '"%s"; tracing would overwrite it: give another file\n')
+                     :format(path, path), out)
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.equal(text, read(path))
+  end)
+
+  for _, how in ipairs {"dlrun", "lua5.4"} do
+    it("dl.trace_start(arg[0]) is a RuntimeError naming it (" .. how .. ")", function()
+      local text = [[
+local dl = require "dlrun"
+local ok, e = pcall(dl.trace_start, arg[0])
+print(e.name .. ": " .. e.message)
+print(pcall(dl.trace_stop))
+]]
+      local path = script(text)
+      local out, err, status
+      if how == "dlrun" then out, err, status = helpers.run({path})
+      else out, err, status = plain_lua_file(path) end
+      local stop = "RuntimeError: trace_stop: tracing is not on" -- nothing was started
+      assert.are.equal(('RuntimeError: trace_start: the trace file "%s" is the running script '
+                        .. '"%s"; tracing would overwrite it: give another file\nfalse\t%s\n')
+                       :format(path, path, tostring(stop)), out)
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      assert.are.equal(text, read(path))
+    end)
+  end
+end)

@@ -55,7 +55,8 @@ end
 -- closest of `names` (lua/dlrun/suggest.lua): "'Array' object has no
 -- attribute 'shpae'. Did you mean: 'shape'?".
 function M.attribute_error(typename, key, names)
-  local message = ("'%s' object has no attribute '%s'"):format(typename, key)
+  -- A NUL shows as \0: a message is C text, which a NUL would cut short.
+  local message = ("'%s' object has no attribute '%s'"):format(typename, (key:gsub("%z", "\\0")))
   local near = require("dlrun.suggest")(key, names)
   if near then message = message .. (". Did you mean: '%s'?"):format(near) end
   return M.new("AttributeError", message)

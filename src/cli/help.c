@@ -22,6 +22,10 @@ static const help_entry options[] = {
     {"-E", "ignore LUA_INIT, LUA_PATH and LUA_CPATH"},
     {"-W", "turn warnings on"},
     {"-v", "print the version, then go on"},
+    {"--allow-binary-chunks",
+     "also run precompiled (luac) chunks as the script, -e code and LUA_INIT; by default "
+     "they are text only. Risk: Lua does not check bytecode, so a corrupt or crafted chunk "
+     "can crash the process or corrupt its memory; allow only chunks you trust"},
     {"--devices SPEC", "devices of the default runtime: sim:8, cpu:4, sim:8,cpu:2 or auto (real "
                        "accelerators when present, else sim:8); there is always a host cpu "
                        "device. Default: DLRUN_DEVICES, else auto"},

@@ -61,6 +61,7 @@ typedef struct cli_options {
   dlrun_config memory;    /* --device-memory and the other memory options; 0: not given */
   const char *trace;      /* --trace FILE; NULL when not given */
   int stats;              /* --stats */
+  int allow_binary;       /* --allow-binary-chunks */
   const char *distributed; /* --distributed MODE; NULL when not given */
 } cli_options;
 
@@ -159,6 +160,10 @@ static int parse_long(cli_options *o, int *i) {
   }
   if (strcmp(arg, "--stats") == 0) {
     o->stats = 1;
+    return PARSE_CONTINUE;
+  }
+  if (strcmp(arg, "--allow-binary-chunks") == 0) {
+    o->allow_binary = 1;
     return PARSE_CONTINUE;
   }
   if (match_long(arg, "--distributed", &value)) {
@@ -342,9 +347,31 @@ static int report(lua_State *L, int status, int use_meta) {
   return 0;
 }
 
+/* How scripts, -e chunks and LUA_INIT load: "t" (text only) unless
+ * --allow-binary-chunks. Lua does not verify bytecode, so a corrupt
+ * precompiled chunk can crash the process; a file must not. */
+static const char *chunk_mode = "t";
+
+/* After a load of the chunk `name` in text mode met a precompiled one,
+ * replace Lua's bare "attempt to load a binary chunk" with what happened
+ * and how to run it anyway. Returns status. */
+static int explain_binary(lua_State *L, int status, const char *name) {
+  if (status != LUA_ERRSYNTAX || chunk_mode[1] == 'b') return status;
+  const char *msg = lua_tostring(L, -1);
+  if (msg == NULL || strstr(msg, "attempt to load a binary chunk") == NULL) return status;
+  lua_pushfstring(L,
+                  "%s is a precompiled (binary) Lua chunk, which dlrun does not run by default: "
+                  "Lua does not check bytecode, and a corrupt chunk can crash the process; "
+                  "run it with --allow-binary-chunks if you trust it",
+                  name);
+  lua_replace(L, -2);
+  return status;
+}
+
 /* Load a chunk from `text` and run it without arguments. */
 static int run_string(lua_State *L, const char *text, const char *chunkname) {
-  int status = luaL_loadbuffer(L, text, strlen(text), chunkname);
+  int status = luaL_loadbufferx(L, text, strlen(text), chunkname, chunk_mode);
+  status = explain_binary(L, status, chunkname + 1);
   if (status == LUA_OK) status = call_chunk(L, 0, 0);
   return report(L, status, 1);
 }
@@ -375,7 +402,7 @@ static int run_lua_init(lua_State *L) {
   }
   if (init == NULL) return 1;
   if (init[0] != '@') return run_string(L, init, chunkname);
-  int status = luaL_loadfile(L, init + 1);
+  int status = explain_binary(L, luaL_loadfilex(L, init + 1, chunk_mode), init + 1);
   if (status == LUA_OK) status = call_chunk(L, 0, 0);
   return report(L, status, 1);
 }
@@ -384,7 +411,8 @@ static int run_lua_init(lua_State *L) {
 static int run_script(lua_State *L, const cli_options *o) {
   int from_stdin = o->script_is_stdin || o->implicit_stdin;
   const char *path = from_stdin ? NULL : o->argv[o->script];
-  int status = luaL_loadfile(L, path); /* skips a first "#" line */
+  /* skips a first "#" line */
+  int status = explain_binary(L, luaL_loadfilex(L, path, chunk_mode), path ? path : "stdin");
   if (status == LUA_OK) {
     int nargs = o->script < o->argc ? o->argc - o->script - 1 : 0;
     luaL_checkstack(L, nargs + 3, "too many arguments to script");
@@ -545,6 +573,7 @@ static int protected_main(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
   }
   luaL_openlibs(L);
+  if (o->allow_binary) chunk_mode = "bt";
   wrap_exit(L, o->stats);
   register_core(L);
   prepend_lua_dir(L);
@@ -633,17 +662,35 @@ static int trace_is_script(const cli_options *o, const char *trace) {
          a.st_ino == b.st_ino;
 }
 
-/* Start tracing to this process's trace file (dlrun_trace_process_path). */
+/* This process's trace file for `value` (dlrun_trace_process_path) into
+ * path, refusing the script's own file, which tracing would truncate
+ * before it is read: `remedy` says what to change. Returns PARSE_CONTINUE
+ * or the exit status. */
+static int trace_path(const cli_options *o, const char *value, const char *remedy, char *path,
+                      size_t n) {
+  dlrun_status st = dlrun_trace_process_path(value, path, n);
+  if (st) return status_error(st);
+  if (!trace_is_script(o, path)) return PARSE_CONTINUE;
+  fprintf(stderr, "%s: the trace file \"%s\" is the script itself; %s\n", progname, path,
+          remedy);
+  return EXIT_FAILURE;
+}
+
+/* Start the trace --trace, else DLRUN_TRACE, asks for, if any. */
 static int start_trace(const cli_options *o) {
   char path[PATH_MAX];
-  dlrun_status st = dlrun_trace_process_path(o->trace, path, sizeof path);
-  if (st) return status_error(st);
-  if (trace_is_script(o, path)) {
-    fprintf(stderr, "%s: the trace file \"%s\" is the script itself; give --trace another file\n",
-            progname, path);
-    return EXIT_FAILURE;
+  const char *env = getenv("DLRUN_TRACE");
+  if (o->trace) {
+    int rc = trace_path(o, o->trace, "give --trace another file", path, sizeof path);
+    if (rc != PARSE_CONTINUE) return rc;
+    dlrun_status st = dlrun_trace_start(path);
+    return st ? status_error(st) : PARSE_CONTINUE;
   }
-  st = dlrun_trace_start(path);
+  if (env && *env) {
+    int rc = trace_path(o, env, "set DLRUN_TRACE to another file", path, sizeof path);
+    if (rc != PARSE_CONTINUE) return rc;
+  }
+  dlrun_status st = dlrun_trace_start_from_env(); /* checked at start too */
   return st ? status_error(st) : PARSE_CONTINUE;
 }
 
@@ -657,9 +704,7 @@ static int prepare(const cli_options *o) {
   dlrun_status st = dlrun_check_config(&cfg);
   if (st == DLRUN_OK) st = dlrun_default_set_config(&cfg);
   if (st) return status_error(st);
-  if (o->trace) return start_trace(o);
-  st = dlrun_trace_start_from_env(); /* DLRUN_TRACE, checked at start too */
-  return st ? status_error(st) : PARSE_CONTINUE;
+  return start_trace(o);
 }
 
 int main(int argc, char **argv) {

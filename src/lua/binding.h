@@ -52,6 +52,13 @@ void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const ch
  * so that a caller looks up only those. */
 unsigned dlrun_lua_option_keys_present(lua_State *L, int idx, const char *fn,
                                        const char *const *keys, const char *class_name);
+/* The string at idx (the caller checked that it is one) as C receives
+ * it: a ValueError "<fn>: embedded null byte in <what>" when it holds a
+ * NUL, at which C would cut a path or a name short (as Python's open). */
+const char *dlrun_lua_check_cstring(lua_State *L, int idx, const char *fn, const char *what);
+/* The string key at idx of an __index, or "" (no field's name) when it
+ * holds a NUL: x["shape\0"] is no field, not x.shape. */
+const char *dlrun_lua_field_name(lua_State *L, int idx);
 /* RuntimeError for a dlrun userdata at idx whose __gc has already run. */
 int dlrun_lua_released_error(lua_State *L, int idx);
 void dlrun_lua_errors_open(lua_State *L);
@@ -237,6 +244,12 @@ const char *dlrun_lua_key_text(lua_State *L, int idx, char *buf, size_t n);
 void dlrun_lua_transfer_open(lua_State *L);
 void dlrun_lua_dlpack_open(lua_State *L);
 void dlrun_lua_debug_open(lua_State *L);
+/* The name of a script this state is running that the file at path is
+ * (a Lua function's file on the call stack, or arg[0]), or NULL. */
+const char *dlrun_lua_running_script(lua_State *L, const char *path);
+/* RuntimeError "<fn>: the trace file ... is the running script ..." when
+ * tracing to path would overwrite one. */
+void dlrun_lua_check_trace_path(lua_State *L, const char *fn, const char *path);
 /* dl.trace_start, dl.trace_stop, dl.stats (lprofile.c). */
 void dlrun_lua_profile_open(lua_State *L);
 

@@ -422,7 +422,7 @@ static const char *const ARRAY_FIELDS[] = {
 static int array_index(lua_State *L) {
   dlrun_array *a = dlrun_lua_check_array(L, 1, "Array.__index");
   if (lua_type(L, 2) != LUA_TSTRING) return 0; /* x[1]: no such indexing, nil */
-  const char *key = lua_tostring(L, 2);
+  const char *key = dlrun_lua_field_name(L, 2);
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
   const dlrun_dtype_info *info = dlrun_dtype_get(dlrun_array_dtype(a));

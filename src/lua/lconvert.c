@@ -100,7 +100,7 @@ dlrun_dtype dlrun_lua_check_dtype(lua_State *L, int idx, const char *fn) {
   if (lua_type(L, idx) != LUA_TSTRING)
     dlrun_lua_type_error(L, fn, idx, "dtype", "a dtype name such as \"float32\"");
   dlrun_dtype dt;
-  dlrun_lua_check_in(L, fn, dlrun_dtype_from_name(lua_tostring(L, idx), &dt));
+  dlrun_lua_check_in(L, fn, dlrun_dtype_from_name(dlrun_lua_check_cstring(L, idx, fn, "dtype"), &dt));
   return dt;
 }
 

@@ -35,7 +35,9 @@ static int l_alloc_failed(lua_State *L) {
 static int l_inject_failure(lua_State *L) {
   dlrun_device *dev = dlrun_lua_test_device(L, 1);
   if (!dev) return dlrun_lua_type_error(L, "inject_failure", 1, "device", "a Device");
-  const char *what = lua_tostring(L, 2);
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return dlrun_lua_type_error(L, "inject_failure", 2, "what", "a string");
+  const char *what = dlrun_lua_check_cstring(L, 2, "inject_failure", "what");
   if (!lua_isinteger(L, 3) || lua_tointeger(L, 3) < 0 || lua_tointeger(L, 3) > UINT32_MAX)
     return dlrun_lua_type_error(L, "inject_failure", 3, "count", "a non-negative integer");
   dlrun_lua_check(L, dlrun_debug_inject_failure(dev, what, (unsigned)lua_tointeger(L, 3)));

@@ -53,7 +53,7 @@ dlrun_memory_kind dlrun_lua_check_memory_kind(lua_State *L, int idx, const char 
   if (lua_isnoneornil(L, idx)) return DLRUN_MEM_DEVICE;
   if (lua_type(L, idx) != LUA_TSTRING)
     dlrun_lua_type_error(L, fn, idx, "memory_kind", "\"device\" or \"pinned_host\"");
-  const char *k = lua_tostring(L, idx);
+  const char *k = dlrun_lua_check_cstring(L, idx, fn, "memory_kind");
   if (strcmp(k, "device") == 0) return DLRUN_MEM_DEVICE;
   if (strcmp(k, "pinned_host") == 0) return DLRUN_MEM_PINNED_HOST;
   dlrun_lua_raise(L, "ValueError",
@@ -179,7 +179,7 @@ static const char *const DEVICE_FIELDS[] = {
 static int device_index(lua_State *L) {
   dlrun_device *dev = check_device(L, 1, "Device.__index", "self");
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
-  const char *key = lua_tostring(L, 2);
+  const char *key = dlrun_lua_field_name(L, 2);
   if (strcmp(key, "id") == 0) lua_pushinteger(L, dlrun_device_id(dev));
   else if (strcmp(key, "platform") == 0) lua_pushstring(L, dlrun_device_platform(dev));
   else if (strcmp(key, "process_index") == 0) lua_pushinteger(L, dlrun_device_process_index(dev));

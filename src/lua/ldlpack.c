@@ -124,7 +124,7 @@ static int is_capsule_field(const char *key) {
 static int capsule_index(lua_State *L) {
   capsule_ud *c = test_capsule(L, 1);
   if (!c || lua_type(L, 2) != LUA_TSTRING) return 0;
-  const char *key = lua_tostring(L, 2);
+  const char *key = dlrun_lua_field_name(L, 2);
   if (!is_capsule_field(key)) return dlrun_lua_attribute_error(L, "Capsule", 2, CAPSULE_FIELDS, 0);
   if (strcmp(key, "name") == 0) {
     lua_pushstring(L, capsule_name(c));

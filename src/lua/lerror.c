@@ -170,6 +170,28 @@ void dlrun_lua_check_option_keys(lua_State *L, int idx, const char *fn, const ch
   dlrun_lua_option_keys_present(L, idx, fn, keys, class_name);
 }
 
+const char *dlrun_lua_check_cstring(lua_State *L, int idx, const char *fn, const char *what) {
+  size_t len;
+  const char *s = lua_tolstring(L, idx, &len);
+  if (strlen(s) == len) return s;
+  char shown[64]; /* the value, its NULs as \0, cut after 40 bytes */
+  size_t used = 0;
+  for (size_t i = 0; i < len && i < 40 && used + 3 < sizeof shown; i++) {
+    if (s[i]) shown[used++] = s[i];
+    else used += (size_t)snprintf(shown + used, sizeof shown - used, "\\0");
+  }
+  shown[used] = 0;
+  return dlrun_lua_raise(L, "ValueError", "%s: embedded null byte in %s (\"%s%s\")", fn, what,
+                         shown, len > 40 ? "..." : ""),
+         NULL;
+}
+
+const char *dlrun_lua_field_name(lua_State *L, int idx) {
+  size_t len;
+  const char *s = lua_tolstring(L, idx, &len);
+  return strlen(s) == len ? s : "";
+}
+
 int dlrun_lua_released_error(lua_State *L, int idx) {
   return dlrun_lua_raise(L, "RuntimeError",
                          "%s has been released (its __gc metamethod was called) and can no "

@@ -2,19 +2,63 @@
  * a host): dl.trace_start(path), dl.trace_stop(), dl.stats(). The trace is
  * process-wide, as JAX's jax.profiler.start_trace: a second start raises. */
 #include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "binding.h"
 
+/* Whether the file a is the one sa describes (by device and inode: another
+ * spelling or a hard link too). */
+static int same_file(const char *a, const struct stat *sa) {
+  struct stat sb;
+  return stat(a, &sb) == 0 && sb.st_dev == sa->st_dev && sb.st_ino == sa->st_ino;
+}
+
+const char *dlrun_lua_running_script(lua_State *L, const char *path) {
+  struct stat sp;
+  if (stat(path, &sp) != 0) return NULL; /* not there yet: nobody runs it */
+  lua_Debug ar;
+  for (int level = 0; lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "S", &ar) || ar.source[0] != '@') continue;
+    if (same_file(ar.source + 1, &sp)) return ar.source + 1; /* the function keeps it alive */
+  }
+  const char *script = NULL;
+  int top = lua_gettop(L);
+  if (lua_getglobal(L, "arg") == LUA_TTABLE && lua_rawgeti(L, -1, 0) == LUA_TSTRING) {
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    if (strlen(s) == len && same_file(s, &sp)) {
+      script = s;
+      lua_setfield(L, LUA_REGISTRYINDEX, "dlrun.running_script"); /* keeps it alive */
+    }
+  }
+  lua_settop(L, top);
+  return script;
+}
+
+/* RuntimeError when the trace file path is a script this state runs,
+ * which tracing would truncate. `fn` starts the message. */
+void dlrun_lua_check_trace_path(lua_State *L, const char *fn, const char *path) {
+  const char *script = dlrun_lua_running_script(L, path);
+  if (script)
+    dlrun_lua_raise(L, "RuntimeError",
+                    "%s: the trace file \"%s\" is the running script \"%s\"; tracing would "
+                    "overwrite it: give another file",
+                    fn, path, script);
+}
+
 /* dl.trace_start(path): trace to this process's file for path (path itself
  * alone; in a job of several processes, its index before the extension);
- * returns that file's name. */
+ * returns that file's name. Never the running script's file. */
 static int l_trace_start(lua_State *L) {
   dlrun_lua_check_nargs(L, "trace_start", 1);
   if (lua_type(L, 1) != LUA_TSTRING)
     return dlrun_lua_type_error(L, "trace_start", 1, "path", "a string");
   char path[PATH_MAX];
-  dlrun_lua_check_in(L, "trace_start", dlrun_trace_process_path(lua_tostring(L, 1), path,
-                                                                sizeof path));
+  dlrun_lua_check_in(L, "trace_start",
+                     dlrun_trace_process_path(dlrun_lua_check_cstring(L, 1, "trace_start", "path"),
+                                              path, sizeof path));
+  dlrun_lua_check_trace_path(L, "trace_start", path);
   dlrun_lua_check_in(L, "trace_start", dlrun_trace_start(path));
   lua_pushstring(L, path);
   return 1;

@@ -87,7 +87,7 @@ int dlrun_lua_open(lua_State *L, dlrun_runtime *rt) {
 static void opt_capacity(lua_State *L, const char *key, uint64_t *bytes, double *fraction) {
   int t = lua_getfield(L, 1, key);
   if (t == LUA_TSTRING) {
-    dlrun_lua_check(L, dlrun_parse_capacity(lua_tostring(L, -1), bytes, fraction));
+    dlrun_lua_check(L, dlrun_parse_capacity(dlrun_lua_check_cstring(L, -1, "configure", key), bytes, fraction));
   } else if (t == LUA_TNUMBER) {
     int whole;
     lua_Integer n = lua_tointegerx(L, -1, &whole);
@@ -139,7 +139,8 @@ static int l_configure(lua_State *L) {
   dlrun_lua_check_option_keys(L, 1, "configure", keys, "ValueError");
   dlrun_config c = {0};
   int t = lua_getfield(L, 1, "devices");
-  if (t == LUA_TSTRING) c.devices = lua_tostring(L, -1); /* the table keeps it alive */
+  if (t == LUA_TSTRING) /* the table keeps it alive */
+    c.devices = dlrun_lua_check_cstring(L, -1, "configure", "devices");
   else if (t != LUA_TNIL)
     return dlrun_lua_raise(L, "TypeError",
                            "configure: option devices must be a device spec string such as "
@@ -184,7 +185,7 @@ static const char *opt_platform(lua_State *L, int idx, const char *fn, dlrun_run
   if (lua_isnoneornil(L, idx)) return NULL;
   if (lua_type(L, idx) != LUA_TSTRING)
     dlrun_lua_type_error(L, fn, idx, "backend", "a platform name such as \"sim\" or \"cpu\"");
-  const char *p = lua_tostring(L, idx);
+  const char *p = dlrun_lua_check_cstring(L, idx, fn, "backend");
   if (dlrun_device_count(rt, p) == 0)
     dlrun_lua_raise(L, "RuntimeError",
                     "Unknown backend: '%s' requested, but no platforms that are instances of "

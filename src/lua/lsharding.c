@@ -34,7 +34,7 @@ static void check_spec_entry(lua_State *L, const char *fn, lua_Integer i, dlrun_
   if (t == LUA_TNIL || (t == LUA_TBOOLEAN && !lua_toboolean(L, -1))) return;
   if (t == LUA_TSTRING) {
     e->naxes = 1;
-    e->axes[0] = lua_tostring(L, -1);
+    e->axes[0] = dlrun_lua_check_cstring(L, -1, fn, "axis name");
     return;
   }
   if (!dlrun_lua_is_plain_table(L, -1)) /* a printed list (mesh.axis_names) is plain */
@@ -53,7 +53,7 @@ static void check_spec_entry(lua_State *L, const char *fn, lua_Integer i, dlrun_
       dlrun_lua_raise(L, "TypeError",
                       "%s: PartitionSpec entry %lld lists a %s where an axis name was expected",
                       fn, (long long)i, dlrun_lua_typename(L, -1));
-    e->axes[a - 1] = lua_tostring(L, -1); /* anchored by the list */
+    e->axes[a - 1] = dlrun_lua_check_cstring(L, -1, fn, "axis name"); /* anchored by the list */
     lua_pop(L, 1);
   }
   e->naxes = (int)k;
@@ -199,7 +199,7 @@ static void collect_devices(lua_State *L, int idx, int depth, int naxes, const i
 
 static int check_axis_names(lua_State *L, int idx, const char *fn, const char **names) {
   if (lua_type(L, idx) == LUA_TSTRING) {
-    names[0] = lua_tostring(L, idx);
+    names[0] = dlrun_lua_check_cstring(L, idx, fn, "axis name");
     return 1;
   }
   if (!lua_istable(L, idx))
@@ -212,7 +212,7 @@ static int check_axis_names(lua_State *L, int idx, const char *fn, const char **
     if (lua_geti(L, idx, i) != LUA_TSTRING)
       dlrun_lua_raise(L, "TypeError", "%s: axis name %lld must be a string, got %s", fn,
                       (long long)i, dlrun_lua_typename(L, -1));
-    names[i - 1] = lua_tostring(L, -1);
+    names[i - 1] = dlrun_lua_check_cstring(L, -1, fn, "axis name");
     lua_pop(L, 1); /* anchored by the table */
   }
   return (int)n;
@@ -346,7 +346,7 @@ static void push_axis_names(lua_State *L, dlrun_mesh *m) {
 static int mesh_index(lua_State *L) {
   dlrun_mesh *m = check_mesh(L, 1, "Mesh.__index");
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
-  const char *key = lua_tostring(L, 2);
+  const char *key = dlrun_lua_field_name(L, 2);
   int naxes = dlrun_mesh_naxes(m);
   if (strcmp(key, "axis_names") == 0) {
     push_axis_names(L, m);
@@ -663,7 +663,7 @@ static const char *sharding_kind(dlrun_sharding *s) {
 static int sharding_index(lua_State *L) {
   dlrun_sharding *s = check_sharding(L, 1, "Sharding.__index");
   if (lua_type(L, 2) != LUA_TSTRING) return 0;
-  const char *key = lua_tostring(L, 2);
+  const char *key = dlrun_lua_field_name(L, 2);
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
   if (strcmp(key, "mesh") == 0) lua_getiuservalue(L, 1, 1);

@@ -1,5 +1,8 @@
 /* luaopen_dlrun_core: the C half of `require "dlrun"`. Areas open in a fixed
  * order: errors first (every other area raises through them). */
+#include <limits.h>
+#include <stdlib.h>
+
 #include "binding.h"
 
 void dlrun_lua_require(lua_State *L, const char *name) {
@@ -19,7 +22,13 @@ void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
 int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_errors_open(L);
   dlrun_lua_printing_open(L);
-  /* DLRUN_TRACE: plain lua5.4 and hosts trace as `dlrun` does. */
+  /* DLRUN_TRACE: plain lua5.4 and hosts trace as `dlrun` does, never
+   * into the script that is running. */
+  const char *env = getenv("DLRUN_TRACE");
+  char path[PATH_MAX];
+  if (env && *env && !dlrun_trace_is_on() &&
+      dlrun_trace_process_path(env, path, sizeof path) == DLRUN_OK)
+    dlrun_lua_check_trace_path(L, "DLRUN_TRACE", path);
   dlrun_lua_check(L, dlrun_trace_start_from_env());
   lua_newtable(L);
   dlrun_lua_runtime_open(L);
