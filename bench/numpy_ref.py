@@ -133,7 +133,8 @@ class dlrun_config(C.Structure):
     _fields_ = [("devices", C.c_char_p), ("device_memory", C.c_uint64),
                 ("device_memory_fraction", C.c_double), ("pinned_host_memory", C.c_uint64),
                 ("pinned_host_memory_fraction", C.c_double),
-                ("device_preallocate", C.c_int), ("pinned_host_preallocate", C.c_int)]
+                ("device_preallocate", C.c_int), ("pinned_host_preallocate", C.c_int),
+                ("host_memory", C.c_uint64), ("host_memory_fraction", C.c_double)]
 
 
 class dlrun_import_options(C.Structure):

@@ -176,7 +176,8 @@ end
 local CONFIGURE_OPTIONS = "configure: argument 1 (options) must be a table {devices=, "
                           .. "device_memory=, ...}, got "
 local CONFIGURE_KEYS = "devices, device_memory, device_memory_fraction, device_preallocate, "
-  .. "pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate"
+  .. "pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate, host_memory, "
+  .. "host_memory_fraction"
 add {name = "configure()", fn = function() return dl.configure() end, class = "TypeError",
      message = CONFIGURE_OPTIONS .. "no value"}
 for _, w in ipairs(wrong_values()) do

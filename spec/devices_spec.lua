@@ -540,7 +540,8 @@ local RUNNING_DEFAULT =
   .. "devices " .. helpers.spec .. ")"
 
 local CONFIGURE_KEYS = "devices, device_memory, device_memory_fraction, device_preallocate, "
-  .. "pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate"
+  .. "pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate, host_memory, "
+  .. "host_memory_fraction"
 
 describe("dl.configure", function()
   describe("after first use", function()
@@ -929,19 +930,24 @@ local ALL_LIMITS = [[
   emit(out)
 ]]
 
--- The rule's capacity of each memory for `nsim` sim and `ncpu` cpu devices.
-local function expected_limits(nsim, ncpu)
+-- The rule's capacity of each memory for `nsim` sim and `ncpu` cpu devices:
+-- the sim devices' device memories share half of RAM (16 GiB at most each),
+-- the pinned_host memories a quarter of the rest, and the cpu devices' device
+-- memories (the host memory) what is left.
+local function expected_limits(nsim, ncpu, sim_each)
   local ram, half = host_ram(), host_ram() // 2
-  local others = nsim + 2 * ncpu
-  local other = round_4k((nsim > 0 and ram - half or ram) // others)
-  local sim = nsim > 0 and math.min(round_4k(half // nsim), 16 * 1024 * MiB) or nil
+  local other = round_4k((nsim > 0 and ram - half or ram) // 4 // (nsim + ncpu))
+  local sim = sim_each or nsim > 0 and math.min(round_4k(half // nsim), 16 * 1024 * MiB) or nil
+  local promised = nsim * ((sim or 0) + other) + ncpu * other
+  local host = ram > promised and (ram - promised) // ncpu >= other
+               and round_4k((ram - promised) // ncpu) or other
   local out = {}
   for _ = 1, nsim do
     out[#out + 1] = {"sim", "device", sim}
     out[#out + 1] = {"sim", "pinned_host", other}
   end
   for _ = 1, ncpu do
-    out[#out + 1] = {"cpu", "device", other}
+    out[#out + 1] = {"cpu", "device", host}
     out[#out + 1] = {"cpu", "pinned_host", other}
   end
   return out
@@ -980,18 +986,119 @@ describe("default capacities", function()
     assert.are.same(expected_limits(8, 1), r)
   end)
 
-  it("with an explicit device memory, only the sim devices' device memory changes", function()
+  it("with an explicit device memory, the sim devices' device memory changes and the host "
+     .. "memory takes what they no longer hold", function()
     local r = child(ALL_LIMITS, {"--devices", "sim:2", "--device-memory", "64MiB"})
-    local want = expected_limits(2, 1)
-    want[1][3], want[3][3] = 64 * MiB, 64 * MiB
-    assert.are.same(want, r)
+    assert.are.same(expected_limits(2, 1, 64 * MiB), r)
+    assert.is_true(r[5][3] > expected_limits(2, 1)[5][3])
+  end)
+end)
+
+-- The host memory (each cpu device's device memory, where device_get lands)
+-- used to get the same small share as every pinned_host memory (1.18 GiB of
+-- a 24 GiB machine beside sim:8), so a device_get of a 2 GiB array failed
+-- with most of RAM free; it now holds what no other memory is promised, and
+-- host_memory sets it on every way in.
+describe("the host memory", function()
+  local HOST = "emit{stats(dl.host_device()).bytes_limit, #dl.devices('cpu')}"
+
+  it("holds by default the RAM no other memory is promised (sim:8: over a third of RAM)",
+     function()
+    local r = child(HOST, {"--devices", "sim:8"})
+    local want = expected_limits(8, 1)
+    assert.are.same({want[17][3], 1}, r)
+    assert.is_true(r[1] > host_ram() // 3, r[1])
+    assert.is_true(total(want) <= host_ram())
+  end)
+
+  for _, case in ipairs {
+    {"--host-memory", {"--devices", "sim:2,cpu:2", "--host-memory", "64MiB"}, nil, ""},
+    {"DLRUN_HOST_MEMORY", {"--devices", "sim:2,cpu:2"}, {DLRUN_HOST_MEMORY = "64MiB"}, ""},
+    {"dl.configure{host_memory=}", nil, nil,
+     "dl.configure{devices = 'sim:2,cpu:2', host_memory = '64MiB'}\n"},
+    {"dl.configure{host_memory=} in bytes", nil, nil,
+     "dl.configure{devices = 'sim:2,cpu:2', host_memory = 67108864}\n"},
+  } do
+    it("is set by " .. case[1] .. " on each cpu device, the others keep theirs", function()
+      local r = child(case[4] .. ALL_LIMITS, case[2], case[3])
+      local want = expected_limits(2, 2)
+      want[5][3], want[7][3] = 64 * MiB, 64 * MiB
+      assert.are.same(want, r)
+    end)
+  end
+
+  it("may be a share of host RAM the cpu devices split", function()
+    local want = round_4k(host_ram() // 4 // 2)
+    for _, case in ipairs {{{"--devices", "cpu:2", "--host-memory", "25%"}},
+                           {{"--devices", "cpu:2"}, {DLRUN_HOST_MEMORY = "25%"}},
+                           {nil, nil, "dl.configure{devices = 'cpu:2', host_memory_fraction = 0.25}\n"},
+                           {nil, nil, "dl.configure{devices = 'cpu:2', host_memory = '25%'}\n"}} do
+      assert.are.same({want, 2}, child((case[3] or "") .. HOST, case[1], case[2]))
+    end
+  end)
+
+  it("refuses bad values as the other capacities do", function()
+    assert_caught(child("emit(catch(dl.configure, {host_memory = '1KB'}))"), "ValueError",
+                  "host memory of 1000 bytes is too small (at least 4096 bytes)")
+    assert_caught(child("emit(catch(dl.configure, {host_memory = 1 << 20, "
+                        .. "host_memory_fraction = 0.5}))"), "ValueError",
+                  "configure: host_memory and host_memory_fraction are both set (expected one "
+                  .. "of them)")
+    local out, err, status = child_raw("emit(1)", nil, {DLRUN_HOST_MEMORY = "lots"})
+    assert.are.equal(1, status)
+    assert.are.equal("", out)
+    assert.truthy(err:find("DLRUN_HOST_MEMORY: ", 1, true), err)
+  end)
+
+  it("cannot change once the runtime runs; the same value is accepted", function()
+    local r = child([[
+      dl.configure{devices = "sim:2", host_memory = "64MiB"}
+      local _ = dl.devices()
+      emit{catch(dl.configure, {host_memory = "64MiB"}), catch(dl.configure, {host_memory = "32MiB"})}
+    ]])
+    assert.is_true(r[1].ok)
+    assert_caught(r[2], "RuntimeError",
+                  "configure must be called before the runtime is first used (it is already "
+                  .. "running with devices sim:2,cpu:1): host_memory cannot change once it runs "
+                  .. "(it is 64.00MiB per cpu device)")
+  end)
+
+  it("running out names host_memory and the size that would fit", function()
+    local r = child([[
+      dl.configure{devices = "sim:2", host_memory = "1MiB"}
+      local m = dl.make_mesh({2}, {"x"})
+      local x = dl.zeros({512 * 1024}, "float32", dl.NamedSharding(m, dl.P("x")))
+      emit(catch(dl.device_get, x))
+    ]])
+    assert_caught(r, "ResourceExhaustedError",
+                  "Out of memory on CpuDevice(id=0) while allocating 2097152 bytes (2.00MiB): 0 "
+                  .. "bytes in use of a 1048576 byte limit (0B of 1.00MiB); the largest free "
+                  .. "block is 1048576 bytes (1.00MiB) and 0 bytes (0B) are reserved but "
+                  .. "unallocated; raise host_memory (dl.configure, --host-memory, "
+                  .. "DLRUN_HOST_MEMORY) to at least 2097152 bytes (2.00MiB).")
+  end)
+
+  it("an explicit host memory that over-commits host RAM is said once on stderr", function()
+    local out, err, status = child_raw("emit(stats(dl.host_device()).bytes_limit)",
+                                       {"--devices", "sim:2", "--host-memory", "1TiB"})
+    assert.are.equal(0, status, err)
+    assert.are.equal(tostring(1024 * 1024 * MiB), out)
+    local sum = 1024 * 1024 * MiB
+    for _, l in ipairs(expected_limits(2, 1)) do
+      if not (l[1] == "cpu" and l[2] == "device") then sum = sum + l[3] end
+    end
+    assert.are.equal(("dlrun: warning: host memory of 1.00TiB on each of 1 cpu devices "
+                      .. "over-commits host RAM: the memories of all devices add up to %s, more "
+                      .. "than the %s of RAM, so filling them may get the process killed instead "
+                      .. "of raising ResourceExhaustedError\n"):format(human(sum),
+                                                                        human(host_ram())), err)
   end)
 end)
 
 describe("an explicit device memory that over-commits host RAM", function()
   -- 8 sim devices of 1 TiB each, with the defaults of the other memories.
   local function note()
-    local others = expected_limits(8, 1)
+    local others = expected_limits(8, 1, 1024 * 1024 * MiB)
     local sum = 8 * 1024 * 1024 * MiB
     for _, l in ipairs(others) do
       if not (l[1] == "sim" and l[2] == "device") then sum = sum + l[3] end

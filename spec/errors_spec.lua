@@ -199,7 +199,8 @@ describe("errors raised by dlrun functions", function()
     local err = raised(dl.configure, {bogus = true})
     assert.is_true(dl.ValueError:is_instance(err))
     assert.are.equal("configure: unknown option 'bogus' (expected devices, device_memory, device_memory_fraction, "
-      .. "device_preallocate, pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate)",
+      .. "device_preallocate, pinned_host_memory, pinned_host_memory_fraction, pinned_host_preallocate, "
+      .. "host_memory, host_memory_fraction)",
                      err.message)
   end)
 

@@ -103,7 +103,7 @@ describe("dlrun --help", function()
   it("lists -i and every option, and no option twice", function()
     local names = names_of(help_entries(help()), "OPTIONS")
     assert.are.same({"-", "--", "--allow-binary-chunks", "--device-memory", "--device-preallocate", "--devices",
-                     "--distributed", "--help", "--list-devices", "--pinned-host-memory",
+                     "--distributed", "--help", "--host-memory", "--list-devices", "--pinned-host-memory",
                      "--pinned-host-preallocate", "--stats", "--trace", "--version", "-E", "-W",
                      "-e", "-h", "-i", "-l", "-v"}, names)
   end)

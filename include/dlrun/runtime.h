@@ -56,6 +56,14 @@ typedef struct dlrun_config {
    * DLRUN_PINNED_HOST_PREALLOCATE ("true" or "false"), else off. */
   dlrun_preallocate device_preallocate;
   dlrun_preallocate pinned_host_preallocate;
+  /* Capacity of each cpu device's memory (the host device, where
+   * dlrun_device_get and DLPack imports of host data land), as device_memory;
+   * 0: DLRUN_HOST_MEMORY, else the default: the host RAM that no other
+   * memory is promised (README, "Devices and memory"). */
+  uint64_t host_memory;
+  /* Or the share of host RAM the cpu devices' memories take together, split
+   * evenly, as device_memory_fraction; "50%" from the environment. */
+  double host_memory_fraction;
 } dlrun_config;
 
 /* A capacity: a size as dlrun_parse_size (*bytes, *fraction 0) or a

@@ -452,18 +452,42 @@ static void test_config(void) {
       dlrun_runtime_release(rt);
     }
   }
-  TEST("sim:8: half of RAM for the sim devices' memory, the rest shared by the others") {
+  TEST("sim:8: half of RAM for the sim devices' memory, a quarter of the rest for the pinned "
+       "memories, what is left for the host memory") {
     uint64_t ram = dlrun_host_ram_bytes(), half = ram / 2;
     dlrun_runtime *rt = make_runtime("sim:8", 0);
     if (rt) {
-      uint64_t sim = (half / 8) & ~4095ull, other = ((ram - half) / 10) & ~4095ull;
+      uint64_t sim = (half / 8) & ~4095ull, other = ((ram - half) / 4 / 9) & ~4095ull;
       if (sim > (16ull << 30)) sim = 16ull << 30;
+      uint64_t host = (ram - 8 * (sim + other) - other) & ~4095ull;
       CHECK(pool_limit(&rt->devices[0], DLRUN_MEM_DEVICE) == sim, "sim device");
       CHECK(pool_limit(&rt->devices[7], DLRUN_MEM_PINNED_HOST) == other, "sim pinned");
-      CHECK(pool_limit(rt->host, DLRUN_MEM_DEVICE) == other, "cpu device");
+      CHECK(pool_limit(rt->host, DLRUN_MEM_DEVICE) == host, "cpu device");
       CHECK(pool_limit(rt->host, DLRUN_MEM_PINNED_HOST) == other, "cpu pinned");
     }
     dlrun_runtime_release(rt);
+  }
+  TEST("dlrun_config.host_memory and host_memory_fraction set each cpu device's memory") {
+    dlrun_config cfg = {.devices = "sim:2,cpu:2", .host_memory = 8u << 20};
+    dlrun_runtime *rt = NULL;
+    CHECK(dlrun_runtime_create(&cfg, &rt) == DLRUN_OK, "%s", dlrun_last_error());
+    if (rt) {
+      CHECK(pool_limit(dlrun_host_device(rt), DLRUN_MEM_DEVICE) == 8u << 20, "host");
+      CHECK(pool_limit(dlrun_device_get(rt, "cpu", 1), DLRUN_MEM_DEVICE) == 8u << 20, "cpu 1");
+      dlrun_runtime_release(rt);
+    }
+    cfg = (dlrun_config){.devices = "cpu:2", .host_memory_fraction = 0.25};
+    CHECK(dlrun_runtime_create(&cfg, &rt) == DLRUN_OK, "%s", dlrun_last_error());
+    if (rt) {
+      uint64_t want = (dlrun_host_ram_bytes() / 2 / 4) & ~4095ull;
+      CHECK(pool_limit(dlrun_host_device(rt), DLRUN_MEM_DEVICE) == want, "share");
+      dlrun_runtime_release(rt);
+    }
+    cfg = (dlrun_config){.host_memory = 8u << 20, .host_memory_fraction = 0.5};
+    CHECK(dlrun_check_config(&cfg) == DLRUN_ERR_VALUE &&
+              strcmp(dlrun_last_error(), "host_memory and host_memory_fraction are both set "
+                                         "(expected one of them)") == 0,
+          "%s", dlrun_last_error());
   }
   TEST("an explicit device memory that over-commits host RAM has a note") {
     dlrun_runtime *rt = make_runtime("sim:2", 64ull << 20);

@@ -38,6 +38,10 @@ static const help_entry options[] = {
      "noted on stderr"},
     {"--pinned-host-memory SIZE", "pinned_host memory of each simulated device, as "
                                   "--device-memory"},
+    {"--host-memory SIZE",
+     "memory of the host device (each cpu device), where device_get and DLPack imports of "
+     "host data land, as --device-memory (N%: the cpu devices share N% of host RAM). "
+     "Default: the host RAM that no other device memory is promised"},
     {"--device-preallocate BOOL",
      "true: reserve and commit each simulated device's memory when the runtime starts, so "
      "that a shortage of host RAM shows then, as an error; false (default): grow on demand"},
@@ -75,6 +79,7 @@ static const help_entry environment[] = {
                       "status 1 before the script runs"},
     {"DLRUN_DEVICE_MEMORY", "default for --device-memory; checked at start"},
     {"DLRUN_PINNED_HOST_MEMORY", "default for --pinned-host-memory; checked at start"},
+    {"DLRUN_HOST_MEMORY", "default for --host-memory; checked at start"},
     {"DLRUN_DEVICE_PREALLOCATE", "default for --device-preallocate: true, false, 1, 0, on, "
                                  "off, yes or no; checked at start"},
     {"DLRUN_PINNED_HOST_PREALLOCATE", "default for --pinned-host-preallocate; checked at "

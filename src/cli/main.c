@@ -175,20 +175,25 @@ static int parse_long(cli_options *o, int *i) {
                          o->distributed);
     return PARSE_CONTINUE;
   }
-  static const char *const capacity_opts[] = {"--device-memory", "--pinned-host-memory"};
-  static const char *const prealloc_opts[] = {"--device-preallocate",
-                                              "--pinned-host-preallocate"};
-  for (int k = 0; k < 2; k++) {
+  static const char *const capacity_opts[] = {"--device-memory", "--pinned-host-memory",
+                                               "--host-memory"};
+  uint64_t *bytes[] = {&o->memory.device_memory, &o->memory.pinned_host_memory,
+                       &o->memory.host_memory};
+  double *fractions[] = {&o->memory.device_memory_fraction,
+                         &o->memory.pinned_host_memory_fraction,
+                         &o->memory.host_memory_fraction};
+  for (int k = 0; k < 3; k++) {
     if (match_long(arg, capacity_opts[k], &value)) {
       const char *text = option_value(o, i, value);
       if (text == NULL) return usage_error("option '%s' needs a value", capacity_opts[k]);
-      dlrun_status st = k ? dlrun_parse_capacity(text, &o->memory.pinned_host_memory,
-                                                 &o->memory.pinned_host_memory_fraction)
-                          : dlrun_parse_capacity(text, &o->memory.device_memory,
-                                                 &o->memory.device_memory_fraction);
+      dlrun_status st = dlrun_parse_capacity(text, bytes[k], fractions[k]);
       if (st != DLRUN_OK) return status_error(st); /* also refuses 0 */
       return PARSE_CONTINUE;
     }
+  }
+  static const char *const prealloc_opts[] = {"--device-preallocate",
+                                              "--pinned-host-preallocate"};
+  for (int k = 0; k < 2; k++) {
     if (match_long(arg, prealloc_opts[k], &value)) {
       const char *text = option_value(o, i, value);
       if (text == NULL) return usage_error("option '%s' needs a value", prealloc_opts[k]);

@@ -43,32 +43,45 @@ dlrun_status dlrun_parse_preallocate(const char *text, dlrun_preallocate *out) {
                     text ? text : "(null)");
 }
 
-/* Per memory kind: the setting's name, its variables and its option. */
-const char *const dlrun_setting_names[] = {"device_memory", "pinned_host_memory"};
+/* Per capacity setting: its name, its variables and its option. */
+const char *const dlrun_setting_names[] = {"device_memory", "pinned_host_memory", "host_memory"};
 const char *const dlrun_preallocate_names[] = {"device_preallocate", "pinned_host_preallocate"};
-static const char *const MEMORY_ENV[] = {"DLRUN_DEVICE_MEMORY", "DLRUN_PINNED_HOST_MEMORY"};
+static const char *const MEMORY_ENV[] = {"DLRUN_DEVICE_MEMORY", "DLRUN_PINNED_HOST_MEMORY",
+                                         "DLRUN_HOST_MEMORY"};
 static const char *const PREALLOC_ENV[] = {"DLRUN_DEVICE_PREALLOCATE",
                                            "DLRUN_PINNED_HOST_PREALLOCATE"};
 const char *const dlrun_memory_hints[] = {
     "device_memory (dl.configure, --device-memory, DLRUN_DEVICE_MEMORY)",
-    "pinned_host_memory (dl.configure, --pinned-host-memory, DLRUN_PINNED_HOST_MEMORY)"};
+    "pinned_host_memory (dl.configure, --pinned-host-memory, DLRUN_PINNED_HOST_MEMORY)",
+    "host_memory (dl.configure, --host-memory, DLRUN_HOST_MEMORY)"};
+/* How size messages name each setting's memory. */
+static const char *const MEMORY_NAMES[] = {"device", "pinned_host", "host"};
 
-static dlrun_status check_memory_size(dlrun_memory_kind kind, uint64_t bytes) {
+static dlrun_status check_memory_size(int k, uint64_t bytes) {
   if (bytes < DLRUN_DEVICE_MEMORY_MIN)
     return dlrun_fail(DLRUN_ERR_VALUE, "%s memory of %llu bytes is too small (at least %u bytes)",
-                      dlrun_memory_kind_name(kind), (unsigned long long)bytes,
-                      DLRUN_DEVICE_MEMORY_MIN);
+                      MEMORY_NAMES[k], (unsigned long long)bytes, DLRUN_DEVICE_MEMORY_MIN);
   return DLRUN_OK;
 }
 
-/* One kind's settings as a config gives them. */
+/* One setting's values as a config gives them. */
 void dlrun_config_kind(const dlrun_config *c, int k, uint64_t *bytes, double *fraction,
                        dlrun_preallocate *pre) {
-  *bytes = !c ? 0 : k == DLRUN_MEM_DEVICE ? c->device_memory : c->pinned_host_memory;
-  *fraction = !c ? 0 : k == DLRUN_MEM_DEVICE ? c->device_memory_fraction
-                                             : c->pinned_host_memory_fraction;
-  *pre = !c ? DLRUN_PREALLOCATE_DEFAULT
-            : k == DLRUN_MEM_DEVICE ? c->device_preallocate : c->pinned_host_preallocate;
+  static const dlrun_config none;
+  if (!c) c = &none;
+  switch (k) {
+  case DLRUN_MEM_DEVICE:
+    *bytes = c->device_memory, *fraction = c->device_memory_fraction;
+    *pre = c->device_preallocate;
+    break;
+  case DLRUN_MEM_PINNED_HOST:
+    *bytes = c->pinned_host_memory, *fraction = c->pinned_host_memory_fraction;
+    *pre = c->pinned_host_preallocate;
+    break;
+  default: /* DLRUN_SETTING_HOST */
+    *bytes = c->host_memory, *fraction = c->host_memory_fraction;
+    *pre = DLRUN_PREALLOCATE_DEFAULT;
+  }
 }
 
 dlrun_status dlrun_check_kind(int k, uint64_t bytes, double fraction, dlrun_preallocate pre) {
@@ -81,7 +94,7 @@ dlrun_status dlrun_check_kind(int k, uint64_t bytes, double fraction, dlrun_prea
   if ((int)pre < 0 || pre > DLRUN_PREALLOCATE_ON)
     return dlrun_fail(DLRUN_ERR_VALUE, "%s must be DLRUN_PREALLOCATE_DEFAULT, _OFF or _ON, got %d",
                       dlrun_preallocate_names[k], (int)pre);
-  return bytes ? check_memory_size((dlrun_memory_kind)k, bytes) : DLRUN_OK;
+  return bytes ? check_memory_size(k, bytes) : DLRUN_OK;
 }
 
 /* One kind's memory settings: the config's, else its variables' (empty
@@ -96,22 +109,22 @@ static dlrun_status resolve_kind(const dlrun_config *config, int k, dlrun_memory
   const char *env = getenv(MEMORY_ENV[k]);
   if (!bytes && !fraction && env && *env &&
       ((st = dlrun_parse_capacity(env, &bytes, &fraction)) ||
-       (bytes && (st = check_memory_size((dlrun_memory_kind)k, bytes)))))
+       (bytes && (st = check_memory_size(k, bytes)))))
     return dlrun_fail_prefix(st, "%s: ", MEMORY_ENV[k]);
-  env = getenv(PREALLOC_ENV[k]);
+  env = k < DLRUN_MEM_KIND_COUNT ? getenv(PREALLOC_ENV[k]) : NULL;
   if (pre == DLRUN_PREALLOCATE_DEFAULT && env && *env &&
       (st = dlrun_parse_preallocate(env, &pre)))
     return dlrun_fail_prefix(st, "%s: ", PREALLOC_ENV[k]);
   m->bytes[k] = bytes;
   m->fraction[k] = fraction;
-  m->preallocate[k] = pre == DLRUN_PREALLOCATE_ON;
+  if (k < DLRUN_MEM_KIND_COUNT) m->preallocate[k] = pre == DLRUN_PREALLOCATE_ON;
   return DLRUN_OK;
 }
 
 dlrun_status dlrun_resolve_memory_settings(const dlrun_config *config,
                                            dlrun_memory_settings *m) {
   *m = (dlrun_memory_settings){0};
-  for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+  for (int k = 0; k < DLRUN_CAPACITY_SETTINGS; k++) {
     dlrun_status st = resolve_kind(config, k, m);
     if (st) return st;
   }

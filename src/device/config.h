@@ -5,19 +5,22 @@
 
 #include "device_impl.h"
 
-/* Per kind: "device_memory", "device_preallocate", and the one-line name of
- * the setting with its ways in, for out-of-memory advice. */
-extern const char *const dlrun_setting_names[DLRUN_MEM_KIND_COUNT];
+/* Per capacity setting (the kinds of accelerators' memories, then the host
+ * memory, DLRUN_SETTING_HOST): "device_memory", "device_preallocate" (the
+ * kinds only), and the one-line name of the setting with its ways in, for
+ * out-of-memory advice. */
+extern const char *const dlrun_setting_names[DLRUN_CAPACITY_SETTINGS];
 extern const char *const dlrun_preallocate_names[DLRUN_MEM_KIND_COUNT];
-extern const char *const dlrun_memory_hints[DLRUN_MEM_KIND_COUNT];
+extern const char *const dlrun_memory_hints[DLRUN_CAPACITY_SETTINGS];
 
-/* Kind k's settings as c gives them (c may be NULL: none set). */
+/* Setting k's values as c gives them (c may be NULL: none set); the host
+ * memory has no preallocation (*pre is DEFAULT). */
 void dlrun_config_kind(const dlrun_config *c, int k, uint64_t *bytes, double *fraction,
                        dlrun_preallocate *pre);
-/* DLRUN_ERR_VALUE naming the setting when kind k's settings are wrong. */
+/* DLRUN_ERR_VALUE naming the setting when setting k's values are wrong. */
 dlrun_status dlrun_check_kind(int k, uint64_t bytes, double fraction, dlrun_preallocate pre);
-/* Every kind's settings: the config's, else the environment's, checked; a
- * bad variable is named. */
+/* Every setting: the config's, else the environment's, checked; a bad
+ * variable is named. */
 dlrun_status dlrun_resolve_memory_settings(const dlrun_config *config,
                                            dlrun_memory_settings *m);
 

@@ -67,11 +67,16 @@ typedef struct dlrun_device_group {
 } dlrun_device_group;
 
 
-/* The memory settings of accelerators' memories a runtime resolved from its
- * configuration and environment, per kind. */
+/* The capacity settings: one per kind of accelerators' memories, then the
+ * host memory (each non-accelerator device's device memory, in host RAM). */
+#define DLRUN_SETTING_HOST DLRUN_MEM_KIND_COUNT
+#define DLRUN_CAPACITY_SETTINGS (DLRUN_MEM_KIND_COUNT + 1)
+
+/* The memory settings a runtime resolved from its configuration and
+ * environment, per capacity setting. */
 typedef struct dlrun_memory_settings {
-  uint64_t bytes[DLRUN_MEM_KIND_COUNT];  /* explicit capacity; 0: none */
-  double fraction[DLRUN_MEM_KIND_COUNT]; /* share of host RAM; 0: none */
+  uint64_t bytes[DLRUN_CAPACITY_SETTINGS];  /* explicit capacity; 0: none */
+  double fraction[DLRUN_CAPACITY_SETTINGS]; /* share of host RAM; 0: none */
   bool preallocate[DLRUN_MEM_KIND_COUNT];
 } dlrun_memory_settings;
 
@@ -89,6 +94,7 @@ struct dlrun_runtime {
   dlrun_device *host;
   uint64_t accelerator_memory; /* capacity of each accelerator's memory; 0 if none */
   uint64_t accelerator_caps[DLRUN_MEM_KIND_COUNT]; /* each kind's; 0 if none */
+  uint64_t host_cap;           /* each host memory's (DLRUN_SETTING_HOST) */
   dlrun_memory_settings settings;
   uint64_t memory_total;       /* capacities of all memories of all devices,
                                   UINT64_MAX when their sum overflows */

@@ -78,17 +78,22 @@ static void region_release(void *ctx, void *base, uint64_t size) {
  * host RAM (every cpu and sim memory, pinned_host memory) together get at
  * most host RAM, since pools reserve address space without committing
  * memory, and overfilling RAM meets the OOM killer rather than an error.
- * Accelerators' device memories share half of it evenly; all other
- * memories share the rest evenly, or all of it when there is no
- * accelerator. A share is rounded down to 4 KiB and capped by the
- * platform's own default (16 GiB for sim); none is below
- * DLRUN_DEVICE_MEMORY_MIN. A memory of its own (a real accelerator's) gets
- * its platform's default, a share of what the driver reports. */
+ * Accelerators' device memories share half of it evenly (capped by the
+ * platform's own default: 16 GiB for sim); the other memories but the host
+ * memories (pinned_host memories, mostly) share a quarter of the rest, or
+ * of all of it when there is no accelerator; the host memories (each
+ * non-accelerator device's device memory: where device_get lands) share
+ * what no other memory is promised. A share is rounded down to 4 KiB; none
+ * is below DLRUN_DEVICE_MEMORY_MIN. A memory of its own (a real
+ * accelerator's) gets its platform's default, a share of what the driver
+ * reports. */
 typedef struct capacity_inputs {
   uint64_t host_ram;
   uint64_t accelerators;   /* accelerator devices of this process */
+  uint64_t hosts;          /* other devices of this process: a host memory each */
   uint64_t accelerator;    /* each accelerator's device memory's share of host RAM */
-  uint64_t other;          /* each other memory's */
+  uint64_t other;          /* each other memory's, but the host memories' */
+  uint64_t host;           /* each host memory's: set once the others are made */
   const dlrun_memory_settings *settings;
 } capacity_inputs;
 
@@ -101,18 +106,39 @@ static capacity_inputs default_shares(const dlrun_device_spec *full, uint64_t ho
     memories += DLRUN_MEM_KIND_COUNT * (uint64_t)full->groups[g].count;
     if (full->groups[g].platform->is_accelerator) accelerators += full->groups[g].count;
   }
-  capacity_inputs in = {.host_ram = host_ram, .accelerators = accelerators, .settings = m};
+  uint64_t hosts = memories / DLRUN_MEM_KIND_COUNT - accelerators; /* always a cpu device */
+  capacity_inputs in = {.host_ram = host_ram, .accelerators = accelerators, .hosts = hosts,
+                        .settings = m};
   uint64_t rest = host_ram;
   if (accelerators) {
     in.accelerator = round_share(host_ram / 2 / accelerators);
     rest -= host_ram / 2;
   }
-  in.other = round_share(rest / (memories - accelerators)); /* there is always a cpu device */
+  in.other = round_share(rest / 4 / (memories - accelerators - hosts));
   return in;
+}
+
+/* Each host memory's default, once every other memory is made (their
+ * host-RAM capacities are in memory_total, but the hosts' own other
+ * memory): the RAM left, split evenly; where explicit settings promised
+ * more than RAM, the other memories' share. */
+static uint64_t host_share(const capacity_inputs *in, uint64_t memory_total) {
+  uint64_t promised = memory_total + in->hosts * in->other;
+  if (promised >= in->host_ram || (in->host_ram - promised) / in->hosts < in->other)
+    return in->other;
+  return round_share((in->host_ram - promised) / in->hosts);
 }
 
 static uint64_t at_least_min(uint64_t cap) {
   return cap < DLRUN_DEVICE_MEMORY_MIN ? DLRUN_DEVICE_MEMORY_MIN : cap;
+}
+
+/* Which capacity setting sets d's `kind` memory (config.h), or -1: the
+ * accelerators' memories by kind, and the host memories. */
+static int setting_of(const dlrun_device *d, dlrun_memory_kind kind,
+                      const dlrun_memory_info *info) {
+  if (d->platform->is_accelerator) return (int)kind;
+  return kind == DLRUN_MEM_DEVICE && info->host_ram ? DLRUN_SETTING_HOST : -1;
 }
 
 /* The capacity of d's `kind` memory; added to rt->memory_total (saturating:
@@ -122,16 +148,20 @@ static uint64_t capacity_of(dlrun_device *d, dlrun_memory_kind kind, size_t grou
                             dlrun_runtime *rt) {
   const dlrun_platform *pl = d->platform;
   const dlrun_memory_settings *m = in->settings;
+  int k = setting_of(d, kind, info);
   uint64_t cap;
-  if (pl->is_accelerator && m->bytes[kind]) {
-    cap = m->bytes[kind];
-  } else if (pl->is_accelerator && m->fraction[kind]) {
-    /* A share of host RAM split among the accelerators, or of the memory's own size. */
-    uint64_t whole = info->host_ram ? in->host_ram / in->accelerators : info->total;
-    cap = at_least_min(round_share((uint64_t)((double)whole * m->fraction[kind])));
+  if (k >= 0 && m->bytes[k]) {
+    cap = m->bytes[k];
+  } else if (k >= 0 && m->fraction[k]) {
+    /* A share of host RAM split among the memories it sets, or of the memory's own size. */
+    uint64_t among = k == DLRUN_SETTING_HOST ? in->hosts : in->accelerators;
+    uint64_t whole = info->host_ram ? in->host_ram / among : info->total;
+    cap = at_least_min(round_share((uint64_t)((double)whole * m->fraction[k])));
   } else {
     cap = pl->default_capacity(d, kind, group_size);
-    uint64_t share = pl->is_accelerator && kind == DLRUN_MEM_DEVICE ? in->accelerator : in->other;
+    uint64_t share = k == DLRUN_SETTING_HOST                      ? in->host
+                     : pl->is_accelerator && kind == DLRUN_MEM_DEVICE ? in->accelerator
+                                                                  : in->other;
     if (info->host_ram && cap > share) cap = share;
     cap = at_least_min(cap);
   }
@@ -190,7 +220,8 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
                                /* a block never straddles the driver's largest allocation */
                                info.max_allocation & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)};
     st = dlrun_pool_create_with(label, cap, &src, &d->pools[k]);
-    if (!st && pl->is_accelerator) st = dlrun_pool_set_hint(d->pools[k], dlrun_memory_hints[k]);
+    int setting = setting_of(d, (dlrun_memory_kind)k, &info);
+    if (!st && setting >= 0) st = dlrun_pool_set_hint(d->pools[k], dlrun_memory_hints[setting]);
     char counter[80];
     snprintf(counter, sizeof counter, "%s %s memory", d->name,
              dlrun_memory_kind_name((dlrun_memory_kind)k));
@@ -209,21 +240,26 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
 }
 
 /* When an explicit capacity makes the capacities add up to more than host
- * RAM, say so in rt->memory_note (naming the first kind set). */
+ * RAM, say so in rt->memory_note (naming the first setting set). */
 static void note_overcommit(dlrun_runtime *rt, uint64_t host_ram) {
   const dlrun_memory_settings *m = &rt->settings;
-  int k = m->bytes[0] || m->fraction[0] ? 0 : 1;
-  if ((!m->bytes[k] && !m->fraction[k]) || !rt->accelerator_memory ||
-      rt->memory_total <= host_ram)
-    return;
-  const dlrun_device_group *g = rt->default_group;
+  int k = 0; /* the accelerators' settings apply only where there are accelerators */
+  for (; k < DLRUN_CAPACITY_SETTINGS; k++)
+    if ((m->bytes[k] || m->fraction[k]) && (k == DLRUN_SETTING_HOST || rt->accelerator_memory))
+      break;
+  if (k == DLRUN_CAPACITY_SETTINGS || rt->memory_total <= host_ram) return;
+  const dlrun_device_group *g = k == DLRUN_SETTING_HOST ? NULL : rt->default_group;
+  for (size_t i = 0; !g && i < rt->ngroups; i++)
+    if (rt->groups[i].platform == rt->host->platform) g = &rt->groups[i];
+  static const char *const memory[] = {"device", "pinned_host", "host"};
   char each[32], total[32], ram[32];
   snprintf(rt->memory_note, sizeof rt->memory_note,
            "%s memory of %s on each of %zu %s devices over-commits host RAM: the memories "
            "of all devices add up to %s%s, more than the %s of RAM, so filling them may get the "
            "process killed instead of raising ResourceExhaustedError",
-           dlrun_memory_kind_name((dlrun_memory_kind)k),
-           dlrun_format_bytes(rt->accelerator_caps[k], each, sizeof each),
+           memory[k],
+           dlrun_format_bytes(k == DLRUN_SETTING_HOST ? rt->host_cap : rt->accelerator_caps[k],
+                              each, sizeof each),
            g->local_count, g->platform->name,
            rt->memory_total == UINT64_MAX ? "at least " : "",
            dlrun_format_bytes(rt->memory_total, total, sizeof total),
@@ -247,22 +283,32 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
   capacity_inputs in = default_shares(&full, host_ram, &rt->settings);
   size_t at = 0;
   for (size_t g = 0; g < full.ngroups; g++) {
-    dlrun_device_group *grp = &rt->groups[g];
     size_t k_count = full.groups[g].count;
-    *grp = (dlrun_device_group){.platform = full.groups[g].platform, .first = at,
-                                .count = k_count * nproc, .local_count = k_count};
-    for (size_t p = 0; p < nproc; p++)
-      for (size_t k = 0; k < k_count; k++, at++) {
-        dlrun_status st = init_device(rt, &rt->devices[at], grp, (int)p, k, &in);
+    rt->groups[g] = (dlrun_device_group){.platform = full.groups[g].platform, .first = at,
+                                         .count = k_count * nproc, .local_count = k_count};
+    at += k_count * nproc;
+    strncat(rt->platforms, g ? "," : "", sizeof rt->platforms - strlen(rt->platforms) - 1);
+    strncat(rt->platforms, rt->groups[g].platform->name,
+            sizeof rt->platforms - strlen(rt->platforms) - 1);
+  }
+  /* Accelerators first, then the other devices: the host memories get what
+   * the others were not promised. */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass) in.host = host_share(&in, rt->memory_total);
+    for (size_t g = 0; g < full.ngroups; g++) {
+      dlrun_device_group *grp = &rt->groups[g];
+      if (grp->platform->is_accelerator != !pass) continue;
+      for (size_t i = 0; i < grp->count; i++) {
+        size_t p = i / grp->local_count, k = i % grp->local_count;
+        dlrun_status st = init_device(rt, &rt->devices[grp->first + i], grp, (int)p, k, &in);
         if (st) {
-          destroy_devices(rt, at);
+          destroy_devices(rt, total); /* those not made have no context */
           dlrun_free(rt->devices);
           rt->devices = NULL;
           return st;
         }
       }
-    strncat(rt->platforms, g ? "," : "", sizeof rt->platforms - strlen(rt->platforms) - 1);
-    strncat(rt->platforms, grp->platform->name, sizeof rt->platforms - strlen(rt->platforms) - 1);
+    }
   }
   rt->ngroups = full.ngroups;
   rt->ndevices = total;
@@ -271,6 +317,11 @@ static dlrun_status build_devices(dlrun_runtime *rt, const dlrun_device_spec *sp
     dlrun_device *mine = &rt->devices[rt->groups[g].first +
                                       (size_t)rt->process_index * rt->groups[g].local_count];
     if (strcmp(rt->groups[g].platform->name, "cpu") == 0 && !rt->host) rt->host = mine;
+    if (mine == rt->host) {
+      dlrun_pool_stats stats;
+      dlrun_pool_get_stats(mine->pools[DLRUN_MEM_DEVICE], &stats);
+      rt->host_cap = stats.bytes_limit;
+    }
     if (rt->groups[g].platform->is_accelerator && !rt->default_group) {
       rt->default_group = &rt->groups[g];
       for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
@@ -400,16 +451,17 @@ static dlrun_status check_unchanged(const dlrun_runtime *rt, const dlrun_config 
                         "(it is already running with devices %s)",
                         rt->spec);
   }
-  for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+  for (int k = 0; k < DLRUN_CAPACITY_SETTINGS; k++) {
     uint64_t bytes;
     double fraction;
     dlrun_preallocate pre;
     dlrun_config_kind(c, k, &bytes, &fraction, &pre);
+    bool host = k == DLRUN_SETTING_HOST;
+    uint64_t cap = host ? rt->host_cap : rt->accelerator_caps[k];
     char now[64], human[32];
-    snprintf(now, sizeof now, "%s per %s device",
-             dlrun_format_bytes(rt->accelerator_caps[k], human, sizeof human),
-             rt->default_group->platform->name);
-    if (bytes && (bytes & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) != rt->accelerator_caps[k])
+    snprintf(now, sizeof now, "%s per %s device", dlrun_format_bytes(cap, human, sizeof human),
+             host ? rt->host->platform->name : rt->default_group->platform->name);
+    if (bytes && (bytes & ~(uint64_t)(DLRUN_POOL_ALIGN - 1)) != cap)
       return refuse_change(rt, dlrun_setting_names[k], now);
     if (fraction && fraction != rt->settings.fraction[k]) {
       char name[40];
@@ -430,15 +482,17 @@ static dlrun_status store_config(const dlrun_config *c) {
     dlrun_free(default_devices);
     default_devices = copy;
   }
-  for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
-    uint64_t bytes, *b = k ? &default_cfg.pinned_host_memory : &default_cfg.device_memory;
-    double fraction, *f = k ? &default_cfg.pinned_host_memory_fraction
-                            : &default_cfg.device_memory_fraction;
-    dlrun_preallocate pre, *p = k ? &default_cfg.pinned_host_preallocate
-                                  : &default_cfg.device_preallocate;
+  for (int k = 0; k < DLRUN_CAPACITY_SETTINGS; k++) {
+    uint64_t bytes, *b[] = {&default_cfg.device_memory, &default_cfg.pinned_host_memory,
+                            &default_cfg.host_memory};
+    double fraction, *f[] = {&default_cfg.device_memory_fraction,
+                             &default_cfg.pinned_host_memory_fraction,
+                             &default_cfg.host_memory_fraction};
+    dlrun_preallocate pre, *p[] = {&default_cfg.device_preallocate,
+                                   &default_cfg.pinned_host_preallocate};
     dlrun_config_kind(c, k, &bytes, &fraction, &pre);
-    if (bytes || fraction) *b = bytes, *f = fraction; /* the later setting replaces both */
-    if (pre) *p = pre;
+    if (bytes || fraction) *b[k] = bytes, *f[k] = fraction; /* the later setting replaces both */
+    if (pre) *p[k] = pre; /* never for the host memory: it has no preallocation */
   }
   return DLRUN_OK;
 }
@@ -447,7 +501,7 @@ dlrun_status dlrun_default_set_config(const dlrun_config *config) {
   DLRUN_NONNULL(config, "dlrun_default_set_config", "config");
   dlrun_status st = DLRUN_OK;
   if (config->devices && (st = dlrun_check_device_spec(config->devices))) return st;
-  for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+  for (int k = 0; k < DLRUN_CAPACITY_SETTINGS; k++) {
     uint64_t bytes;
     double fraction;
     dlrun_preallocate pre;

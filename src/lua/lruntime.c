@@ -119,6 +119,20 @@ static void opt_fraction(lua_State *L, const char *key, double *fraction) {
   lua_pop(L, 1);
 }
 
+/* A memory's capacity options: `key` (bytes, or a share as "25%") and
+ * key_fraction, one of them. */
+static void opt_memory(lua_State *L, const char *key, uint64_t *bytes, double *fraction) {
+  double share = 0;
+  char fraction_key[48];
+  snprintf(fraction_key, sizeof fraction_key, "%s_fraction", key);
+  opt_capacity(L, key, bytes, &share);
+  opt_fraction(L, fraction_key, fraction);
+  if ((share || *bytes) && *fraction)
+    dlrun_lua_raise(L, "ValueError", "configure: %s and %s are both set (expected one of them)",
+                    key, fraction_key);
+  if (share) *fraction = share;
+}
+
 static void opt_preallocate(lua_State *L, const char *key, dlrun_preallocate *out) {
   int t = lua_getfield(L, 1, key);
   if (t == LUA_TBOOLEAN) *out = lua_toboolean(L, -1) ? DLRUN_PREALLOCATE_ON : DLRUN_PREALLOCATE_OFF;
@@ -135,7 +149,8 @@ static int l_configure(lua_State *L) {
   dlrun_lua_check_nargs(L, "configure", 1);
   static const char *const keys[] = {
       "devices", "device_memory", "device_memory_fraction", "device_preallocate",
-      "pinned_host_memory", "pinned_host_memory_fraction", "pinned_host_preallocate", NULL};
+      "pinned_host_memory", "pinned_host_memory_fraction", "pinned_host_preallocate",
+      "host_memory", "host_memory_fraction", NULL};
   dlrun_lua_check_option_keys(L, 1, "configure", keys, "ValueError");
   dlrun_config c = {0};
   int t = lua_getfield(L, 1, "devices");
@@ -146,20 +161,9 @@ static int l_configure(lua_State *L) {
                            "configure: option devices must be a device spec string such as "
                            "\"sim:8\", got %s",
                            dlrun_lua_typename(L, -1));
-  double share = 0;
-  opt_capacity(L, "device_memory", &c.device_memory, &share);
-  opt_fraction(L, "device_memory_fraction", &c.device_memory_fraction);
-  if ((share || c.device_memory) && c.device_memory_fraction)
-    return dlrun_lua_raise(L, "ValueError", "configure: device_memory and "
-                           "device_memory_fraction are both set (expected one of them)");
-  if (share) c.device_memory_fraction = share;
-  share = 0;
-  opt_capacity(L, "pinned_host_memory", &c.pinned_host_memory, &share);
-  opt_fraction(L, "pinned_host_memory_fraction", &c.pinned_host_memory_fraction);
-  if ((share || c.pinned_host_memory) && c.pinned_host_memory_fraction)
-    return dlrun_lua_raise(L, "ValueError", "configure: pinned_host_memory and "
-                           "pinned_host_memory_fraction are both set (expected one of them)");
-  if (share) c.pinned_host_memory_fraction = share;
+  opt_memory(L, "device_memory", &c.device_memory, &c.device_memory_fraction);
+  opt_memory(L, "pinned_host_memory", &c.pinned_host_memory, &c.pinned_host_memory_fraction);
+  opt_memory(L, "host_memory", &c.host_memory, &c.host_memory_fraction);
   opt_preallocate(L, "device_preallocate", &c.device_preallocate);
   opt_preallocate(L, "pinned_host_preallocate", &c.pinned_host_preallocate);
   lua_getfield(L, LUA_REGISTRYINDEX, HOST_KEY);
