@@ -1254,13 +1254,13 @@ for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
        class = "TypeError",
        message = fn .. ": unexpected option '1' (expected stream, max_version, dl_device, copy, legacy_sharing)"}
   add {name = fn .. "{max_version='1.1'}", fn = function() return export {max_version = "1.1"} end,
-       class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}"}
+       class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}, got string"}
   add {name = fn .. "{max_version={1}}", fn = function() return export {max_version = {1}} end,
-       class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}"}
+       class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}, got {1, nil}"}
   add {name = fn .. "{max_version={NaN, 0}}", fn = function() return export {max_version = {0 / 0, 0}} end,
-       class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}"}
+       class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}, got {" .. tostring(0 / 0) .. ", 0}"}
   add {name = fn .. "{max_version={1.5, 0}}", fn = function() return export {max_version = {1.5, 0}} end,
-       class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}"}
+       class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}, got {1.5, 0}"}
   add {name = fn .. "{max_version={-1, 0}}", fn = function() return export {max_version = {-1, 0}} end,
        class = "BufferError", message = fn .. ": max_version (-1, 0) is not a version"}
   add {name = fn .. "{max_version={2^40, 0}}", fn = function() return export {max_version = {1 << 40, 0}} end,
@@ -1269,9 +1269,9 @@ for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
        class = "BufferError",
        message = "dlrun does not support any version below (0, 5) but version (0, 4) was requested."}
   add {name = fn .. "{dl_device=5}", fn = function() return export {dl_device = 5} end,
-       class = "TypeError", message = fn .. ": dl_device must be a pair of integers {a, b}"}
+       class = "TypeError", message = fn .. ": dl_device must be a pair of integers {a, b}, got 5"}
   add {name = fn .. "{dl_device={1, inf}}", fn = function() return export {dl_device = {1, math.huge}} end,
-       class = "TypeError", message = fn .. ": dl_device must be a pair of integers {a, b}"}
+       class = "TypeError", message = fn .. ": dl_device must be a pair of integers {a, b}, got {1, inf}"}
   add {name = fn .. "{dl_device={7, 0}}", fn = function() return export {dl_device = {7, 0}} end,
        class = "BufferError",
        message = "The device specification passed to to_dlpack contains an unsupported device type "
@@ -1307,9 +1307,9 @@ for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
   add {name = fn .. "{stream='s'}", fn = function() return export {stream = "s"} end,
        class = "BufferError", message = fn .. ": stream must be nil or an integer, got string"}
   add {name = fn .. "{stream=1.5}", fn = function() return export {stream = 1.5} end,
-       class = "BufferError", message = fn .. ": stream must be nil or an integer, got number"}
+       class = "BufferError", message = fn .. ": stream must be nil or an integer, got 1.5"}
   add {name = fn .. "{stream=NaN}", fn = function() return export {stream = 0 / 0} end,
-       class = "BufferError", message = fn .. ": stream must be nil or an integer, got number"}
+       class = "BufferError", message = fn .. ": stream must be nil or an integer, got " .. tostring(0 / 0)}
   add {name = fn .. "{stream=5}", fn = function() return export {stream = 5} end,
        class = "BufferError",
        message = "stream must be " .. helpers.streams() .. " for arrays on "
@@ -1515,7 +1515,7 @@ add {name = "export(xs, {strategy='host', copy=false})",
      message = {contains = 'export: copy=false forbids copies, but strategy "host" had to copy'}}
 add {name = "export(x, {max_version='1'}) (a bad DLPack option passes through)",
      fn = function() return dl.export(F.x, {max_version = "1"}) end, class = "TypeError",
-     message = "__dlpack__: max_version must be a pair of integers {a, b}"}
+     message = "__dlpack__: max_version must be a pair of integers {a, b}, got string"}
 -- kDLVulkan (7): a device type no platform of dlrun exports (kDLCUDA, 2, is cuda's)
 add {name = "try_export(xs, {dl_device={7, 0}}) (not a one-device BufferError)",
      fn = function() return dl.try_export(F.xs, {dl_device = {7, 0}}) end, class = "BufferError",

@@ -426,8 +426,25 @@ describe("stream", function()
     local x = arange6(D[2])
     expect_error("BufferError", "__dlpack__: stream must be nil or an integer, got string",
                  x.__dlpack__, x, {stream = "default"})
-    expect_error("BufferError", "to_dlpack: stream must be nil or an integer, got number",
+    expect_error("BufferError", "to_dlpack: stream must be nil or an integer, got 1.5",
                  dl.to_dlpack, x, {stream = 1.5})
+  end)
+
+  -- Integral floats are integers here as everywhere else in the API (they
+  -- were refused with "got number").
+  it("integral floats are integers: stream = -1.0, max_version = {1.0, 0}", function()
+    local x = arange6(D[2]):block_until_ready()
+    local a = x:__dlpack__{stream = -1.0}
+    assert.are.same(VALUES6, dl.from_dlpack(a):tolist())
+    expect_error("BufferError", "stream must be " .. helpers.streams() .. " for arrays on "
+                 .. helpers.dev(2) .. ", got 7", x.__dlpack__, x, {stream = 7.0})
+    x = arange6(H)
+    local b
+    a, b = x:__dlpack__{max_version = {1.0, 0.0}}, x:__dlpack__{max_version = {1, 0}}
+    assert.are.equal("dltensor_versioned", a.name)
+    assert.are.equal(b.name, a.name)
+    local c = x:__dlpack__{dl_device = {1.0, 0.0}}
+    assert.are.same(VALUES6, dl.from_dlpack(c):tolist())
   end)
 
   -- stream=-1 does not wait for the array's data; dlrun importing its own export must
@@ -1074,12 +1091,14 @@ describe("option checking", function()
 
   it("max_version and dl_device must be pairs of integers", function()
     local x = arange6(H)
-    expect_error("TypeError", "__dlpack__: max_version must be a pair of integers {a, b}",
+    expect_error("TypeError", "__dlpack__: max_version must be a pair of integers {a, b}, got 1",
                  x.__dlpack__, x, {max_version = 1})
-    expect_error("TypeError", "__dlpack__: max_version must be a pair of integers {a, b}",
-                 x.__dlpack__, x, {max_version = {1}})
-    expect_error("TypeError", "__dlpack__: dl_device must be a pair of integers {a, b}",
-                 x.__dlpack__, x, {dl_device = {"cpu", 0}})
+    expect_error("TypeError", "__dlpack__: max_version must be a pair of integers {a, b}, got "
+                 .. "{1, nil}", x.__dlpack__, x, {max_version = {1}})
+    expect_error("TypeError", "__dlpack__: max_version must be a pair of integers {a, b}, got "
+                 .. "{1.5, 0}", x.__dlpack__, x, {max_version = {1.5, 0}})
+    expect_error("TypeError", "__dlpack__: dl_device must be a pair of integers {a, b}, got "
+                 .. "{string, 0}", x.__dlpack__, x, {dl_device = {"cpu", 0}})
   end)
 
   it("a negative max_version is a BufferError", function()

@@ -183,20 +183,31 @@ static int capsule_tostring(lua_State *L) {
 /* ---- export ---- */
 
 /* The option `field` at vidx (not nil): a pair of integers {a, b}. */
+/* How an option's message shows the value at idx: a number by its value
+ * ("1.5", "nan"), anything else by its type, as dlrun_lua_number_error. */
+static const char *shown(lua_State *L, int idx) {
+  return lua_type(L, idx) == LUA_TNUMBER ? dlrun_lua_describe(L, idx) : dlrun_lua_typename(L, idx);
+}
+
+/* A pair of integers {a, b} (2 and 2.0 alike, as everywhere else). */
 static void opt_int_pair(lua_State *L, int vidx, const char *field, const char *fn, int64_t *a,
                          int64_t *b) {
-  int ok = lua_type(L, vidx) == LUA_TTABLE;
-  if (ok) {
-    lua_geti(L, vidx, 1);
-    lua_geti(L, vidx, 2);
-    ok = lua_isinteger(L, -2) && lua_isinteger(L, -1);
-    if (ok) {
-      *a = lua_tointeger(L, -2);
-      *b = lua_tointeger(L, -1);
-    }
+  if (lua_type(L, vidx) != LUA_TTABLE)
+    dlrun_lua_raise(L, "TypeError", "%s: %s must be a pair of integers {a, b}, got %s", fn, field,
+                    shown(L, vidx));
+  lua_geti(L, vidx, 1);
+  lua_geti(L, vidx, 2);
+  int top = lua_gettop(L);
+  lua_Integer x, y;
+  if (dlrun_lua_to_integer(L, top - 1, &x) && dlrun_lua_to_integer(L, top, &y)) {
+    *a = x;
+    *b = y;
     lua_pop(L, 2);
+    return;
   }
-  if (!ok) dlrun_lua_raise(L, "TypeError", "%s: %s must be a pair of integers {a, b}", fn, field);
+  const char *first = shown(L, top - 1); /* anchored on the stack */
+  dlrun_lua_raise(L, "TypeError", "%s: %s must be a pair of integers {a, b}, got {%s, %s}", fn,
+                  field, first, shown(L, top));
 }
 
 /* The `copy` option: nil (if needed), false (never), true (always). */
@@ -256,10 +267,11 @@ static export_walk walk_export_options(lua_State *L, int idx, const char *fn,
     int t = lua_type(L, -1);
     bool ok = true;
     if (i == STREAM) {
-      ok = t == LUA_TNUMBER && lua_isinteger(L, -1);
+      lua_Integer v;
+      ok = dlrun_lua_to_integer(L, -1, &v);
       if (ok) {
         o->has_stream = true;
-        o->stream = lua_tointeger(L, -1);
+        o->stream = v;
       }
     } else if (i == COPY) {
       ok = t == LUA_TBOOLEAN;
@@ -328,7 +340,7 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
   }
   lua_getfield(L, idx, "stream"); /* the one left */
   dlrun_lua_raise(L, "BufferError", "%s: stream must be nil or an integer, got %s", fn,
-                  dlrun_lua_typename(L, -1));
+                  shown(L, -1));
   return o; /* not reached */
 }
 
