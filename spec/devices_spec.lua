@@ -305,6 +305,34 @@ describe("dl.default_backend", function()
         .. "present. Platforms present are: cpu")
   end)
 
+  -- JAX's default_backend() is the platform of jax.devices()[0]; the docs
+  -- used to say "sim" whenever there were sim devices, which cuda:2,sim:2
+  -- (default backend cuda) contradicted.
+  local BUILD = helpers.exe:match("^(.*)/[^/]*$") or "build"
+  local DOUBLE = BUILD .. "/tests/cuda-double/libcuda.so.1"
+  local MIXES_ENV = {DLRUN_CUDA_LIBRARY = DOUBLE, CUDA_DOUBLE_DEVICES = "2",
+                     POCL_DEVICES = "pthread pthread"}
+  local function listed(platform)
+    local out = helpers.run({"--list-devices"}, nil, child_env(MIXES_ENV))
+    return (("\n" .. out):match("\n" .. platform .. " +([^\n]*)") or ""):match("^available") ~= nil
+  end
+  for _, case in ipairs {
+    {"sim:2", "sim"}, {"cpu:2", "cpu"}, {"cpu:1,sim:2", "sim"}, {"cuda:2,sim:2", "cuda"},
+    {"sim:2,cuda:2", "sim"}, {"cuda:2,cpu:1", "cuda"}, {"opencl:2,sim:2", "opencl"},
+    {"sim:2,opencl:2", "sim"}, {"opencl:2,cuda:2", "opencl"}, {"cuda:2,opencl:2", "cuda"},
+  } do
+    it(("is the platform of dl.devices()[1] for %s: %s"):format(case[1], case[2]), function()
+      for p in case[1]:gmatch("(%a+):") do
+        if p ~= "sim" and p ~= "cpu" and not listed(p) then
+          return pending(p .. " is not available here")
+        end
+      end
+      local r = child("emit{dl.default_backend(), dl.devices()[1].platform}", {"--devices", case[1]},
+                      MIXES_ENV)
+      assert.are.same({case[2], case[2]}, r)
+    end)
+  end
+
   it("prefers the accelerators whatever their place in the spec (cpu:1,sim:2)", function()
     local r = child([[
       emit{backend = dl.default_backend(), n = #dl.devices(), first = tostring(dl.devices()[1]),

@@ -53,7 +53,9 @@ DLRUN_API dlrun_device *dlrun_device_get(dlrun_runtime *rt, const char *platform
  * ones. Borrowed. */
 DLRUN_API size_t dlrun_local_device_count(dlrun_runtime *rt, const char *platform);
 DLRUN_API dlrun_device *dlrun_local_device_get(dlrun_runtime *rt, const char *platform, size_t i);
-/* Name of the default backend: "sim" when there are sim devices, else "cpu". */
+/* Name of the default backend, the platform of the default devices
+ * (dlrun_device_get(rt, NULL, 0)'s): the first accelerator platform of the
+ * device spec ("cuda:2,sim:2": "cuda"), else "cpu". Borrowed. */
 DLRUN_API const char *dlrun_default_backend(dlrun_runtime *rt);
 /* The host cpu device (always present). Borrowed. */
 DLRUN_API dlrun_device *dlrun_host_device(dlrun_runtime *rt);

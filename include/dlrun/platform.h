@@ -343,8 +343,11 @@ DLRUN_API const dlrun_platform_services *dlrun_platform_services_get(void);
 /* Add a platform ahead of the built-in ones ("auto" prefers it). The
  * vtable is the caller's and must outlive every runtime that uses it.
  * ValueError when pl->abi is not DLRUN_PLATFORM_ABI, a required slot is
- * missing or the name is taken; ResourceExhaustedError when 8 platforms
- * are registered. Runtimes created before see no change. */
+ * missing or the name is taken; ResourceExhaustedError when the registry
+ * is full: it holds 8 platforms, the built-in sim and cpu and the modules
+ * loaded so far (opencl, cuda, once a runtime or --list-devices asked for
+ * them) included, so a host may add 6 at most, fewer after modules load.
+ * Runtimes created before see no change. */
 DLRUN_API dlrun_status dlrun_platform_register(const dlrun_platform *pl);
 /* Remove a registered platform (the built-in ones stay); runtimes already
  * using it keep working. */

@@ -107,6 +107,51 @@ static void test_registry(void) {
   }
 }
 
+/* The registry's bound counts the built-in platforms and loaded modules,
+ * and the message says so (it read "8 platforms at most" when a host's
+ * fifth registration failed); a device spec naming one group per platform
+ * it holds, the host cpu device added, fits the runtime (a spec of six
+ * other platforms used to write past its groups). */
+static dlrun_platform fakes[DLRUN_MAX_PLATFORMS];
+static char fake_names[DLRUN_MAX_PLATFORMS][16];
+
+static void test_full_registry(void) {
+  TEST("a full registry names what fills it; a spec of every platform it holds fits") {
+    size_t added = 0;
+    dlrun_status st = DLRUN_OK;
+    while (added < DLRUN_MAX_PLATFORMS && !st) {
+      snprintf(fake_names[added], sizeof fake_names[added], "fake%zu", added);
+      fakes[added] = dlrun_sim_platform;
+      fakes[added].name = fake_names[added];
+      fakes[added].class_name = "FakeDevice";
+      if (!(st = dlrun_platform_register(&fakes[added]))) added++;
+    }
+    CHECK(st == DLRUN_ERR_RESOURCE_EXHAUSTED, "status %d after %zu", (int)st, added);
+    char want[160];
+    snprintf(want, sizeof want, "cannot register platform fake%zu: the registry holds 8 "
+             "platforms at most, the built-in sim and cpu and the loaded modules included, and "
+             "holds 8 (", added);
+    CHECK(strncmp(dlrun_last_error(), want, strlen(want)) == 0, "%s", dlrun_last_error());
+    CHECK(strstr(dlrun_last_error(), ", sim, cpu); unregister one first") != NULL, "%s",
+          dlrun_last_error());
+    char spec[256] = "";
+    for (size_t i = 0; i < added; i++)
+      snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "fake%zu:1,", i);
+    strcat(spec, "sim:1"); /* every platform but cpu, which the runtime adds */
+    dlrun_runtime *rt = runtime_for(spec);
+    CHECK(rt != NULL, "%s: %s", spec, dlrun_last_error());
+    if (rt) {
+      CHECK(dlrun_device_count(rt, NULL) == 1 && dlrun_device_count(rt, "cpu") == 1 &&
+                dlrun_device_count(rt, "sim") == 1,
+            "%s", dlrun_runtime_spec(rt));
+      dlrun_runtime_release(rt);
+    }
+    for (size_t i = 0; i < added; i++) dlrun_platform_unregister(&fakes[i]);
+    CHECK(dlrun_platform_register(&fakes[0]) == DLRUN_OK, "%s", dlrun_last_error());
+    dlrun_platform_unregister(&fakes[0]);
+  }
+}
+
 /* A platform with events of its own kind (as a CUDA backend's would be):
  * the handle points at a flag that some other agent sets; callbacks come
  * from a thread of its own. */
@@ -188,5 +233,6 @@ int main(void) {
   test_probe();
   test_registry();
   test_events();
+  test_full_registry();
   return check_summary("platform");
 }

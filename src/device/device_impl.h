@@ -34,7 +34,10 @@ dlrun_status dlrun_events_wait(const dlrun_event *evs, size_t n);
 dlrun_status dlrun_device_record(dlrun_device *dev, dlrun_event *out);
 
 /* The registry of device kinds, in the order "auto" prefers them: those
- * registered at run time (newest last), then sim and cpu. */
+ * registered at run time (newest last), then sim and cpu. It holds at most
+ * DLRUN_MAX_PLATFORMS, the built-in ones and loaded modules included, which
+ * bounds the groups of a device spec and of a runtime (one per platform). */
+#define DLRUN_MAX_PLATFORMS 8
 const dlrun_platform *dlrun_platform_find(const char *name, size_t len);
 /* Copy up to max registered platforms into out; returns how many. */
 size_t dlrun_platform_list(const dlrun_platform **out, size_t max);
@@ -88,7 +91,7 @@ struct dlrun_runtime {
   dlrun_workers *workers;
   dlrun_device *devices;
   size_t ndevices;
-  dlrun_device_group groups[6]; /* one per platform present (cuda, opencl, testnative, sim, cpu) */
+  dlrun_device_group groups[DLRUN_MAX_PLATFORMS]; /* one per platform present */
   size_t ngroups;
   const dlrun_device_group *default_group;
   dlrun_device *host;
@@ -107,7 +110,7 @@ struct dlrun_runtime {
 
 /* Parsed device spec: counts per platform, in spec order. */
 typedef struct dlrun_device_spec {
-  dlrun_device_group groups[6]; /* one per platform present (cuda, opencl, testnative, sim, cpu) */
+  dlrun_device_group groups[DLRUN_MAX_PLATFORMS]; /* one per platform present */
   size_t ngroups;
 } dlrun_device_spec;
 

@@ -1,6 +1,7 @@
 /* The registry of device kinds. The built-in platforms are in cpu/ and
  * sim/; hardware platforms are modules (modules.c) or a host's own. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,8 +17,7 @@ uint64_t dlrun_host_ram_bytes(void) {
 
 /* The registry: platforms registered at run time (hardware backends) come
  * first, so that "auto" prefers them, then the built-in ones. */
-#define MAX_PLATFORMS 8
-static const dlrun_platform *registry[MAX_PLATFORMS] = {&dlrun_sim_platform, &dlrun_cpu_platform};
+static const dlrun_platform *registry[DLRUN_MAX_PLATFORMS] = {&dlrun_sim_platform, &dlrun_cpu_platform};
 static size_t registry_count = 2, registered;
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -59,6 +59,21 @@ static const char *missing_slot(const dlrun_platform *pl) {
   return NULL;
 }
 
+/* The registry is full: say what fills it, the built-in platforms and the
+ * loaded modules counting as the host's own do. Called locked. */
+static dlrun_status registry_full(const char *name) {
+  char names[DLRUN_MAX_PLATFORMS * 24] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < registry_count && used < sizeof names; i++)
+    used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                             registry[i]->name);
+  return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
+                    "cannot register platform %s: the registry holds %d platforms at most, the "
+                    "built-in sim and cpu and the loaded modules included, and holds %zu (%s); "
+                    "unregister one first",
+                    name, DLRUN_MAX_PLATFORMS, registry_count, names);
+}
+
 dlrun_status dlrun_platform_register(const dlrun_platform *pl) {
   if (!pl || !pl->name || !pl->name[0])
     return dlrun_fail(DLRUN_ERR_VALUE, "a platform needs a name");
@@ -73,9 +88,8 @@ dlrun_status dlrun_platform_register(const dlrun_platform *pl) {
   dlrun_status st = DLRUN_OK;
   if (find_locked(pl->name, strlen(pl->name)))
     st = dlrun_fail(DLRUN_ERR_VALUE, "platform %s is already registered", pl->name);
-  else if (registry_count == MAX_PLATFORMS)
-    st = dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot register platform %s: %d platforms "
-                    "at most", pl->name, MAX_PLATFORMS);
+  else if (registry_count == DLRUN_MAX_PLATFORMS)
+    st = registry_full(pl->name);
   if (!st) {
     memmove(registry + registered + 1, registry + registered,
             (registry_count - registered) * sizeof *registry);

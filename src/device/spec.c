@@ -107,8 +107,8 @@ dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out) {
     /* The first accelerator platform present, with all its devices; else
      * eight simulated ones. */
     out->groups[0] = (dlrun_device_group){.platform = dlrun_platform_find("sim", 3), .count = 8};
-    const dlrun_platform *all[8];
-    size_t nall = dlrun_platform_list(all, 8);
+    const dlrun_platform *all[DLRUN_MAX_PLATFORMS];
+    size_t nall = dlrun_platform_list(all, DLRUN_MAX_PLATFORMS);
     for (size_t i = 0; i < nall; i++) {
       const dlrun_platform *pl = all[i];
       char why[160];
