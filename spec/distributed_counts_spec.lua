@@ -1,9 +1,11 @@
--- Numbers that add up between processes (issue 32, item 9): after a
--- reshard under mpirun, each device's bytes_moved_in and bytes_moved_out
+-- Numbers that add up between processes (issue 32, items 9 and 10): after
+-- a reshard under mpirun, each device's bytes_moved_in and bytes_moved_out
 -- (dl.stats(), --stats) count what it received from and sent to other
 -- processes too, so that summed over the job each equals the processes'
--- transfer_stats().bytes_moved. Every job runs with the one-copy path on
--- and off.
+-- transfer_stats().bytes_moved; and the trace names the source of a piece
+-- from another process as that process's device, with "src_process". Every
+-- job runs with the one-copy path on (a pull: a "copy" event) and off (an
+-- MPI message: a "receive" event).
 local H = require "helpers"
 local mpirun, sorted_lines = H.mpirun, H.sorted_lines
 
@@ -109,5 +111,75 @@ print(p, "bytes_moved", dl.transfer_stats().bytes_moved)]])
                        "SimDevice(id=2) " .. b .. " " .. b, "SimDevice(id=3) " .. b .. " " .. b},
                       got, err)
     end)
+  end
+end)
+
+-- The transfer events of a trace file, summed: "name src src_process dst
+-- bytes" lines (src_process "-" when the event has none), each checked to
+-- be on its destination's track.
+local function transfers(path)
+  local tracks, sums = {}, {}
+  for line in io.lines(path) do
+    local tid, track = line:match('"name": "thread_name", "pid": 1, "tid": (%d+), '
+                                  .. '"args": {"name": "([^"]+)"}')
+    if tid then tracks[tid] = track end
+    local name, etid, args = line:match('"ph": "X", "cat": "transfer", "name": "(%w+)", '
+                                        .. '"pid": 1, "tid": (%d+),.*"args": {(.*)}}')
+    if name then
+      local bytes, src, rest = args:match('^"bytes": (%d+), "src": "([^"]+)", (.*)$')
+      local proc = rest:match('^"src_process": (%d+), ') or "-"
+      local dst = rest:match('"dst": "([^"]+)"$')
+      assert.are.equal(dst, tracks[etid], line)
+      local key = table.concat({name, src, proc, dst}, " ")
+      sums[key] = (sums[key] or 0) + tonumber(bytes)
+    end
+  end
+  local t = {}
+  for key, bytes in pairs(sums) do t[#t + 1] = key .. " " .. bytes end
+  table.sort(t)
+  return t
+end
+
+describe("the trace of a reshard between processes", function()
+  for _, n in ipairs {2, 3} do
+    for _, devices in ipairs {"sim:2", "cpu:2"} do
+      for _, mode in ipairs {"auto", "off"} do
+        local how = mode == "auto" and "copy" or "receive"
+        it(("on %d processes on %s (DLRUN_DISTRIBUTED_IPC=%s): a piece from another process is "
+            .. "a %q event naming that process's device and its process"):format(n, devices,
+                                                                                mode, how),
+           function()
+          local base = os.tmpname()
+          local _, err, status = run(n, devices, mode, ([[
+dl.trace_start(%q)
+dl.device_put(x, cols):block_until_ready()
+dl.trace_stop()]]):format(base .. ".json"))
+          assert.are.equal("", err)
+          assert.are.equal(0, status)
+          local class, b = CLASS[devices], piece(n)
+          local function dev(id) return ("%s(id=%d)"):format(class, id) end
+          for p = 0, n - 1 do
+            local want = {}
+            for d = 2 * p, 2 * p + 1 do
+              -- its own piece (a layout change), its neighbour's, then the
+              -- other processes' devices'
+              want[#want + 1] = ("copy %s - %s %d"):format(dev(d), dev(d), b)
+              want[#want + 1] = ("copy %s - %s %d"):format(dev(d ~ 1), dev(d), b)
+              for s = 0, 2 * n - 1 do
+                if s // 2 ~= p then
+                  want[#want + 1] = ("%s %s %d %s %d"):format(how, dev(s), s // 2, dev(d), b)
+                end
+              end
+            end
+            table.sort(want)
+            local path = ("%s.%d.json"):format(base, p)
+            local got = transfers(path)
+            os.remove(path)
+            assert.are.same(want, got)
+          end
+          os.remove(base)
+        end)
+      end
+    end
   end
 end)
