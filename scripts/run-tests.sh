@@ -112,8 +112,8 @@ run_busted() {
 # their own, inject host allocation failures, or check the sources, the
 # docs, the ABI or the install): the first pass runs them, the OpenCL and
 # CUDA passes do not run them again.
-ONCE="abi distributed_device_memory distributed_failures distributed_ipc dlpack_recipe
-  doc_messages examples format help install layers newcomer prompt"
+ONCE="abi distributed_counts distributed_device_memory distributed_failures distributed_ipc
+  dlpack_recipe doc_messages examples format help install layers newcomer prompt"
 
 # Every spec file but those.
 device_specs() {
@@ -125,7 +125,7 @@ device_specs() {
 
 # The cross-process specs once more with DLRUN_DISTRIBUTED_IPC=off, so that
 # every job also runs with each piece between processes an MPI message
-# (distributed_ipc_spec runs both ways itself).
+# (distributed_ipc_spec and distributed_counts_spec run both ways themselves).
 ipc_off_pass() {
   echo "busted (cross-process specs) with DLRUN_DISTRIBUTED_IPC=off"
   DLRUN_DISTRIBUTED_IPC=off run_busted "busted with DLRUN_DISTRIBUTED_IPC=off" \

@@ -9,7 +9,9 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 #include "device/buffer.h"
+#include "device/work_trace.h"
 #include "dist/dist.h"
 #include "messages.h"
 
@@ -144,6 +146,21 @@ static dlrun_status transport_exchange(size_t nsends, const dlrun_transport_piec
   return DLRUN_OK;
 }
 
+/* A "receive" event for each message of `round` (SIZE_MAX: all) that came
+ * through the transport, on its device's track since `start`: no queue of
+ * this process copied it, so nothing else names where it came from. */
+static void trace_receives(const dlrun_message_exchange *x, size_t round, uint64_t start) {
+  if (!dlrun_trace_enabled()) return;
+  for (size_t i = 0; i < x->recvs->n; i++) {
+    const dlrun_message *m = &x->recvs->v[i];
+    if (m->pull || (round != SIZE_MAX && m->round != round)) continue;
+    const dlrun_device *src = dlrun_sharding_device(x->src_sharding, m->shard);
+    const char *dst = dlrun_device_name(m->buf->dev);
+    dlrun_trace_transfer(dst, "receive", start, m->bytes, dlrun_device_name(src),
+                         dlrun_device_process_index(src), dst);
+  }
+}
+
 dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
   size_t n = (size_t)dlrun_process_count();
   char err[320] = "";
@@ -164,11 +181,14 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
     if ((st = dlrun_dist_agree_call("device_put (copied between processes)", st, 0, NULL)))
       return st;
   }
-  if (!staged) /* every message straight from and into memory: one exchange */
-    return transport_exchange(round_pieces(x->sends, SIZE_MAX, NULL, x->round_sends),
-                              x->round_sends,
-                              round_pieces(x->recvs, SIZE_MAX, NULL, x->round_recvs),
-                              x->round_recvs);
+  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
+  if (!staged) { /* every message straight from and into memory: one exchange */
+    st = transport_exchange(round_pieces(x->sends, SIZE_MAX, NULL, x->round_sends),
+                            x->round_sends, round_pieces(x->recvs, SIZE_MAX, NULL, x->round_recvs),
+                            x->round_recvs);
+    if (!st) trace_receives(x, SIZE_MAX, start);
+    return st;
+  }
   for (size_t round = 0; round < rounds; round++) {
     if (!st) st = stage_round(x, x->sends, round, x->send_blocks, true, x->src_shard_dims);
     /* A copy that failed here, now or in the last round, is every
@@ -176,7 +196,9 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
     if ((st = dlrun_dist_agree_call("device_put (staged)", st, 0, NULL))) return st;
     size_t ns = round_pieces(x->sends, round, x->send_blocks, x->round_sends);
     size_t nr = round_pieces(x->recvs, round, x->recv_blocks, x->round_recvs);
+    if (dlrun_trace_enabled()) start = dlrun_trace_now();
     if ((st = transport_exchange(ns, x->round_sends, nr, x->round_recvs))) return st;
+    trace_receives(x, round, start);
     st = stage_round(x, x->recvs, round, x->recv_blocks, false, x->dst_shard_dims);
   }
   return dlrun_dist_agree_call("device_put (staged)", st, 0, NULL);

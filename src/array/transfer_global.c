@@ -232,8 +232,15 @@ static dlrun_status sources_written(const gplanner *p) {
 /* Make the messages go (the sources they read are written: sources_written). */
 static dlrun_status exchange(gplanner *p, dlrun_message_exchange *x) {
   dlrun_status st = dlrun_message_exchange_run(x);
-  if (!st) p->stats.copies += p->recvs.n;
-  return st;
+  if (st) return st;
+  p->stats.copies += p->recvs.n;
+  /* Each device counts its end, as of a copy within a process: summed over
+   * the job, bytes in and out each equal the processes' bytes_moved. */
+  for (size_t i = 0; i < p->sends.n; i++)
+    dlrun_buffer_count_message(p->sends.v[i].buf, p->sends.v[i].bytes, false);
+  for (size_t i = 0; i < p->recvs.n; i++)
+    dlrun_buffer_count_message(p->recvs.v[i].buf, p->recvs.v[i].bytes, true);
+  return DLRUN_OK;
 }
 
 dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,

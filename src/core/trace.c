@@ -136,7 +136,7 @@ void dlrun_trace_event(const char *track, const char *category, const char *name
                        uint64_t start, const char *args_fmt, ...) {
   if (!dlrun_trace_enabled()) return;
   uint64_t end = dlrun_trace_now();
-  char args[160] = "";
+  char args[256] = "";
   if (args_fmt) {
     va_list ap;
     va_start(ap, args_fmt);

@@ -134,6 +134,11 @@ dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f);
 
 /* ---- the transport between processes ---- */
 
+/* Count `bytes` of a message between processes on b's device (its
+ * dl.stats() bytes_moved_in when `in`, else bytes_moved_out); the peer's
+ * device counts the other end. */
+void dlrun_buffer_count_message(const dlrun_buffer *b, uint64_t bytes, bool in);
+
 /* The message (dist/transport.h) that sends or receives the non-empty box
  * [lo, hi) (global coordinates) of b, whose block of shape shard_dims
  * starts at `origin`, straight from or into b's memory through its

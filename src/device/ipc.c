@@ -1,5 +1,7 @@
 /* The one-copy path between processes on one host (ipc.h). */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -11,6 +13,7 @@
 /* A peer's region mapped here. */
 typedef struct mapping {
   int peer;
+  const dlrun_device *dev; /* the peer's device whose memory it is (the trace names it) */
   const dlrun_platform *platform;
   dlrun_shared_region region;
   const void *view;
@@ -19,6 +22,7 @@ typedef struct mapping {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static mapping *maps;
 static size_t nmaps, capmaps;
+static atomic_size_t mapped; /* nmaps, read without mu when tracing */
 
 /* Test hooks, read once: DLRUN_FAIL_IPC_MAP=k makes this process's k-th
  * mapping of a peer's region fail; DLRUN_IPC_DELAY_MS=n waits n ms before
@@ -55,7 +59,7 @@ static dlrun_status view_of(const dlrun_device *src_dev, int peer, int pid,
       return DLRUN_OK;
     }
   dlrun_status st = dlrun_grow(&maps, nmaps, &capmaps, sizeof *maps, 8);
-  mapping m = {.peer = peer, .platform = src_dev->platform,
+  mapping m = {.peer = peer, .dev = src_dev, .platform = src_dev->platform,
                .region = {.id = src->id, .size = src->size, .handle = src->handle}};
   if (!st && fail_at && ++attempts == fail_at)
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "cannot map the memory of process %d: injected failure "
@@ -64,6 +68,7 @@ static dlrun_status view_of(const dlrun_device *src_dev, int peer, int pid,
   if (!st) {
     if (nmaps == 0) dlrun_dist_at_leave(dlrun_ipc_unmap_all);
     maps[nmaps++] = m;
+    atomic_store(&mapped, nmaps);
     *view = m.view;
   }
   pthread_mutex_unlock(&mu);
@@ -102,7 +107,21 @@ void dlrun_ipc_unmap_all(void) {
   dlrun_free(maps);
   maps = NULL;
   nmaps = capmaps = 0;
+  atomic_store(&mapped, 0);
   pthread_mutex_unlock(&mu);
+}
+
+const dlrun_device *dlrun_ipc_view_device(const void *p) {
+  if (!atomic_load(&mapped)) return NULL;
+  const dlrun_device *dev = NULL;
+  uintptr_t a = (uintptr_t)p;
+  pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < nmaps && !dev; i++) {
+    uintptr_t v = (uintptr_t)maps[i].view;
+    if (a >= v && a - v < maps[i].region.size) dev = maps[i].dev;
+  }
+  pthread_mutex_unlock(&mu);
+  return dev;
 }
 
 size_t dlrun_ipc_mapped_count(void) {

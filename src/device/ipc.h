@@ -35,6 +35,9 @@ dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
 
 /* Unmap every peer region mapped so far (the job ends). */
 void dlrun_ipc_unmap_all(void);
+/* The peer's device whose memory, mapped here, holds p; NULL when none
+ * does. The trace names it as the source of a copy out of that memory. */
+const dlrun_device *dlrun_ipc_view_device(const void *p);
 /* Peer regions mapped now (tests). */
 size_t dlrun_ipc_mapped_count(void);
 

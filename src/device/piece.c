@@ -97,3 +97,7 @@ dlrun_status dlrun_buffer_piece(const dlrun_buffer *b, size_t esize, int ndim,
   out->ndim = n;
   return DLRUN_OK;
 }
+
+void dlrun_buffer_count_message(const dlrun_buffer *b, uint64_t bytes, bool in) {
+  atomic_fetch_add(in ? &b->dev->bytes_in : &b->dev->bytes_out, bytes);
+}

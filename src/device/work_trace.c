@@ -5,12 +5,14 @@
 #include "core/alloc.h"
 #include "core/trace_impl.h"
 #include "host/hostexec.h"
+#include "ipc.h"
 
 /* One event to record once the work completes: what it was, and when it
  * was enqueued. Names are devices' (they outlive their queued work). */
 typedef struct traced_piece {
   const char *track, *category, *name, *src, *dst;
   uint64_t start, bytes;
+  int src_process;
   bool copy;
 } traced_piece;
 
@@ -24,9 +26,7 @@ static void record(void *ctx) {
   for (size_t i = 0; i < w->n; i++) {
     const traced_piece *p = &w->pieces[i];
     if (p->copy)
-      dlrun_trace_event(p->track, p->category, p->name, p->start,
-                        "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
-                        (unsigned long long)p->bytes, p->src, p->dst);
+      dlrun_trace_transfer(p->track, p->name, p->start, p->bytes, p->src, p->src_process, p->dst);
     else
       dlrun_trace_event(p->track, p->category, p->name, p->start, "\"bytes\": %llu",
                         (unsigned long long)p->bytes);
@@ -51,7 +51,26 @@ static traced_work *traced_new(size_t n) {
   return w;
 }
 
-static const char *end_name(const dlrun_box_end *e) { return e->dev ? e->dev->name : "host"; }
+const char *dlrun_trace_end(const dlrun_box_end *e, int *process) {
+  *process = -1;
+  if (e->dev) return e->dev->name;
+  const dlrun_device *peer = dlrun_ipc_view_device(e->data);
+  if (!peer) return "host";
+  *process = peer->process_index;
+  return peer->name;
+}
+
+void dlrun_trace_transfer(const char *track, const char *name, uint64_t start, uint64_t bytes,
+                          const char *src, int src_process, const char *dst) {
+  if (src_process < 0)
+    dlrun_trace_event(track, "transfer", name, start,
+                      "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
+                      (unsigned long long)bytes, src, dst);
+  else
+    dlrun_trace_event(track, "transfer", name, start,
+                      "\"bytes\": %llu, \"src\": \"%s\", \"src_process\": %d, \"dst\": \"%s\"",
+                      (unsigned long long)bytes, src, src_process, dst);
+}
 
 dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
                                   size_t nwaits, dlrun_event *done) {
@@ -62,10 +81,12 @@ dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const 
     uint64_t start = dlrun_trace_now();
     for (size_t i = 0; i < op->npieces; i++) {
       const dlrun_copy_piece *p = &op->pieces[i];
+      int ignored;
       w->pieces[i] = (traced_piece){
           .track = queue->name, .category = "transfer", .name = "copy", .start = start,
-          .bytes = dlrun_box_bytes(op->esize, op->ndim, p->lo, p->hi), .src = end_name(&p->src),
-          .dst = end_name(&op->dst), .copy = true};
+          .bytes = dlrun_box_bytes(op->esize, op->ndim, p->lo, p->hi), .copy = true};
+      w->pieces[i].src = dlrun_trace_end(&p->src, &w->pieces[i].src_process);
+      w->pieces[i].dst = dlrun_trace_end(&op->dst, &ignored);
     }
   }
   dlrun_status st = queue->platform->copy_box(queue, op, waits, nwaits, done);

@@ -8,6 +8,15 @@
 
 #include "device_impl.h"
 
+/* What a copy's trace event names an end: its device, or "host"; memory
+ * of another process's device mapped here (the one-copy path between
+ * processes) is that device, and *process its process (else -1). */
+const char *dlrun_trace_end(const dlrun_box_end *e, int *process);
+/* A "transfer" event of `bytes` from src to dst on track, from start to
+ * now; src_process (>= 0) says src is that process's device. */
+void dlrun_trace_transfer(const char *track, const char *name, uint64_t start, uint64_t bytes,
+                          const char *src, int src_process, const char *dst);
+
 /* queue->platform->copy_box, traced. */
 dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
                                   size_t nwaits, dlrun_event *done);

@@ -2,6 +2,7 @@
 #include "hostexec.h"
 
 #include "device/buffer.h"
+#include "device/work_trace.h"
 
 #include <string.h>
 
@@ -96,8 +97,6 @@ static void plan_units(copy_work *w) {
   w->nunits = w->first[op->npieces];
 }
 
-static const char *end_name(const dlrun_box_end *e) { return e->dev ? e->dev->name : "host"; }
-
 static void copy_one_unit(void *ctx, size_t i) {
   copy_work *w = ctx;
   const dlrun_copy_op *op = w->op;
@@ -122,10 +121,12 @@ static void copy_one_unit(void *ctx, size_t i) {
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   dlrun_host_copy_box(op->esize, nd, lo, hi, end_view(&op->dst), op->dst.origin,
                       op->dst.strides, end_view(&p->src), p->src.origin, p->src.strides);
-  dlrun_trace_event(w->q->dev->name, "transfer", "copy", start,
-                    "\"bytes\": %llu, \"src\": \"%s\", \"dst\": \"%s\"",
-                    (unsigned long long)dlrun_box_bytes(op->esize, nd, lo, hi), end_name(&p->src),
-                    end_name(&op->dst));
+  if (dlrun_trace_enabled()) {
+    int src_process, ignored;
+    const char *src = dlrun_trace_end(&p->src, &src_process);
+    dlrun_trace_transfer(w->q->dev->name, "copy", start, dlrun_box_bytes(op->esize, nd, lo, hi),
+                         src, src_process, dlrun_trace_end(&op->dst, &ignored));
+  }
 }
 
 static dlrun_status run_copy(void *ctx, dlrun_status prior) {
