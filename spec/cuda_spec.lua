@@ -96,6 +96,8 @@ local ok, e = pcall(a.__dlpack__, a, {stream = 0})
 print(ok, e.name, e.message)
 ok, e = pcall(a.__dlpack__, a, {stream = 7})
 print(ok, e.name, e.message)
+ok, e = pcall(a.__dlpack__, a, {stream = 4095})
+print(ok, e.message:match("got %-?%d+$"))
 ]])
     assert.are.equal("-1\t2\n1\t2\n2\t2\nwrapped\t0,1,2,3,4,5\nfalse\tBufferError\t"
                      .. "stream=0 is ambiguous for arrays on CudaDevice(id=0) (the __dlpack__ "
@@ -103,7 +105,9 @@ print(ok, e.name, e.message)
                      .. "per-thread default stream), a CUstream, -1 (do not wait) or nil (wait "
                      .. "for the array)\n"
                      .. "false\tBufferError\tstream must be nil (wait for the array), -1 (do not "
-                     .. "wait), 1, 2 or a CUstream for arrays on CudaDevice(id=0), got 7\n", out)
+                     .. "wait), 1 (the legacy default stream), 2 (the per-thread default stream) "
+                     .. "or a CUstream (a pointer, 4096 or more: 3 to 4095 cannot be one) for "
+                     .. "arrays on CudaDevice(id=0), got 7\nfalse\tgot 4095\n", out)
   end)
 
   it("gives __cuda_array_interface__ version 3 for single-device arrays, JAX's error for sharded ones",
@@ -127,6 +131,18 @@ print(ok, e.name, e.message)
                      .. "|b1 |i1 <u2 <i8 <f2 <V2 <c16 \n"
                      .. "false\tAttributeError\t__cuda_array_interface__() is supported only for "
                      .. "unsharded arrays.\n", out)
+  end)
+
+  it("refuses __cuda_array_interface__ on a CUDA device's pinned_host memory, naming the kind",
+     function()
+    if not here then return pending("the CUDA driver double is not built") end
+    assert.are.equal("false\tValueError\t__cuda_array_interface__() is supported only for "
+                     .. "arrays in CUDA device memory; this array is in pinned_host memory of "
+                     .. "CudaDevice(id=1) (host memory, kDLCUDAHost)\n", run([[
+local a = dl.zeros({2}, "float32", dl.SingleDeviceSharding(d[2], "pinned_host"))
+local ok, e = pcall(a.__cuda_array_interface__, a)
+print(ok, e.name, e.message)
+]]))
   end)
 
   it("refuses __cuda_array_interface__ on another platform, naming it", function()
@@ -170,14 +186,41 @@ print(table.concat(b:tolist(), ","), table.concat(c:tolist(), ","), table.concat
     if not here then return pending("the CUDA driver double is not built") end
     local code = [[
 local ok, e = pcall(dl.zeros, {4}, "float32", d[1])
-print(ok, e.name, (e.message:gsub("of %d+ bytes", "of N bytes")))
+print(ok, e.name, e.message)
 ]]
-    assert.are.equal("false\tResourceExhaustedError\tCudaDevice(id=0): cuMemCreate of N bytes "
-                     .. "failed: CUDA_ERROR_OUT_OF_MEMORY (2)\n",
-                     run(code, {CUDA_DOUBLE_FAIL = "cuMemCreate:1:2"}))
-    assert.are.equal("false\tResourceExhaustedError\tCudaDevice(id=0): cuMemAlloc of N bytes "
-                     .. "failed: CUDA_ERROR_OUT_OF_MEMORY (2)\n",
-                     run(code, {CUDA_DOUBLE_FAIL = "cuMemAlloc:1:2", CUDA_DOUBLE_NO_VMM = "1"}))
+    local function failed(call, bytes, purpose, err, extra)
+      local env = {CUDA_DOUBLE_FAIL = call .. ":1" .. (err == 2 and ":2" or "")}
+      for k, v in pairs(extra or {}) do env[k] = v end
+      local name = err == 2 and "ResourceExhaustedError" or "RuntimeError"
+      local code_name = err == 2 and "CUDA_ERROR_OUT_OF_MEMORY (2)" or "CUDA_ERROR_UNKNOWN (999)"
+      assert.are.equal("false\t" .. name .. "\tCudaDevice(id=0): " .. call .. " of " .. bytes
+                       .. " bytes (" .. purpose .. ", for a request of 16 bytes) failed: "
+                       .. code_name .. "\n", run(code, env))
+    end
+    -- each call of the backing is named with the bytes it asked for
+    failed("cuMemCreate", 2097152, "a granule of the pool", 2)
+    failed("cuMemMap", 2097152, "a granule of the pool", 999)
+    failed("cuMemSetAccess", 2097152, "a granule of the pool", 999)
+    failed("cuMemsetD8Async", 2097152, "zeroing a fresh granule", 999)
+    -- the pool's one segment: 3/4 of the double's 256 MiB
+    failed("cuMemAlloc", 201326592, "a segment of the pool", 2, {CUDA_DOUBLE_NO_VMM = "1"})
+    failed("cuMemsetD8Async", 201326592, "zeroing a fresh segment", 999, {CUDA_DOUBLE_NO_VMM = "1"})
+  end)
+
+  it("names the device once in a failure of its setup or of its pool's range", function()
+    if not here then return pending("the CUDA driver double is not built") end
+    for _, call in ipairs({"cuDevicePrimaryCtxRetain", "cuDeviceGetAttribute", "cuStreamCreate"}) do
+      local _, err = helpers.run_code('require "dlrun".devices("cuda")', {"--devices", "cuda:2"},
+                                      env_of({CUDA_DOUBLE_FAIL = call .. ":1"}))
+      assert.are.equal("dlrun: RuntimeError: CudaDevice(id=0): " .. call .. " failed: "
+                       .. "CUDA_ERROR_UNKNOWN (999)", err:match("^[^\n]*"))
+    end
+    assert.are.equal("false\tRuntimeError\tCudaDevice(id=0): cuMemAddressReserve of 201326592 "
+                     .. "bytes failed: CUDA_ERROR_UNKNOWN (999)\n",
+                     run([[
+local ok, e = pcall(dl.zeros, {4}, "float32", d[1])
+print(ok, e.name, e.message)
+]], {CUDA_DOUBLE_FAIL = "cuMemAddressReserve:1"}))
   end)
 
   it("fails the work a driver failure hits, with the driver's error, and injected failures", function()
@@ -196,5 +239,46 @@ print(table.concat(dl.zeros({2}, "float32", d[2]):tolist(), ","))
                      .. "CUDA_ERROR_ILLEGAL_ADDRESS (700)\n"
                      .. "false\tRuntimeError\tCudaDevice(id=1): fill failed: injected device failure\n"
                      .. "0.0,0.0\n", out)
+  end)
+
+  -- After one failure from a stream (an injected :async one), the device's
+  -- later fills, copies and device_puts run, before and after synchronize().
+  local AFTER = [[
+local function try(f)
+  local ok, v = pcall(function() return table.concat(f():tolist(), ",") end)
+  print(ok and v or v.message)
+end
+try(function() return dl.full({2}, 1.5, "float64", d[1]) end)
+try(function() return dl.zeros({2}, "float32", d[1]) end)
+try(function() return dl.device_put(dl.arange(3, "int32", d[2]), d[1]) end)
+try(function() return dl.device_put(dl.arange(3, "int32", d[1]), d[2]) end)
+d[1]:synchronize()
+try(function() return dl.full({2}, 2.5, "float64", d[1]) end)
+try(function() return dl.arange(3, "int32", d[2]) end)
+]]
+  it("keeps a device usable after a failure from its stream (a kernel, a staged 3-D copy)",
+     function()
+    if not here then return pending("the CUDA driver double is not built") end
+    local rest = "0.0,0.0\n0,1,2\n0,1,2\n2.5,2.5\n0,1,2\n"
+    assert.are.equal("CudaDevice(id=0): fill failed: CUDA_ERROR_UNKNOWN (999)\n" .. rest,
+                     run(AFTER, {CUDA_DOUBLE_FAIL = "cuLaunchKernel:1::async"}))
+    -- the first 3-D copy is the staged put's first half, on device 1's stream
+    assert.are.equal("1.5,1.5\n0.0,0.0\nCudaDevice(id=0): copy failed: CUDA_ERROR_UNKNOWN (999)\n"
+                     .. "0,1,2\n2.5,2.5\n0,1,2\n",
+                     run(AFTER, {CUDA_DOUBLE_FAIL = "cuMemcpy3DAsync:1::async",
+                                 CUDA_DOUBLE_NO_PEER = "all"}))
+  end)
+
+  it("says a device is unusable after an error sticky for its context, and why", function()
+    if not here then return pending("the CUDA driver double is not built") end
+    local function unusable(what)
+      return "CudaDevice(id=0) is unusable after CUDA_ERROR_ILLEGAL_ADDRESS (700): the " .. what
+             .. " is refused; the error is sticky for the device's CUDA context, and only a new "
+             .. "process can use the device again\n"
+    end
+    assert.are.equal("CudaDevice(id=0): fill failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)\n"
+                     .. unusable("fill") .. unusable("copy") .. "arange: " .. unusable("fill")
+                     .. unusable("fill") .. "0,1,2\n",
+                     run(AFTER, {CUDA_DOUBLE_FAIL = "cuLaunchKernel:1:700:sticky"}))
   end)
 end)

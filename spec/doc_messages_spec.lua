@@ -289,6 +289,31 @@ quote(raised(a.__cuda_array_interface__, a))]]},
      {"__cuda_array_interface__ of a sim array", [[
 local a = dl.arange(3, "float32", dl.devices("sim")[1])
 quote(raised(a.__cuda_array_interface__, a))]]},
+     {"__cuda_array_interface__ of a pinned_host array", [[
+local a = dl.zeros({2}, "float32", dl.SingleDeviceSharding(dl.devices("cuda")[2], "pinned_host"))
+quote(raised(a.__cuda_array_interface__, a))]]},
+     {"stream=7 on a CUDA array", [[
+local a = dl.arange(3, "float32", dl.devices("cuda")[1])
+quote(raised(a.__dlpack__, a, {stream = 7}))]]},
+     {"a stream the driver does not know", [[
+local a = dl.arange(3, "float32", dl.devices("cuda")[1])
+quote(raised(a.__dlpack__, a, {stream = 4096}))]]},
+   }},
+  {name = "one process on cuda:1, a sticky error (the driver double)", args = {"--devices", "cuda:1"},
+   env = {DLRUN_CUDA_LIBRARY = CUDA_DOUBLE, CUDA_DOUBLE_FAIL = "cuLaunchKernel:1:700:sticky"},
+   missing = cuda_missing, covers = "RuntimeError: CudaDevice(id=0) is unusable", cases = {
+     {"a fill after a sticky error", [[
+local d = dl.devices("cuda")[1]
+pcall(function() dl.full({2}, 1.5, "float64", d):block_until_ready() end)
+quote(raised(dl.zeros, {2}, "float32", d))]]},
+   }},
+  {name = "one process on cuda:2 without VMM, cuMemAlloc failing (the driver double)",
+   args = {"--devices", "cuda:2"},
+   env = {DLRUN_CUDA_LIBRARY = CUDA_DOUBLE, CUDA_DOUBLE_NO_VMM = "1",
+          CUDA_DOUBLE_FAIL = "cuMemAlloc:1:2"},
+   missing = cuda_missing, covers = "ResourceExhaustedError: CudaDevice(id=0): cuMemAlloc", cases = {
+     {"a segment the driver cannot allocate", [[
+quote(raised(dl.zeros, {4}, "float32", dl.devices("cuda")[1]))]]},
    }},
   {name = "4 processes of sim:2", procs = 4, args = "--devices sim:2", prelude = JOB, cases = FOUR},
   {name = "2 processes, process 1 late", procs = 2, env = {DLRUN_DISTRIBUTED_TIMEOUT = "0.5"},

@@ -300,7 +300,9 @@ local STREAMS = {
   sim = "nil (wait for the array) or -1 (do not wait)",
   opencl = "nil (wait for the array), -1 (do not wait) or the cl_command_queue of an OpenCL "
            .. "device of dlrun",
-  cuda = "nil (wait for the array), -1 (do not wait), 1, 2 or a CUstream",
+  cuda = "nil (wait for the array), -1 (do not wait), 1 (the legacy default stream), 2 (the "
+         .. "per-thread default stream) or a CUstream (a pointer, 4096 or more: 3 to 4095 cannot "
+         .. "be one)",
 }
 function M.streams() return STREAMS[platform().platform] end
 

@@ -41,8 +41,14 @@ int dlrun_lua_cuda_array_interface(lua_State *L) {
                            "__cuda_array_interface__() is supported only for unsharded arrays.");
   int32_t type, id;
   dlrun_lua_check(L, dlrun_export_device(a, &type, &id));
+  dlrun_device *dev = dlrun_array_device(a);
+  dlrun_memory_kind kind = dlrun_sharding_memory_kind(dlrun_array_sharding(a));
+  if (type == kDLCUDAHost) /* a CUDA device's, but host memory: the kind is why */
+    return dlrun_lua_raise(L, "ValueError",
+                           "__cuda_array_interface__() is supported only for arrays in CUDA device "
+                           "memory; this array is in %s memory of %s (host memory, kDLCUDAHost)",
+                           dlrun_memory_kind_name(kind), dlrun_device_name(dev));
   if (type != kDLCUDA) {
-    dlrun_device *dev = dlrun_array_device(a);
     return dlrun_lua_raise(L, "ValueError",
                            "__cuda_array_interface__() is supported only for arrays on CUDA "
                            "devices; this array is on %s (platform %s)",

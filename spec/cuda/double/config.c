@@ -75,7 +75,7 @@ fail:
   bad(cfg, "CUDA_DOUBLE_NO_PEER", v, "\"all\" or pairs of ordinals such as \"0-1,2-3\"");
 }
 
-/* "symbol:n[+][:code][:async]", comma-separated. */
+/* "symbol:n[+][:code][:async|:sticky]", comma-separated. */
 static void parse_fails(dbl_config *cfg, const char *v) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", v);
@@ -92,8 +92,9 @@ static void parse_fails(dbl_config *cfg, const char *v) {
     f->from_n = *end == '+';
     if (*end && strcmp(end, "+") != 0) goto fail;
     for (char *more = strtok_r(NULL, ":", &save2); more; more = strtok_r(NULL, ":", &save2)) {
-      if (strcmp(more, "async") == 0) {
+      if (strcmp(more, "async") == 0 || strcmp(more, "sticky") == 0) {
         f->async = true;
+        f->sticky |= more[0] == 's';
         continue;
       }
       long code = strtol(more, &end, 10);
@@ -105,7 +106,7 @@ static void parse_fails(dbl_config *cfg, const char *v) {
   return;
 fail:
   bad(cfg, "CUDA_DOUBLE_FAIL", v,
-      "items \"entry:n[+][:code][:async]\" separated by commas, entry a name of the driver API "
+      "items \"entry:n[+][:code][:async|:sticky]\" separated by commas, entry a name of the driver API "
       "subset, n from 1");
 }
 

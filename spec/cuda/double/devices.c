@@ -77,6 +77,7 @@ void dbl_context_teardown(dlcu_context ctx) {
   dbl_modules_teardown(ctx);
   dbl_memory_teardown(ctx);
   ctx->peers = 0;
+  ctx->sticky = DLCU_SUCCESS; /* a fresh primary context next time */
   for (int i = 0; i < DBL_MAX_DEVICES; i++) dbl.ctx[i].peers &= ~((uint64_t)1 << ctx->device);
 }
 

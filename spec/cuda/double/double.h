@@ -45,13 +45,17 @@ typedef enum dbl_id {
 
 /* One CUDA_DOUBLE_FAIL item: the n-th call of entry `id` (and every later
  * one with `from_n`) fails with `code`, at the call or, `async`, later at
- * the stream. */
+ * the stream; `sticky` (async too): the context keeps the error. */
 typedef struct dbl_fail {
   dbl_id id;
   unsigned long n;
-  bool from_n, async;
+  bool from_n, async, sticky;
   dlcu_result code;
 } dbl_fail;
+
+/* Marks an injected async failure as sticky on its way to the op
+ * (dbl_enter's `async`; dbl_op_new takes it off). */
+#define DBL_STICKY 0x40000000
 
 typedef struct dbl_config {
   int devices;
@@ -103,6 +107,7 @@ struct dlcu_ctx_st {
   int device;
   int refs; /* primary context retains; active while > 0 */
   uint64_t peers; /* bit j: peer access to device j enabled */
+  dlcu_result sticky; /* a sticky error: every later call in the context returns it */
   dlcu_stream null_stream; /* the legacy default stream, made on first use */
 };
 
@@ -128,6 +133,7 @@ typedef struct dbl_op {
   struct dbl_op *next;
   dbl_op_kind kind;
   dlcu_result fail; /* injected, surfaces at the stream */
+  bool sticky;      /* the failure then stays with the context */
   union {
     dbl_copy copy;
     struct { uint64_t dst, n; uint32_t value; unsigned size; } set;

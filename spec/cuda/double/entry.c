@@ -15,6 +15,22 @@ dbl_state dbl = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INIT
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static void config_load(void) { dbl_config_read(&dbl.cfg); }
 
+/* What still answers in a context with a sticky error: device queries,
+ * context management, and frees and destroys (so that nothing leaks). */
+static bool sticky_exempt(dbl_id id) {
+  switch (id) {
+  case DBL_ID_DeviceGet: case DBL_ID_DeviceGetCount: case DBL_ID_DeviceGetName:
+  case DBL_ID_DeviceGetAttribute: case DBL_ID_DeviceTotalMem: case DBL_ID_DeviceCanAccessPeer:
+  case DBL_ID_DevicePrimaryCtxRetain: case DBL_ID_DevicePrimaryCtxRelease:
+  case DBL_ID_CtxSetCurrent: case DBL_ID_MemFree: case DBL_ID_MemFreeHost:
+  case DBL_ID_MemUnmap: case DBL_ID_MemRelease: case DBL_ID_MemAddressFree:
+  case DBL_ID_StreamDestroy: case DBL_ID_EventDestroy: case DBL_ID_ModuleUnload:
+    return true;
+  default:
+    return false;
+  }
+}
+
 dlcu_result dbl_enter(dbl_id id, dlcu_result *async) {
   pthread_once(&config_once, config_load);
   if (dbl.cfg.stub) return DLCU_ERROR_STUB_LIBRARY;
@@ -25,11 +41,16 @@ dlcu_result dbl_enter(dbl_id id, dlcu_result *async) {
     return rc;
   }
   unsigned long n = ++dbl.calls[id];
+  dlcu_context ctx = dbl_current();
+  if (ctx && ctx->sticky && !sticky_exempt(id)) {
+    pthread_mutex_unlock(&dbl.lock);
+    return ctx->sticky;
+  }
   for (int i = 0; i < dbl.cfg.nfails; i++) {
     const dbl_fail *f = &dbl.cfg.fails[i];
     if (f->id != id || !(n == f->n || (f->from_n && n > f->n))) continue;
     if (f->async && async) {
-      *async = f->code;
+      *async = f->code | (f->sticky ? DBL_STICKY : 0);
       break;
     }
     pthread_mutex_unlock(&dbl.lock);

@@ -25,7 +25,8 @@ static void record_done(dbl_op *op, dlcu_result error) {
 }
 
 static void op_run(dlcu_stream s, dbl_op *op) {
-  dlcu_result rc = op->fail;
+  dlcu_result rc = s->ctx->sticky ? s->ctx->sticky : op->fail;
+  if (op->fail && op->sticky && !s->ctx->sticky) s->ctx->sticky = op->fail;
   if (op->kind == DBL_OP_RECORD) {
     if (rc && !s->error) s->error = rc;
     record_done(op, s->error);
@@ -104,7 +105,8 @@ dbl_op *dbl_op_new(dbl_op_kind kind, dlcu_result fail) {
   dbl_op *op = calloc(1, sizeof *op);
   if (op) {
     op->kind = kind;
-    op->fail = fail;
+    op->fail = fail & ~DBL_STICKY;
+    op->sticky = (fail & DBL_STICKY) != 0;
   }
   return op;
 }
@@ -171,7 +173,7 @@ dlcu_result cuStreamSynchronize(dlcu_stream stream) {
   dlcu_result rc = dbl_stream_arg(stream, false, &s);
   if (rc) return dbl_leave(rc);
   while (s->head) pthread_cond_wait(&dbl.changed, &dbl.lock);
-  rc = s->error;
+  rc = s->ctx->sticky ? s->ctx->sticky : s->error;
   s->error = DLCU_SUCCESS;
   return dbl_leave(rc);
 }
@@ -262,6 +264,7 @@ dlcu_result cuEventQuery(dlcu_event event) {
   DBL_ENTER(EventQuery);
   dlcu_event e = event_arg(event);
   if (!e) return dbl_leave(DLCU_ERROR_INVALID_HANDLE);
+  if (e->ctx->sticky) return dbl_leave(e->ctx->sticky);
   return dbl_leave(e->done >= e->recorded ? e->error : DLCU_ERROR_NOT_READY);
 }
 
@@ -271,7 +274,7 @@ dlcu_result cuEventSynchronize(dlcu_event event) {
   if (!e) return dbl_leave(DLCU_ERROR_INVALID_HANDLE);
   e->refs++; /* destroyed meanwhile by another thread: still ours */
   while (e->done < e->recorded) pthread_cond_wait(&dbl.changed, &dbl.lock);
-  dlcu_result rc = e->error;
+  dlcu_result rc = e->ctx->sticky ? e->ctx->sticky : e->error;
   dbl_event_unref(e);
   return dbl_leave(rc);
 }

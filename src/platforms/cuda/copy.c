@@ -277,11 +277,18 @@ dlrun_status cu_copy_box(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event
   cu_device *d = cu_dev(dev);
   if (op->ndim < 0 || op->ndim > DLRUN_MAX_NDIM)
     return cu_svc->fail(DLRUN_ERR_VALUE, "%s: a copy of rank %d", d->name, op->ndim);
+  /* a device unusable after a sticky error: its own, or a source's */
+  dlrun_status st = cu_usable(d, "copy");
+  for (size_t i = 0; !st && i < op->npieces; i++) {
+    side s = side_of(&op->pieces[i].src);
+    if (s.d) st = cu_usable(s.d, "copy");
+  }
+  if (st) return st;
   /* First every place (memory backed now, bounds checked), so that a
    * failure enqueues nothing. */
   bool unused = false;
   copy_pass check = {.d = d, .enqueued = &unused};
-  dlrun_status st = each_piece(&check, op);
+  st = each_piece(&check, op);
   if (st) return st;
   copy_work *w = calloc(1, sizeof *w);
   if (!w) return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);

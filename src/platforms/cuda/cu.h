@@ -49,6 +49,7 @@ typedef struct cu_range {
   size_t nsegs;
   dlcu_mem_handle *handles; /* VMM: one per granule, 0 while unmapped */
   dlcu_ptr *segs;           /* cuMemAlloc segments, 0 until used */
+  uint64_t *touched;        /* per granule or segment: the bytes from its start used */
 } cu_range;
 
 /* ---- devices (device.c) ---- */
@@ -62,6 +63,7 @@ typedef struct cu_device {
   dlcu_device cu;
   dlcu_context ctx; /* the primary context, retained */
   dlcu_stream stream;
+  dlcu_event unrecorded; /* never recorded: a wait on it checks a stream handle */
   dlrun_timeline *tl;
   uint64_t total_mem;
   bool vmm;              /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
@@ -77,6 +79,7 @@ typedef struct cu_device {
   bool draining, stop;
   pthread_t thread;         /* submits gated ops, completes recorded ones */
   unsigned inject[2];
+  dlcu_result broken;       /* a sticky error of the context (atomic): the device is unusable */
   cu_range *ranges;
   dlcu_module module;       /* the PTX kernels, loaded on first use */
   dlcu_function kernels[3];
@@ -112,6 +115,9 @@ typedef dlcu_result (*cu_work_fn)(cu_device *d, void *arg, bool *enqueued);
 dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work_fn work,
                         void *arg, void (*free_arg)(void *), void (*on_complete)(void *),
                         void *ctx, const dlrun_event *waits, size_t nwaits, dlrun_event *done);
+/* DLRUN_OK, or the error that d's context is unusable after a sticky
+ * driver error, naming `what` (the work refused). */
+dlrun_status cu_usable(cu_device *d, const char *what);
 /* Make `stream` (a driver stream handle) wait for ev. */
 dlrun_status cu_stream_wait_event(cu_device *d, dlcu_stream stream, dlrun_event ev);
 /* The completion thread of d (device.c starts it). */

@@ -51,17 +51,17 @@ static void destroy_sync(cu_device *d) {
   pthread_cond_destroy(&d->idle);
 }
 
+/* Its failures do not name the device: the library prefixes them with it. */
 dlrun_status cu_device_init(dlrun_device *dev, size_t local_index, size_t ndevices, void **impl) {
   const char *name = cu_svc->device_name(dev);
   char why[200];
   int count;
-  if (!cu_load(&count, why, sizeof why))
-    return cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: %s", name, why);
+  if (!cu_load(&count, why, sizeof why)) return cu_svc->fail(DLRUN_ERR_RUNTIME, "%s", why);
   if (local_index >= (size_t)count)
-    return cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: the CUDA driver has %d devices, not %zu", name,
-                        count, local_index + 1);
+    return cu_svc->fail(DLRUN_ERR_RUNTIME, "the CUDA driver has %d devices, not %zu", count,
+                        local_index + 1);
   cu_device *d = calloc(1, sizeof *d);
-  if (!d) return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", name);
+  if (!d) return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "out of host memory");
   d->dev = dev;
   d->name = name;
   d->index = local_index;
@@ -91,16 +91,20 @@ dlrun_status cu_device_init(dlrun_device *dev, size_t local_index, size_t ndevic
     call = "cuStreamCreate";
     r = cu_api.StreamCreate(&d->stream, DLCU_STREAM_NON_BLOCKING);
   }
+  if (!r) {
+    call = "cuEventCreate";
+    r = cu_api.EventCreate(&d->unrecorded, DLCU_EVENT_DISABLE_TIMING);
+  }
   dlrun_status st = DLRUN_OK;
   if (r) {
-    st = cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: %s (%d)", name, call, cu_error_name(r),
-                      r);
+    st = cu_svc->fail(DLRUN_ERR_RUNTIME, "%s failed: %s (%d)", call, cu_error_name(r), r);
   } else if (!(st = cu_svc->timeline_create(&cu_platform, &d->tl)) &&
              pthread_create(&d->thread, NULL, cu_completion_main, d) != 0) {
     cu_svc->timeline_destroy(d->tl);
-    st = cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: cannot start a thread", name);
+    st = cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot start a thread");
   }
   if (st) {
+    if (d->unrecorded) cu_api.EventDestroy(d->unrecorded);
     if (d->stream) cu_api.StreamDestroy(d->stream);
     if (retained) cu_api.DevicePrimaryCtxRelease(d->cu);
     cu_contexts_changed();
@@ -133,6 +137,7 @@ void cu_device_destroy(dlrun_device *dev, void *impl) {
   cu_make_current(d->ctx);
   cu_api.StreamSynchronize(d->stream);
   if (d->module) cu_api.ModuleUnload(d->module);
+  cu_api.EventDestroy(d->unrecorded);
   cu_api.StreamDestroy(d->stream);
   cu_svc->timeline_destroy(d->tl);
   cu_api.DevicePrimaryCtxRelease(d->cu);

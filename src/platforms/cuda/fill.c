@@ -133,6 +133,8 @@ dlrun_status cu_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint
                      const dlrun_fill *f, const dlrun_event *waits, size_t nwaits,
                      dlrun_event *done) {
   cu_device *d = cu_dev(dev);
+  dlrun_status st = cu_usable(d, "fill");
+  if (st) return st;
   if (f->esize == 0 || f->esize > 16 || nbytes % f->esize)
     return cu_svc->fail(DLRUN_ERR_VALUE, "%s: a fill of %llu bytes of %zu-byte elements",
                         d->name, (unsigned long long)nbytes, f->esize);
@@ -144,7 +146,7 @@ dlrun_status cu_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint
   *w = (fill_work){.kind = kind, .data = data, .nbytes = nbytes, .f = *f};
   dlcu_result unused;
   bool none;
-  dlrun_status st = each_part(d, w, false, &unused, &none);
+  st = each_part(d, w, false, &unused, &none);
   if (!st && f->sequence && nbytes) { /* the kernels loaded now: a failure enqueues nothing */
     dlcu_function fn;
     pthread_mutex_lock(&d->lock);

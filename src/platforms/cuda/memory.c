@@ -67,17 +67,24 @@ uint64_t cu_default_capacity(const dlrun_device *dev, dlrun_memory_kind kind, si
 
 static uint64_t round_up(uint64_t v, uint64_t unit) { return (v + unit - 1) / unit * unit; }
 
-static dlrun_status driver_failure(cu_device *d, const char *call, uint64_t size, dlcu_result r) {
+static dlrun_status driver_failure(const char *call, uint64_t size, dlcu_result r) {
   return cu_svc->fail(r == DLCU_ERROR_OUT_OF_MEMORY ? DLRUN_ERR_RESOURCE_EXHAUSTED
                                                     : DLRUN_ERR_RUNTIME,
-                      "%s: %s of %llu bytes failed: %s (%d)", d->name, call,
-                      (unsigned long long)size, cu_error_name(r), r);
+                      "%s of %llu bytes failed: %s (%d)", call, (unsigned long long)size,
+                      cu_error_name(r), r);
 }
 
+/* Which driver call failed while backing memory, and for what. */
+typedef struct backing {
+  const char *call, *purpose;
+  uint64_t bytes;
+} backing;
+
+/* Its failures do not name the device: the pool prefixes its label. */
 dlrun_status cu_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size, void **base) {
   cu_device *d = cu_dev(dev);
   cu_range *r = calloc(1, sizeof *r);
-  if (!r) return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
+  if (!r) return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "out of host memory");
   *r = (cu_range){.kind = kind, .size = size, .vmm = kind == DLRUN_MEM_DEVICE && d->vmm};
   dlcu_result res = cu_make_current(d->ctx);
   dlrun_status st = DLRUN_OK;
@@ -85,20 +92,21 @@ dlrun_status cu_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size
     void *p = NULL;
     if (!res) res = cu_api.MemHostAlloc(&p, size, DLCU_MEMHOSTALLOC_PORTABLE |
                                                        DLCU_MEMHOSTALLOC_DEVICEMAP);
-    if (res) st = driver_failure(d, "cuMemHostAlloc", size, res);
+    if (res) st = driver_failure("cuMemHostAlloc", size, res);
     r->base = p;
   } else {
     r->seg = r->vmm ? d->granularity : (size < SEGMENT ? size : SEGMENT);
     r->nsegs = (size_t)((size + r->seg - 1) / r->seg);
     if (r->vmm) r->handles = calloc(r->nsegs, sizeof *r->handles);
     else r->segs = calloc(r->nsegs, sizeof *r->segs);
-    if (!r->handles && !r->segs) {
-      st = cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
+    r->touched = calloc(r->nsegs, sizeof *r->touched);
+    if ((!r->handles && !r->segs) || !r->touched) {
+      st = cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "out of host memory");
     } else if (r->vmm) {
       dlcu_ptr p = 0;
       uint64_t whole = round_up(size, r->seg);
       if (!res) res = cu_api.MemAddressReserve(&p, whole, r->seg, 0, 0);
-      if (res) st = driver_failure(d, "cuMemAddressReserve", whole, res);
+      if (res) st = driver_failure("cuMemAddressReserve", whole, res);
       r->base = (unsigned char *)(uintptr_t)p;
     } else {
       void *p = NULL;
@@ -109,6 +117,7 @@ dlrun_status cu_reserve(dlrun_device *dev, dlrun_memory_kind kind, uint64_t size
   if (st) {
     free(r->handles);
     free(r->segs);
+    free(r->touched);
     free(r);
     return st;
   }
@@ -127,6 +136,7 @@ static uint64_t unmap_granule(cu_range *r, size_t i) {
   cu_api.MemUnmap(at, r->seg);
   cu_api.MemRelease(r->handles[i]);
   r->handles[i] = 0;
+  r->touched[i] = 0;
   return r->seg;
 }
 
@@ -152,6 +162,7 @@ void cu_release(dlrun_device *dev, dlrun_memory_kind kind, void *base, uint64_t 
   }
   free(r->handles);
   free(r->segs);
+  free(r->touched);
   free(r);
 }
 
@@ -199,14 +210,16 @@ bool cu_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data, 
 
 /* Back granule i of a VMM range (mem_lock held): readable and writable by
  * the device and by every device that can reach it as a peer. */
-static dlcu_result map_granule(cu_device *d, cu_range *r, size_t i) {
+static dlcu_result map_granule(cu_device *d, cu_range *r, size_t i, backing *b) {
   if (r->handles[i]) return DLCU_SUCCESS;
   dlcu_mem_allocation_prop prop = {.type = DLCU_MEM_ALLOCATION_TYPE_PINNED,
                                    .location = {DLCU_MEM_LOCATION_TYPE_DEVICE, d->cu}};
   dlcu_ptr at = (dlcu_ptr)(uintptr_t)r->base + (dlcu_ptr)i * r->seg;
   dlcu_mem_handle h = 0;
+  b->call = "cuMemCreate";
   dlcu_result res = cu_api.MemCreate(&h, r->seg, &prop, 0);
   if (res) return res;
+  b->call = "cuMemMap";
   if ((res = cu_api.MemMap(at, r->seg, 0, h, 0))) {
     cu_api.MemRelease(h);
     return res;
@@ -222,6 +235,7 @@ static dlcu_result map_granule(cu_device *d, cu_range *r, size_t i) {
       desc[nd++] = (dlcu_mem_access_desc){{DLCU_MEM_LOCATION_TYPE_DEVICE, o},
                                           DLCU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   }
+  b->call = "cuMemSetAccess";
   if ((res = cu_api.MemSetAccess(at, r->seg, desc, nd))) {
     cu_api.MemUnmap(at, r->seg);
     cu_api.MemRelease(h);
@@ -238,31 +252,42 @@ static dlcu_result zero(cu_device *d, dlcu_ptr p, uint64_t n) {
   return cu_api.MemsetD8Async(p, 0, (size_t)n, d->stream);
 }
 
-/* Back [off, off + n) of r (mem_lock held, context current). */
-static dlcu_result back(cu_device *d, cu_range *r, uint64_t off, uint64_t n, const char **call) {
+/* Back [off, off + n) of r (mem_lock held, context current), noting how
+ * far into each granule or segment memory was used (decommit's test of a
+ * wholly unused one); *b: what failed. */
+static dlcu_result back(cu_device *d, cu_range *r, uint64_t off, uint64_t n, backing *b) {
   size_t first = (size_t)(off / r->seg), last = (size_t)((off + (n ? n : 1) - 1) / r->seg);
   for (size_t i = first; i <= last && i < r->nsegs; i++) {
-    dlcu_result res;
+    dlcu_result res = DLCU_SUCCESS;
     uint64_t start = (uint64_t)i * r->seg;
-    if (r->vmm) {
-      if (r->handles[i]) continue;
-      *call = "cuMemCreate";
-      if (!(res = map_granule(d, r, i)))
+    uint64_t len = r->size - start < r->seg ? r->size - start : r->seg;
+    uint64_t end = off + n - start < len ? off + n - start : len;
+    b->bytes = r->vmm ? r->seg : len;
+    if (r->vmm && !r->handles[i]) {
+      b->purpose = "a granule of the pool";
+      if (!(res = map_granule(d, r, i, b))) {
+        b->call = "cuMemsetD8Async";
+        b->purpose = "zeroing a fresh granule";
         res = zero(d, (dlcu_ptr)(uintptr_t)r->base + start, r->seg);
-    } else {
-      if (r->segs[i]) continue;
-      uint64_t len = r->size - start < r->seg ? r->size - start : r->seg;
-      *call = "cuMemAlloc";
-      if (!(res = cu_api.MemAlloc(&r->segs[i], (size_t)len))) res = zero(d, r->segs[i], len);
+      }
+    } else if (!r->vmm && !r->segs[i]) {
+      b->call = "cuMemAlloc";
+      b->purpose = "a segment of the pool";
+      if (!(res = cu_api.MemAlloc(&r->segs[i], (size_t)len))) {
+        b->call = "cuMemsetD8Async";
+        b->purpose = "zeroing a fresh segment";
+        res = zero(d, r->segs[i], len);
+      }
     }
     if (res) return res;
+    if (end > r->touched[i]) r->touched[i] = end;
   }
   return DLCU_SUCCESS;
 }
 
 dlrun_status cu_place_of(cu_device *d, dlrun_memory_kind kind, const void *addr, uint64_t n,
                          dlcu_ptr *out, uint64_t *room) {
-  const char *call = "";
+  backing b = {"cuCtxSetCurrent", "", 0};
   dlcu_result res = cu_make_current(d->ctx);
   pthread_mutex_lock(&d->mem_lock);
   cu_range *r = range_of(d, kind, addr, 1);
@@ -273,17 +298,25 @@ dlrun_status cu_place_of(cu_device *d, dlrun_memory_kind kind, const void *addr,
   } else if (kind == DLRUN_MEM_PINNED_HOST || r->vmm) {
     *out = (dlcu_ptr)(uintptr_t)addr;
     *room = r->size - off;
-    if (!res && r->vmm) res = back(d, r, off, n < *room ? n : *room, &call);
+    if (!res && r->vmm) res = back(d, r, off, n < *room ? n : *room, &b);
   } else {
     size_t i = (size_t)(off / r->seg);
     uint64_t start = (uint64_t)i * r->seg;
     uint64_t seglen = r->size - start < r->seg ? r->size - start : r->seg;
-    if (!res) res = back(d, r, off, 1, &call);
-    *out = res ? 0 : r->segs[i] + (off - start);
     *room = seglen - (off - start);
+    if (!res) res = back(d, r, off, n < *room ? n : *room, &b);
+    *out = res ? 0 : r->segs[i] + (off - start);
   }
   pthread_mutex_unlock(&d->mem_lock);
-  if (res) return driver_failure(d, call, n, res);
+  if (res && !b.bytes)
+    return cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: %s (%d)", d->name, b.call,
+                        cu_error_name(res), res);
+  if (res)
+    return cu_svc->fail(res == DLCU_ERROR_OUT_OF_MEMORY ? DLRUN_ERR_RESOURCE_EXHAUSTED
+                                                        : DLRUN_ERR_RUNTIME,
+                        "%s: %s of %llu bytes (%s, for a request of %llu bytes) failed: %s (%d)",
+                        d->name, b.call, (unsigned long long)b.bytes, b.purpose,
+                        (unsigned long long)n, cu_error_name(res), res);
   return DLRUN_OK;
 }
 
@@ -307,17 +340,20 @@ uint64_t cu_decommit(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint
   cu_make_current(d->ctx);
   pthread_mutex_lock(&d->mem_lock);
   cu_range *r = range_of(d, kind, data, size);
-  /* whole granules or segments only: one shared with a live block stays */
+  /* Whole granules or segments only: one shared with a live block stays.
+   * The pool's range stops where its blocks ever reached, short of a
+   * segment's end: a unit is unused when the range covers what was used. */
   uint64_t off = r ? (uint64_t)((unsigned char *)data - r->base) : 0;
   for (uint64_t g = r ? round_up(off, r->seg) : 0; r && g < off + size; g += r->seg) {
     size_t i = (size_t)(g / r->seg);
     uint64_t len = r->size - g < r->seg ? r->size - g : r->seg;
-    if (g + len > off + size) break;
+    if (g + r->touched[i] > off + size) break;
     if (r->vmm) {
       freed += unmap_granule(r, i);
     } else if (r->segs[i]) {
       cu_api.MemFree(r->segs[i]);
       r->segs[i] = 0;
+      r->touched[i] = 0;
       freed += len;
     }
   }

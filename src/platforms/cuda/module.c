@@ -40,9 +40,10 @@ static int64_t cu_consumer_stream(const dlrun_device *dev) {
 }
 
 /* Make the consumer's stream wait for ev: 1 is the legacy default stream,
- * 2 the per-thread default stream (CUstream 0x1 and 0x2), any other value a
- * CUstream (a pointer: values below 4096 are refused); 0 is refused (the
- * Array API leaves it ambiguous). */
+ * 2 the per-thread default stream (CUstream 0x1 and 0x2), a value of 4096
+ * or more a CUstream (a pointer: none lies in the first page, so 3 to 4095
+ * are no handle and refused); 0 is refused (the Array API leaves it
+ * ambiguous). The driver checks the handle (cu_stream_wait_event). */
 static dlrun_status cu_stream_wait(const dlrun_device *dev, int64_t stream, dlrun_event ev) {
   cu_device *d = cu_dev(dev);
   if (stream == 0)
@@ -54,8 +55,9 @@ static dlrun_status cu_stream_wait(const dlrun_device *dev, int64_t stream, dlru
   /* a CUstream is a pointer: no handle lies in the first page */
   if (stream < -1 || (stream > 2 && stream < 4096))
     return cu_svc->fail(DLRUN_ERR_BUFFER,
-                        "stream must be nil (wait for the array), -1 (do not wait), 1, 2 or a "
-                        "CUstream for arrays on %s, got %lld",
+                        "stream must be nil (wait for the array), -1 (do not wait), 1 (the legacy "
+                        "default stream), 2 (the per-thread default stream) or a CUstream (a "
+                        "pointer, 4096 or more: 3 to 4095 cannot be one) for arrays on %s, got %lld",
                         d->name, (long long)stream);
   return cu_stream_wait_event(d, (dlcu_stream)(intptr_t)stream, ev);
 }

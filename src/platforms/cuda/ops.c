@@ -126,6 +126,41 @@ static bool submit(cu_device *d, cu_op *op) {
   return true;
 }
 
+/* ---- failures from the streams ---- */
+
+dlrun_status cu_usable(cu_device *d, const char *what) {
+  dlcu_result b = __atomic_load_n(&d->broken, __ATOMIC_ACQUIRE);
+  if (!b) return DLRUN_OK;
+  return cu_svc->fail(DLRUN_ERR_RUNTIME,
+                      "%s is unusable after %s (%d): the %s is refused; the error is sticky for "
+                      "the device's CUDA context, and only a new process can use the device "
+                      "again",
+                      d->name, cu_error_name(b), b, what);
+}
+
+/* Whether d's stream answers without an error once its own is returned: a
+ * stream keeps an asynchronous error until cuStreamSynchronize returns it,
+ * while a context whose error is sticky (an illegal address on a GPU)
+ * answers every call with it: then the device is unusable. */
+static void clear_stream(cu_device *d) {
+  if (__atomic_load_n(&d->broken, __ATOMIC_ACQUIRE) || cu_make_current(d->ctx)) return;
+  cu_api.StreamSynchronize(d->stream);
+  dlcu_result again = cu_api.StreamSynchronize(d->stream);
+  if (again) __atomic_store_n(&d->broken, again, __ATOMIC_RELEASE);
+}
+
+/* Work on d's stream failed (d->lock held): every device's stream is
+ * cleared (a staged copy fails on its source's stream too), so that later
+ * work succeeds; work queued behind the failure still fails with it. */
+static void recover(cu_device *d) {
+  pthread_mutex_lock(&cu_devices_lock);
+  for (cu_device *o = cu_devices; o; o = o->next)
+    if (o != d) clear_stream(o);
+  pthread_mutex_unlock(&cu_devices_lock);
+  clear_stream(d);
+  cu_make_current(d->ctx);
+}
+
 /* ---- waits ---- */
 
 /* An awaited event completed: note its failure, open its gate. A timeline
@@ -169,6 +204,12 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
   *op = (cu_op){.d = d, .what = what, .pending = 2, .work = work, .arg = arg,
                 .free_arg = free_arg, .on_complete = on_complete, .ctx = ctx,
                 .waits = waits, .nwaits = nwaits};
+  dlrun_status refused = cu_usable(d, what);
+  if (refused) {
+    op_free(op);
+    free(ws);
+    return refused;
+  }
   if ((r = cu_make_current(d->ctx)) ||
       (r = cu_api.EventCreate(&op->ev, DLCU_EVENT_DISABLE_TIMING))) {
     op->ev = NULL;
@@ -304,6 +345,7 @@ void *cu_completion_main(void *arg) {
       dlcu_result r = cu_api.EventSynchronize(op->ev);
       pthread_mutex_lock(&d->lock);
       if (r && !op->err) op->err = r;
+      if (r) recover(d);
       op->state = OP_WORK_DONE;
       op_release(op);
       continue;
@@ -317,21 +359,23 @@ void *cu_completion_main(void *arg) {
 
 /* ---- the stream protocol ---- */
 
+/* The consumer's stream is always handed to the driver, so that an unknown
+ * handle is refused whether or not the array is still being written (a
+ * written array's wait is one on an event never recorded: nothing). */
 dlrun_status cu_stream_wait_event(cu_device *d, dlcu_stream stream, dlrun_event ev) {
-  if (!ev.platform) return DLRUN_OK;
-  if (cu_svc->event_query(ev)) {
-    dlrun_status st;
+  dlrun_status st = cu_usable(d, "wait for the consumer's stream");
+  if (st) return st;
+  if (ev.platform && cu_svc->event_query(ev)) {
     failure_of(ev, &st);
-    return st;
+    if (st) return st;
+    ev.platform = NULL;
   }
   dlcu_result r = cu_make_current(d->ctx);
-  bool native = false;
+  bool native = !ev.platform;
   pthread_mutex_lock(&live_lock);
   cu_op *op = ev.platform == &cu_platform ? live_op(ev) : NULL;
-  if (op && !r) {
-    native = true;
-    r = cu_api.StreamWaitEvent(stream, op->ev, 0);
-  }
+  native |= op != NULL;
+  if (!r) r = cu_api.StreamWaitEvent(stream, op ? op->ev : d->unrecorded, 0);
   pthread_mutex_unlock(&live_lock);
   if (r)
     return cu_svc->fail(DLRUN_ERR_BUFFER, "%s: the consumer's stream %p cannot wait: "
