@@ -312,6 +312,16 @@ function M.streams() return STREAMS[platform().platform] end
 local PINNED_DL_TYPE = {sim = 1, opencl = 1, cuda = 3}
 function M.pinned_dl_type() return PINNED_DL_TYPE[platform().platform] end
 
+-- What the default platform's memory_stats().bytes_reserved reads once the
+-- blocks used reach `bytes` from a pool's start: the pool's own figure, or
+-- on cuda what the driver holds, whole granules of 2 MiB (the double's and
+-- a GPU's; docs/cuda.md), 0 for none.
+function M.reserved(bytes)
+  if platform().platform ~= "cuda" then return bytes end
+  local granule = 2 * 1024 * 1024
+  return (bytes + granule - 1) // granule * granule
+end
+
 -- What "auto" gives a child of this suite (an empty DLRUN_DEVICES): every
 -- CUDA device when the CUDA platform has one (the cuda pass's children
 -- inherit DLRUN_CUDA_LIBRARY, as on a CUDA machine), else sim:8 and the

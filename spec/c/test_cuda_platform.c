@@ -63,23 +63,33 @@ static uint64_t reserved(dlrun_device *dev) {
 
 /* 4 MiB + 16 bytes used, then freed and released: the driver gives back
  * all it held (VMM: the three 2 MiB granules touched; no VMM: the pool's
- * one segment, 3/4 of the double's 256 MiB), and bytes_reserved is 0. */
-static int release_case(dlrun_runtime *rt, uint64_t want_held) {
+ * one segment, 3/4 of the double's 256 MiB), and bytes_reserved, what the
+ * driver holds (platform slot bytes_held), is 0. While a block lives it
+ * keeps its granule or segment, and bytes_reserved says so. */
+static int release_case(dlrun_runtime *rt, uint64_t want_held, uint64_t y_unit) {
   dlrun_device *dev = dlrun_device_get(rt, "cuda", 0);
   dlrun_array *x = zeros(dev, 1 << 20), *y = zeros(dev, 4);
   TEST("arrays of 4 MiB and 16 bytes on CudaDevice(id=0)") {
     CHECK(x && y && !dlrun_array_block_until_ready(x) && !dlrun_array_block_until_ready(y),
           "%s", dlrun_last_error());
-    CHECK(reserved(dev) == 4194560, "bytes_reserved %llu", (unsigned long long)reserved(dev));
+    CHECK(reserved(dev) == want_held, "bytes_reserved %llu", (unsigned long long)reserved(dev));
     CHECK(held() == want_held, "held %llu", (unsigned long long)held());
   }
   dlrun_array_release(x);
+  dlrun_device_synchronize(dev);
+  TEST("with the 16 bytes alive, release_unused keeps their unit; bytes_reserved agrees") {
+    uint64_t released = 0;
+    CHECK(dlrun_device_release_unused(dev, &released) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(released == want_held - y_unit, "released %llu", (unsigned long long)released);
+    CHECK(reserved(dev) == y_unit && held() == y_unit, "bytes_reserved %llu, held %llu",
+          (unsigned long long)reserved(dev), (unsigned long long)held());
+  }
   dlrun_array_release(y);
   dlrun_device_synchronize(dev);
   TEST("release_unused gives back what the driver held; bytes_reserved agrees (0)") {
     uint64_t released = 0;
     CHECK(dlrun_device_release_unused(dev, &released) == DLRUN_OK, "%s", dlrun_last_error());
-    CHECK(released == want_held, "released %llu", (unsigned long long)released);
+    CHECK(released == y_unit, "released %llu", (unsigned long long)released);
     CHECK(reserved(dev) == 0, "bytes_reserved %llu", (unsigned long long)reserved(dev));
     CHECK(held() == 0, "held %llu", (unsigned long long)held());
     CHECK(dlrun_device_release_unused(dev, &released) == DLRUN_OK && released == 0,
@@ -154,7 +164,7 @@ int main(void) {
     setenv("CUDA_DOUBLE_NO_VMM", "1", 1);
     lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     dlrun_runtime *rt = runtime();
-    int failed = !rt || release_case(rt, 201326592);
+    int failed = !rt || release_case(rt, 201326592, 201326592);
     dlrun_runtime_release(rt);
     fflush(stdout);
     _exit(failed);
@@ -170,7 +180,7 @@ int main(void) {
   dlrun_runtime *rt = runtime();
   TEST("a runtime on cuda:1 over the driver double") { CHECK(rt != NULL, "no runtime"); }
   if (!rt) return check_summary("cuda_platform");
-  release_case(rt, 6291456);
+  release_case(rt, 6291456, 2097152);
   stream_case(rt);
   dlrun_runtime_release(rt);
   return check_summary("cuda_platform");

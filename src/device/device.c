@@ -84,6 +84,7 @@ dlrun_status dlrun_device_memory_stats(dlrun_device *dev, dlrun_memory_kind kind
       .largest_free_block_bytes = s.largest_free_block_bytes,
       .fragmentation = s.fragmentation,
   };
+  if (dev->platform->bytes_held) out->bytes_reserved = dev->platform->bytes_held(dev, kind);
   return DLRUN_OK;
 }
 

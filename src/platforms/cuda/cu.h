@@ -52,6 +52,10 @@ typedef struct cu_range {
   uint64_t *touched;        /* per granule or segment: the bytes from its start used */
 } cu_range;
 
+/* The bytes of dev's `kind` memory the driver holds: the granules mapped,
+ * the segments made, a pinned_host allocation whole (platform.h). */
+uint64_t cu_bytes_held(const dlrun_device *dev, dlrun_memory_kind kind);
+
 /* ---- devices (device.c) ---- */
 typedef struct cu_op cu_op;
 

@@ -285,6 +285,23 @@ static dlcu_result back(cu_device *d, cu_range *r, uint64_t off, uint64_t n, bac
   return DLCU_SUCCESS;
 }
 
+uint64_t cu_bytes_held(const dlrun_device *dev, dlrun_memory_kind kind) {
+  cu_device *d = cu_dev(dev);
+  uint64_t held = 0;
+  pthread_mutex_lock(&d->mem_lock);
+  for (const cu_range *r = d->ranges; r; r = r->next) {
+    if (r->kind != kind) continue;
+    if (kind == DLRUN_MEM_PINNED_HOST) held += r->base ? r->size : 0; /* one cuMemHostAlloc */
+    for (size_t i = 0; kind == DLRUN_MEM_DEVICE && i < r->nsegs; i++) {
+      uint64_t start = (uint64_t)i * r->seg;
+      if (r->vmm ? r->handles[i] != 0 : r->segs[i] != 0)
+        held += r->vmm || r->size - start >= r->seg ? r->seg : r->size - start;
+    }
+  }
+  pthread_mutex_unlock(&d->mem_lock);
+  return held;
+}
+
 dlrun_status cu_place_of(cu_device *d, dlrun_memory_kind kind, const void *addr, uint64_t n,
                          dlcu_ptr *out, uint64_t *room) {
   backing b = {"cuCtxSetCurrent", "", 0};

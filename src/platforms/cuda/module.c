@@ -112,6 +112,7 @@ dlrun_platform cu_platform = {
     .transport_view_device = true,
     .native_handles = cu_native_handles,
     .inject_failure = cu_inject_failure,
+    .bytes_held = cu_bytes_held,
 };
 
 EXPORT int dlrun_platform_module_open(int abi, const dlrun_platform_services *svc,
