@@ -163,23 +163,28 @@ static void recover(cu_device *d) {
 
 /* ---- waits ---- */
 
-/* An awaited event completed: note its failure, open its gate. A timeline
- * may call back before its point reads as complete: then it is asked
- * again. Never calls the driver. */
-static void wait_done(void *ctx) {
-  cu_wait *w = ctx;
+/* The wait w is over: failed with msg (NULL: it succeeded). */
+static void end_wait(cu_wait *w, const char *msg) {
   cu_device *d = w->op->d;
-  bool known = cu_svc->event_query(w->ev);
-  if (!known && w->retries++ < 3 && !cu_svc->event_then(w->ev, wait_done, w)) return;
-  dlrun_status st = DLRUN_OK;
-  const char *msg = known ? failure_of(w->ev, &st) : cu_svc->last_error();
   pthread_mutex_lock(&d->lock);
-  if (st || !known) note_wait_failure(w->op, msg);
+  if (msg) note_wait_failure(w->op, msg);
   if (w->gate) w->op->gates--;
   op_release(w->op);
   pthread_cond_broadcast(&d->wake);
   pthread_mutex_unlock(&d->lock);
   free(w);
+}
+
+/* An awaited event completed: note its failure, open its gate. A timeline
+ * may call back before its point reads as complete: then it is asked
+ * again. Never calls the driver. */
+static void wait_done(void *ctx) {
+  cu_wait *w = ctx;
+  bool known = cu_svc->event_query(w->ev);
+  if (!known && w->retries++ < 3 && !cu_svc->event_then(w->ev, wait_done, w)) return;
+  dlrun_status st = DLRUN_OK;
+  const char *msg = known ? failure_of(w->ev, &st) : cu_svc->last_error();
+  end_wait(w, st || !known ? msg : NULL);
 }
 
 /* Whether d has a gated op (every later op waits behind it). */
@@ -264,10 +269,9 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
   pthread_mutex_unlock(&d->lock);
   if (done) *done = op->point;
   for (size_t i = 0; i < nws; i++)
-    if (cu_svc->event_then(ws[i]->ev, wait_done, ws[i])) {
-      ws[i]->retries = 3; /* no memory to be called back: report now, failed */
-      wait_done(ws[i]);
-    }
+    if (cu_svc->event_then(ws[i]->ev, wait_done, ws[i]))
+      end_wait(ws[i], cu_svc->last_error()); /* no memory to be called back: the op fails,
+                                                 even if the event completed meanwhile */
   free(ws);
   pthread_mutex_lock(&d->lock);
   op_release(op); /* the enqueue's hold */
