@@ -78,4 +78,23 @@ static inline const char *check_known_platforms(void) {
   return text;
 }
 
+/* The CUDA driver double and module beside this test binary
+ * (tests/cuda-double/libcuda.so.1, ../libdlrun_cuda.so), into lib and mod:
+ * when both are built, DLRUN_CUDA_LIBRARY and DLRUN_CUDA_MODULE name them
+ * and it returns 1; else 0 (the caller skips). */
+#include <stdlib.h>
+#include <unistd.h>
+static inline int check_cuda_double(char *lib, size_t nlib, char *mod, size_t nmod) {
+  char dir[1024];
+  ssize_t len = readlink("/proc/self/exe", dir, sizeof dir - 1);
+  dir[len > 0 ? len : 0] = 0;
+  if (strrchr(dir, '/')) *strrchr(dir, '/') = 0;
+  snprintf(lib, nlib, "%s/cuda-double/libcuda.so.1", dir);
+  snprintf(mod, nmod, "%s/../libdlrun_cuda.so", dir);
+  if (access(lib, R_OK) != 0 || access(mod, R_OK) != 0) return 0;
+  setenv("DLRUN_CUDA_LIBRARY", lib, 1);
+  setenv("DLRUN_CUDA_MODULE", mod, 1);
+  return 1;
+}
+
 #endif

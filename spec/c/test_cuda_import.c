@@ -33,18 +33,11 @@ static DLManagedTensor *tensor(dlcu_ptr p, int ordinal) {
 }
 
 int main(void) {
-  char dir[1024], lib[1100], mod[1100];
-  ssize_t len = readlink("/proc/self/exe", dir, sizeof dir - 1);
-  dir[len > 0 ? len : 0] = 0;
-  if (strrchr(dir, '/')) *strrchr(dir, '/') = 0;
-  snprintf(lib, sizeof lib, "%s/cuda-double/libcuda.so.1", dir);
-  snprintf(mod, sizeof mod, "%s/../libdlrun_cuda.so", dir);
-  if (access(lib, R_OK) != 0 || access(mod, R_OK) != 0) {
+  char lib[1100], mod[1100];
+  if (!check_cuda_double(lib, sizeof lib, mod, sizeof mod)) {
     TEST("cuda import # SKIP the driver double or the CUDA module is not built") {}
     return check_summary("cuda_import");
   }
-  setenv("DLRUN_CUDA_LIBRARY", lib, 1);
-  setenv("DLRUN_CUDA_MODULE", mod, 1);
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL); /* the same library the module opens */
   dlcu_result (*retain)(dlcu_context *, dlcu_device), (*set)(dlcu_context),
       (*alloc)(dlcu_ptr *, size_t), (*copy)(dlcu_ptr, dlcu_ptr, size_t), (*init)(unsigned);

@@ -142,18 +142,11 @@ static dlrun_runtime *runtime(void) {
 }
 
 int main(void) {
-  char dir[1024], path[1100], mod[1100];
-  ssize_t len = readlink("/proc/self/exe", dir, sizeof dir - 1);
-  dir[len > 0 ? len : 0] = 0;
-  if (strrchr(dir, '/')) *strrchr(dir, '/') = 0;
-  snprintf(path, sizeof path, "%s/cuda-double/libcuda.so.1", dir);
-  snprintf(mod, sizeof mod, "%s/../libdlrun_cuda.so", dir);
-  if (access(path, R_OK) != 0 || access(mod, R_OK) != 0) {
+  char path[1100], mod[1100];
+  if (!check_cuda_double(path, sizeof path, mod, sizeof mod)) {
     TEST("cuda platform # SKIP the driver double or the CUDA module is not built") {}
     return check_summary("cuda_platform");
   }
-  setenv("DLRUN_CUDA_LIBRARY", path, 1);
-  setenv("DLRUN_CUDA_MODULE", mod, 1);
   setenv("CUDA_DOUBLE_DEVICES", "2", 1);
   unsetenv("CUDA_DOUBLE_MEMORY");
   unsetenv("CUDA_DOUBLE_GRANULARITY");
