@@ -503,15 +503,8 @@ end)
 -- dlrun as it crashes lua5.4. Scripts, -e code and LUA_INIT load as text
 -- unless --allow-binary-chunks says otherwise.
 describe("dlrun and precompiled chunks", function()
-  local made = {}
-  after_each(function()
-    for i = #made, 1, -1 do os.remove(made[i]); made[i] = nil end
-  end)
-  local function chunk_file(bytes)
-    local path = os.tmpname()
-    made[#made + 1] = path
-    return write_file(path, bytes)
-  end
+  local chunk_file, clean = require("helpers").scratch()
+  after_each(clean)
   local good = string.dump(load("print('binary ran')"))
   -- The same chunk with its code overwritten: a valid header, garbage
   -- instructions (lua5.4 runs into them).

@@ -239,6 +239,23 @@ function M.write_file(path, text)
   f:close()
 end
 
+-- Temporary files for a describe block: file(text) writes text (any bytes)
+-- to a new one and returns its path; clean() removes every one made, and
+-- every path added to `made` (for after_each).
+function M.scratch()
+  local made = {}
+  local function file(text)
+    local path = os.tmpname()
+    made[#made + 1] = path
+    M.write_file(path, text)
+    return path
+  end
+  local function clean()
+    for i = #made, 1, -1 do os.remove(made[i]); made[i] = nil end
+  end
+  return file, clean, made
+end
+
 -- What a shell command line prints on stdout.
 function M.capture(line)
   local p = assert(io.popen(line))

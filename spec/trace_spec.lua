@@ -466,9 +466,9 @@ end)
 
 -- ---- tracing and stats from any Lua (issue 22, item 10) ----
 
--- Run `code` under plain lua5.4 with the suite's module paths, on sim:2
--- unless env says otherwise. Returns stdout, stderr, status.
-local function plain_lua(code, env)
+-- Run lua5.4 with `args` and the suite's module paths, on sim:2 unless env
+-- says otherwise. Returns stdout, stderr, status.
+local function plain_lua_run(args, env)
   local full = {LUA_PATH = package.path, LUA_CPATH = package.cpath, LUA_INIT = "",
                 LUA_INIT_5_4 = "", DLRUN_DEVICES = "sim:2"}
   local module = assert(package.searchpath("dlrun.core", package.cpath), "dlrun.core not built")
@@ -476,10 +476,13 @@ local function plain_lua(code, env)
   for k, v in pairs(env or {}) do full[k] = v end
   local saved = helpers.exe
   helpers.exe = "lua5.4"
-  local out, err, status = helpers.run({"-e", code}, nil, full)
+  local out, err, status = helpers.run(args, nil, full)
   helpers.exe = saved
   return out, err, status
 end
+
+-- The same for a chunk of code (-e).
+local function plain_lua(code, env) return plain_lua_run({"-e", code}, env) end
 
 -- 16 float32 (64 bytes) made on device 0 and put on device 1: one alloc
 -- each, one arange, one copy of 64 bytes.
@@ -721,32 +724,9 @@ end)
 -- dlrun victim.lua ran nothing and exited 0) or replace it with a trace
 -- (dl.trace_start(arg[0])).
 describe("a trace file that is the running script", function()
-  local made = {}
-  after_each(function()
-    for i = #made, 1, -1 do os.remove(made[i]); made[i] = nil end
-  end)
-  local function script(text)
-    local path = os.tmpname()
-    made[#made + 1] = path
-    local f = assert(io.open(path, "w")); f:write(text); f:close()
-    return path
-  end
-  local function read(path)
-    local f = assert(io.open(path)); local s = f:read("a"); f:close(); return s
-  end
-  -- The script run by plain lua5.4 with dlrun's module.
-  local function plain_lua_file(path, env)
-    local full = {LUA_PATH = package.path, LUA_CPATH = package.cpath, LUA_INIT = "",
-                  LUA_INIT_5_4 = "", DLRUN_DEVICES = "sim:2"}
-    local module = assert(package.searchpath("dlrun.core", package.cpath))
-    for k, v in pairs(helpers.sanitizer_env(module)) do full[k] = v end
-    for k, v in pairs(env or {}) do full[k] = v end
-    local saved = helpers.exe
-    helpers.exe = "lua5.4"
-    local out, err, status = helpers.run({path}, nil, full)
-    helpers.exe = saved
-    return out, err, status
-  end
+  local script, clean, made = helpers.scratch()
+  after_each(clean)
+  local read = helpers.read_file
 
   it("DLRUN_TRACE: the dlrun command refuses it with status 1, by inode, before writing",
      function()
@@ -769,7 +749,7 @@ describe("a trace file that is the running script", function()
   it("DLRUN_TRACE: require 'dlrun' under plain lua5.4 refuses it", function()
     local text = 'local ok, e = pcall(require, "dlrun")\nprint(e.name .. ": " .. e.message)\n'
     local path = script(text)
-    local out, err, status = plain_lua_file(path, {DLRUN_TRACE = path})
+    local out, err, status = plain_lua_run({path}, {DLRUN_TRACE = path})
     assert.are.equal(('RuntimeError: DLRUN_TRACE: the trace file "%s" is the running script '
                       .. '"%s"; tracing would overwrite it: give another file\n')
                      :format(path, path), out)
@@ -789,7 +769,7 @@ print(pcall(dl.trace_stop))
       local path = script(text)
       local out, err, status
       if how == "dlrun" then out, err, status = helpers.run({path})
-      else out, err, status = plain_lua_file(path) end
+      else out, err, status = plain_lua_run({path}) end
       local stop = "RuntimeError: trace_stop: tracing is not on" -- nothing was started
       assert.are.equal(('RuntimeError: trace_start: the trace file "%s" is the running script '
                         .. '"%s"; tracing would overwrite it: give another file\nfalse\t%s\n')

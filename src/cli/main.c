@@ -357,11 +357,11 @@ static int report(lua_State *L, int status, int use_meta) {
  * precompiled chunk can crash the process; a file must not. */
 static const char *chunk_mode = "t";
 
-/* After a load of the chunk `name` in text mode met a precompiled one,
+/* After a load of the chunk `name` met a precompiled one in text mode,
  * replace Lua's bare "attempt to load a binary chunk" with what happened
  * and how to run it anyway. Returns status. */
 static int explain_binary(lua_State *L, int status, const char *name) {
-  if (status != LUA_ERRSYNTAX || chunk_mode[1] == 'b') return status;
+  if (status != LUA_ERRSYNTAX) return status;
   const char *msg = lua_tostring(L, -1);
   if (msg == NULL || strstr(msg, "attempt to load a binary chunk") == NULL) return status;
   lua_pushfstring(L,

@@ -54,34 +54,43 @@ const char *const dlrun_memory_hints[] = {
     "device_memory (dl.configure, --device-memory, DLRUN_DEVICE_MEMORY)",
     "pinned_host_memory (dl.configure, --pinned-host-memory, DLRUN_PINNED_HOST_MEMORY)",
     "host_memory (dl.configure, --host-memory, DLRUN_HOST_MEMORY)"};
-/* How size messages name each setting's memory. */
-static const char *const MEMORY_NAMES[] = {"device", "pinned_host", "host"};
+/* How messages name each setting's memory. */
+const char *const dlrun_setting_memory_names[] = {"device", "pinned_host", "host"};
 
 static dlrun_status check_memory_size(int k, uint64_t bytes) {
   if (bytes < DLRUN_DEVICE_MEMORY_MIN)
     return dlrun_fail(DLRUN_ERR_VALUE, "%s memory of %llu bytes is too small (at least %u bytes)",
-                      MEMORY_NAMES[k], (unsigned long long)bytes, DLRUN_DEVICE_MEMORY_MIN);
+                      dlrun_setting_memory_names[k], (unsigned long long)bytes,
+                      DLRUN_DEVICE_MEMORY_MIN);
   return DLRUN_OK;
+}
+
+void dlrun_config_fields(dlrun_config *c, int k, uint64_t **bytes, double **fraction,
+                         dlrun_preallocate **pre) {
+  switch (k) {
+  case DLRUN_MEM_DEVICE:
+    *bytes = &c->device_memory, *fraction = &c->device_memory_fraction;
+    *pre = &c->device_preallocate;
+    break;
+  case DLRUN_MEM_PINNED_HOST:
+    *bytes = &c->pinned_host_memory, *fraction = &c->pinned_host_memory_fraction;
+    *pre = &c->pinned_host_preallocate;
+    break;
+  default: /* DLRUN_SETTING_HOST */
+    *bytes = &c->host_memory, *fraction = &c->host_memory_fraction;
+    *pre = NULL;
+  }
 }
 
 /* One setting's values as a config gives them. */
 void dlrun_config_kind(const dlrun_config *c, int k, uint64_t *bytes, double *fraction,
                        dlrun_preallocate *pre) {
   static const dlrun_config none;
-  if (!c) c = &none;
-  switch (k) {
-  case DLRUN_MEM_DEVICE:
-    *bytes = c->device_memory, *fraction = c->device_memory_fraction;
-    *pre = c->device_preallocate;
-    break;
-  case DLRUN_MEM_PINNED_HOST:
-    *bytes = c->pinned_host_memory, *fraction = c->pinned_host_memory_fraction;
-    *pre = c->pinned_host_preallocate;
-    break;
-  default: /* DLRUN_SETTING_HOST */
-    *bytes = c->host_memory, *fraction = c->host_memory_fraction;
-    *pre = DLRUN_PREALLOCATE_DEFAULT;
-  }
+  uint64_t *b;
+  double *f;
+  dlrun_preallocate *p;
+  dlrun_config_fields((dlrun_config *)(c ? c : &none), k, &b, &f, &p); /* read only */
+  *bytes = *b, *fraction = *f, *pre = p ? *p : DLRUN_PREALLOCATE_DEFAULT;
 }
 
 dlrun_status dlrun_check_kind(int k, uint64_t bytes, double fraction, dlrun_preallocate pre) {

@@ -12,6 +12,13 @@
 extern const char *const dlrun_setting_names[DLRUN_CAPACITY_SETTINGS];
 extern const char *const dlrun_preallocate_names[DLRUN_MEM_KIND_COUNT];
 extern const char *const dlrun_memory_hints[DLRUN_CAPACITY_SETTINGS];
+/* "device", "pinned_host", "host": how messages name setting k's memory. */
+extern const char *const dlrun_setting_memory_names[DLRUN_CAPACITY_SETTINGS];
+
+/* Where setting k lives in c; *pre is NULL for the host memory (it has no
+ * preallocation). */
+void dlrun_config_fields(dlrun_config *c, int k, uint64_t **bytes, double **fraction,
+                         dlrun_preallocate **pre);
 
 /* Setting k's values as c gives them (c may be NULL: none set); the host
  * memory has no preallocation (*pre is DEFAULT). */

@@ -251,13 +251,12 @@ static void note_overcommit(dlrun_runtime *rt, uint64_t host_ram) {
   const dlrun_device_group *g = k == DLRUN_SETTING_HOST ? NULL : rt->default_group;
   for (size_t i = 0; !g && i < rt->ngroups; i++)
     if (rt->groups[i].platform == rt->host->platform) g = &rt->groups[i];
-  static const char *const memory[] = {"device", "pinned_host", "host"};
   char each[32], total[32], ram[32];
   snprintf(rt->memory_note, sizeof rt->memory_note,
            "%s memory of %s on each of %zu %s devices over-commits host RAM: the memories "
            "of all devices add up to %s%s, more than the %s of RAM, so filling them may get the "
            "process killed instead of raising ResourceExhaustedError",
-           memory[k],
+           dlrun_setting_memory_names[k],
            dlrun_format_bytes(k == DLRUN_SETTING_HOST ? rt->host_cap : rt->accelerator_caps[k],
                               each, sizeof each),
            g->local_count, g->platform->name,
@@ -483,16 +482,13 @@ static dlrun_status store_config(const dlrun_config *c) {
     default_devices = copy;
   }
   for (int k = 0; k < DLRUN_CAPACITY_SETTINGS; k++) {
-    uint64_t bytes, *b[] = {&default_cfg.device_memory, &default_cfg.pinned_host_memory,
-                            &default_cfg.host_memory};
-    double fraction, *f[] = {&default_cfg.device_memory_fraction,
-                             &default_cfg.pinned_host_memory_fraction,
-                             &default_cfg.host_memory_fraction};
-    dlrun_preallocate pre, *p[] = {&default_cfg.device_preallocate,
-                                   &default_cfg.pinned_host_preallocate};
+    uint64_t bytes, *b;
+    double fraction, *f;
+    dlrun_preallocate pre, *p;
     dlrun_config_kind(c, k, &bytes, &fraction, &pre);
-    if (bytes || fraction) *b[k] = bytes, *f[k] = fraction; /* the later setting replaces both */
-    if (pre) *p[k] = pre; /* never for the host memory: it has no preallocation */
+    dlrun_config_fields(&default_cfg, k, &b, &f, &p);
+    if (bytes || fraction) *b = bytes, *f = fraction; /* the later setting replaces both */
+    if (pre && p) *p = pre;
   }
   return DLRUN_OK;
 }

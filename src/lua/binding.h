@@ -33,6 +33,10 @@ const char *dlrun_lua_typename(lua_State *L, int idx);
  * wanted: "-1", "1.5", string "0", boolean true, else its typename
  * (errors.describe in lua/dlrun/errors.lua). */
 const char *dlrun_lua_describe(lua_State *L, int idx);
+/* How a message shows the value at idx where a number was wanted: a
+ * number by its value ("1.5", "-nan", as dlrun_lua_describe, pushing it),
+ * anything else by its type. */
+const char *dlrun_lua_value_text(lua_State *L, int idx);
 /* TypeError: "<fn>: argument <n> (<what>) must be <expected>, got <type>". */
 int dlrun_lua_type_error(lua_State *L, const char *fn, int arg, const char *what,
                          const char *expected);

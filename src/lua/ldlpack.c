@@ -182,19 +182,13 @@ static int capsule_tostring(lua_State *L) {
 
 /* ---- export ---- */
 
-/* The option `field` at vidx (not nil): a pair of integers {a, b}. */
-/* How an option's message shows the value at idx: a number by its value
- * ("1.5", "nan"), anything else by its type, as dlrun_lua_number_error. */
-static const char *shown(lua_State *L, int idx) {
-  return lua_type(L, idx) == LUA_TNUMBER ? dlrun_lua_describe(L, idx) : dlrun_lua_typename(L, idx);
-}
-
-/* A pair of integers {a, b} (2 and 2.0 alike, as everywhere else). */
+/* The option `field` at vidx (not nil): a pair of integers {a, b} (2 and
+ * 2.0 alike, as everywhere else). */
 static void opt_int_pair(lua_State *L, int vidx, const char *field, const char *fn, int64_t *a,
                          int64_t *b) {
   if (lua_type(L, vidx) != LUA_TTABLE)
     dlrun_lua_raise(L, "TypeError", "%s: %s must be a pair of integers {a, b}, got %s", fn, field,
-                    shown(L, vidx));
+                    dlrun_lua_value_text(L, vidx));
   lua_geti(L, vidx, 1);
   lua_geti(L, vidx, 2);
   int top = lua_gettop(L);
@@ -205,9 +199,9 @@ static void opt_int_pair(lua_State *L, int vidx, const char *field, const char *
     lua_pop(L, 2);
     return;
   }
-  const char *first = shown(L, top - 1); /* anchored on the stack */
+  const char *first = dlrun_lua_value_text(L, top - 1); /* anchored on the stack */
   dlrun_lua_raise(L, "TypeError", "%s: %s must be a pair of integers {a, b}, got {%s, %s}", fn,
-                  field, first, shown(L, top));
+                  field, first, dlrun_lua_value_text(L, top));
 }
 
 /* The `copy` option: nil (if needed), false (never), true (always). */
@@ -340,7 +334,7 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
   }
   lua_getfield(L, idx, "stream"); /* the one left */
   dlrun_lua_raise(L, "BufferError", "%s: stream must be nil or an integer, got %s", fn,
-                  shown(L, -1));
+                  dlrun_lua_value_text(L, -1));
   return o; /* not reached */
 }
 

@@ -123,11 +123,14 @@ int dlrun_lua_type_error(lua_State *L, const char *fn, int arg, const char *what
                          what, expected, dlrun_lua_typename(L, arg));
 }
 
+const char *dlrun_lua_value_text(lua_State *L, int idx) {
+  return lua_type(L, idx) == LUA_TNUMBER ? dlrun_lua_describe(L, idx) : dlrun_lua_typename(L, idx);
+}
+
 int dlrun_lua_number_error(lua_State *L, const char *fn, int arg, const char *what,
                            const char *expected) {
-  if (lua_type(L, arg) != LUA_TNUMBER) return dlrun_lua_type_error(L, fn, arg, what, expected);
   return dlrun_lua_raise(L, "TypeError", "%s: argument %d (%s) must be %s, got %s", fn, arg,
-                         what, expected, dlrun_lua_describe(L, arg));
+                         what, expected, dlrun_lua_value_text(L, arg));
 }
 
 void dlrun_lua_check_nargs(lua_State *L, const char *fn, int max) {
