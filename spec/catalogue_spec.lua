@@ -1280,10 +1280,11 @@ for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
        class = "BufferError",
        message = "The device specification passed to to_dlpack contains an unsupported device type "
                  .. "(DLDeviceType: -1)"}
-  add {name = fn .. "{dl_device={12, 99}}", fn = function() return export {dl_device = {12, 99}} end,
+  add {name = fn .. "{dl_device={" .. helpers.dl_type .. ", 99}}",
+       fn = function() return export {dl_device = {helpers.dl_type, 99}} end,
        class = "BufferError",
        message = "The device specification passed to to_dlpack names device id 99, which does not "
-                 .. "exist for DLDeviceType 12"}
+                 .. "exist for DLDeviceType " .. helpers.dl_type}
   add {name = fn .. "{dl_device={1, -1}}", fn = function() return export {dl_device = {1, -1}} end,
        class = "BufferError",
        message = "The device specification passed to to_dlpack names device id -1, which does not "

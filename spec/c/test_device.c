@@ -226,6 +226,23 @@ static void test_dlpack_codes(void) {
     dlrun_array_release(x);
     dlrun_runtime_release(rt);
   }
+  TEST("a dl_device type that no device of the runtime exports as is unsupported, whoever has it") {
+    /* kDLExtDev is sim's: a runtime without sim does not have it. */
+    dlrun_runtime *rt = make_runtime("cpu:1");
+    dlrun_array *x = iota(dlrun_host_device(rt), DLRUN_MEM_DEVICE, 4);
+    dlrun_export_options o = {.copy = DLRUN_COPY_IF_NEEDED, .has_dl_device = true,
+                              .device_type = kDLExtDev, .device_id = 0};
+    dlrun_exported e;
+    CHECK(dlrun_export(x, &o, &e) == DLRUN_ERR_BUFFER &&
+              strstr(dlrun_last_error(), "unsupported device type (DLDeviceType: 12)"),
+          "dl_device (12, 0) on cpu:1: %s", dlrun_last_error());
+    o.device_type = kDLCPU;
+    CHECK(dlrun_export(x, &o, &e) == DLRUN_OK && e.legacy, "dl_device (1, 0): %s",
+          dlrun_last_error());
+    e.legacy->deleter(e.legacy);
+    dlrun_array_release(x);
+    dlrun_runtime_release(rt);
+  }
 }
 
 int main(void) {

@@ -183,6 +183,12 @@ void dlrun_buffer_dlpack_device(const dlrun_buffer *b, int32_t *type, int32_t *i
  * rt, or NULL when none of rt's platforms knows it. */
 dlrun_device *dlrun_device_from_dlpack(dlrun_runtime *rt, int32_t type, int32_t id,
                                        dlrun_memory_kind *kind);
+/* The device of this process whose device memory exports as (type, id): what
+ * a consumer's dl_device may name, as the platforms say (host memory asked
+ * for as (kDLCPU, 0) is the cpu device's). NULL when none; *type_known then
+ * says whether some local device's memory exports with that type. */
+dlrun_device *dlrun_device_exporting_as(dlrun_runtime *rt, int32_t type, int32_t id,
+                                        bool *type_known);
 /* Whether [data, data + n) lies in dev's `kind` memory (host memory for
  * platforms whose memory is the host's). */
 bool dlrun_memory_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,

@@ -185,6 +185,23 @@ dlrun_device *dlrun_device_from_dlpack(dlrun_runtime *rt, int32_t type, int32_t 
   return NULL;
 }
 
+dlrun_device *dlrun_device_exporting_as(dlrun_runtime *rt, int32_t type, int32_t id,
+                                        bool *type_known) {
+  *type_known = false;
+  for (size_t g = 0; g < rt->ngroups; g++) {
+    const dlrun_device_group *grp = &rt->groups[g];
+    dlrun_device *local = &rt->devices[grp->first + (size_t)rt->process_index * grp->local_count];
+    for (size_t i = 0; i < grp->local_count; i++) {
+      int32_t t, d;
+      grp->platform->dlpack_device(&local[i], DLRUN_MEM_DEVICE, &t, &d);
+      if (t != type) continue;
+      if (d == id) return &local[i];
+      *type_known = true;
+    }
+  }
+  return NULL;
+}
+
 /* ---- the public driver copies ---- */
 
 static dlrun_status driver_copy(dlrun_device *dev, dlrun_memory_kind kind, const void *device_data,

@@ -142,6 +142,9 @@ dlrun_status dlrun_parse_device_spec(const char *text, dlrun_device_spec *out) {
 void dlrun_complete_device_spec(dlrun_device_spec *spec) {
   for (size_t g = 0; g < spec->ngroups; g++)
     if (strcmp(spec->groups[g].platform->name, "cpu") == 0) return;
+  /* A group per registered platform at most, cpu among them: without cpu
+   * there is always room for it. */
+  if (spec->ngroups >= sizeof spec->groups / sizeof spec->groups[0]) return;
   spec->groups[spec->ngroups++] =
       (dlrun_device_group){.platform = dlrun_platform_find("cpu", 3), .count = 1};
 }

@@ -235,23 +235,16 @@ dlrun_status dlrun_export_device(dlrun_array *a, int32_t *device_type, int32_t *
   return DLRUN_OK;
 }
 
-/* The device a dl_device request names: the host cpu device for (kDLCPU, 0),
- * a device whose memory exports as (type, id), e.g. a sim device for
- * (kDLExtDev, id); JAX's BufferError otherwise. */
+/* The device a dl_device request names: the device whose device memory
+ * exports as (type, id), as its platform says: the host cpu device for
+ * (kDLCPU, 0), a sim device for (kDLExtDev, id); JAX's BufferError
+ * otherwise. Types only imports read (pinned host memory's) name none. */
 static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t id,
                                       dlrun_device **out) {
-  dlrun_memory_kind kind;
-  *out = NULL;
-  /* A consumer asks for the host as (kDLCPU, 0); the pinned-host types are
-   * for imports only. */
-  bool host_type = type == kDLCPU || type == kDLCUDAHost || type == kDLROCMHost;
-  if (!host_type || (type == kDLCPU && id == 0))
-    *out = dlrun_device_from_dlpack(rt, type, id, &kind);
+  bool type_known;
+  *out = dlrun_device_exporting_as(rt, type, id, &type_known);
   if (*out) return DLRUN_OK;
-  /* A device type some device of this runtime exports as (its id 0 exists)
-   * is supported: only the id is wrong. */
-  if (type == kDLCPU || type == kDLExtDev ||
-      (!host_type && dlrun_device_from_dlpack(rt, type, 0, &kind)))
+  if (type_known)
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "The device specification passed to to_dlpack names device id %d, which "
                       "does not exist for DLDeviceType %d",
