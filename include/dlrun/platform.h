@@ -362,7 +362,8 @@ DLRUN_API void dlrun_platform_unregister(const dlrun_platform *pl);
 /* The platforms dlrun knows, registered, built in, or modules (loaded on
  * first call): for each, its name, whether its hardware is here with how
  * many devices, or why not. At most max written; returns how many there
- * are. Strings are static or the library's, valid until the next call. */
+ * are (out may be NULL when max is 0: the count alone, to size the array).
+ * Strings are static or the library's, valid until the next call. */
 typedef struct dlrun_platform_status {
   const char *name;
   const char *class_name;

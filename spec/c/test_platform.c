@@ -134,6 +134,18 @@ static void test_full_registry(void) {
     CHECK(strncmp(dlrun_last_error(), want, strlen(want)) == 0, "%s", dlrun_last_error());
     CHECK(strstr(dlrun_last_error(), ", sim, cpu); unregister one first") != NULL, "%s",
           dlrun_last_error());
+    /* The listing sized by its count names every one (callers used to
+     * take 16 at most). */
+    size_t nlist = dlrun_platforms_list(NULL, 0);
+    dlrun_platform_status *list = calloc(nlist, sizeof *list);
+    CHECK(list && dlrun_platforms_list(list, nlist) == nlist && nlist >= added + 2, "%zu listed",
+          nlist);
+    for (size_t i = 0; list && i < added; i++) {
+      bool seen = false;
+      for (size_t j = 0; j < nlist; j++) seen |= strcmp(list[j].name, fake_names[i]) == 0;
+      CHECK(seen, "%s is not listed", fake_names[i]);
+    }
+    free(list);
     char spec[256] = "";
     for (size_t i = 0; i < added; i++)
       snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "fake%zu:1,", i);

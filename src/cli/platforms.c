@@ -7,9 +7,14 @@
 #include "dlrun/platform.h"
 
 int dlrun_cli_list_devices(FILE *out) {
-  dlrun_platform_status st[16];
-  size_t n = dlrun_platforms_list(st, sizeof st / sizeof *st);
-  if (n > sizeof st / sizeof *st) n = sizeof st / sizeof *st;
+  size_t max = dlrun_platforms_list(NULL, 0);
+  dlrun_platform_status *st = calloc(max ? max : 1, sizeof *st);
+  if (!st) {
+    fprintf(stderr, "dlrun: out of memory listing the platforms\n");
+    return EXIT_FAILURE;
+  }
+  size_t n = dlrun_platforms_list(st, max);
+  if (n > max) n = max;
   int width = 0;
   for (size_t i = 0; i < n; i++)
     if ((int)strlen(st[i].name) > width) width = (int)strlen(st[i].name);
@@ -22,6 +27,7 @@ int dlrun_cli_list_devices(FILE *out) {
     else
       fprintf(out, "available: %zu device%s\n", st[i].ndevices, st[i].ndevices == 1 ? "" : "s");
   }
+  free(st);
   fflush(out);
   return EXIT_SUCCESS;
 }

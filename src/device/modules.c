@@ -21,8 +21,6 @@
 #include "device_impl.h"
 
 #define OPEN_SYMBOL "dlrun_platform_module_open"
-#define MAX_LISTED 16
-
 typedef struct known_module {
   const char *name;       /* the platform's name, as in "--devices NAME:N" */
   const char *class_name; /* its devices' class, for a listing of a module not loaded */
@@ -36,6 +34,7 @@ static const known_module known[] = {
     {"opencl", "OpenclDevice", "libdlrun_opencl.so", "DLRUN_OPENCL_MODULE"},
 };
 #define NKNOWN (sizeof known / sizeof *known)
+_Static_assert(NKNOWN == DLRUN_KNOWN_MODULES, "DLRUN_KNOWN_MODULES counts the known modules");
 
 /* What loading each gave: its platform, registered, or why not. */
 static const dlrun_platform *loaded[NKNOWN];
@@ -133,9 +132,9 @@ dlrun_status dlrun_platform_modules_load(void) {
   return DLRUN_OK;
 }
 
-static bool listed(const dlrun_platform_status *out, size_t count, size_t max, const char *name) {
-  for (size_t i = 0; i < count && i < max; i++)
-    if (strcmp(out[i].name, name) == 0) return true;
+static bool listed(const dlrun_platform *const *pls, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(pls[i]->name, name) == 0) return true;
   return false;
 }
 
@@ -150,13 +149,13 @@ static void status_of(const dlrun_platform *pl, dlrun_platform_status *s) {
 
 size_t dlrun_platforms_list(dlrun_platform_status *out, size_t max) {
   dlrun_platform_modules_load();
-  const dlrun_platform *pls[MAX_LISTED];
-  size_t npl = dlrun_platform_list(pls, MAX_LISTED), count = 0;
+  const dlrun_platform *pls[DLRUN_MAX_PLATFORMS];
+  size_t npl = dlrun_platform_list(pls, DLRUN_MAX_PLATFORMS), count = 0;
   for (size_t i = 0; i < npl; i++, count++)
     if (count < max) status_of(pls[i], &out[count]);
   /* Modules that did not load, unless a platform of that name is there. */
   for (size_t i = 0; i < NKNOWN; i++) {
-    if (loaded[i] || listed(out, count, max, known[i].name)) continue;
+    if (loaded[i] || listed(pls, npl, known[i].name)) continue;
     if (count < max) {
       out[count] = (dlrun_platform_status){.name = known[i].name,
                                            .class_name = known[i].class_name,

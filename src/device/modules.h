@@ -3,7 +3,14 @@
 #ifndef DLRUN_DEVICE_MODULES_H
 #define DLRUN_DEVICE_MODULES_H
 
+#include "device_impl.h"
 #include "dlrun/status.h"
+
+/* The modules dlrun knows by name (cuda, opencl). */
+#define DLRUN_KNOWN_MODULES 2
+/* How many platforms dlrun_platforms_list can name: every registered one
+ * and each known module that did not load. */
+#define DLRUN_MAX_LISTED (DLRUN_MAX_PLATFORMS + DLRUN_KNOWN_MODULES)
 
 /* Load every platform module found, once per process (later calls, from
  * any thread, return at once): open each with the library's services and

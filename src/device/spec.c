@@ -57,9 +57,9 @@ static dlrun_status parse_entry(const char *text, const char *p, const char *end
   const dlrun_platform *pl = dlrun_platform_find(p, name_len);
   if (!pl) { /* a module that did not load is known, with why; else the list */
     char known[200] = "";
-    dlrun_platform_status all[16];
-    size_t n = dlrun_platforms_list(all, 16);
-    for (size_t i = 0; i < n && i < 16; i++) {
+    dlrun_platform_status all[DLRUN_MAX_LISTED];
+    size_t n = dlrun_platforms_list(all, DLRUN_MAX_LISTED);
+    for (size_t i = 0; i < n; i++) {
       if (strlen(all[i].name) == name_len && memcmp(all[i].name, p, name_len) == 0)
         return dlrun_fail(DLRUN_ERR_VALUE, "platform %s in device spec \"%s\" is not available "
                           "on this machine: %s", all[i].name, text, all[i].why);

@@ -261,9 +261,11 @@ static int l_device_spec(lua_State *L) {
  * not. Needs no runtime. */
 static int l_platforms(lua_State *L) {
   dlrun_lua_check_nargs(L, "platforms", 0);
-  dlrun_platform_status st[16];
-  size_t n = dlrun_platforms_list(st, sizeof st / sizeof *st);
-  if (n > sizeof st / sizeof *st) n = sizeof st / sizeof *st;
+  size_t max = dlrun_platforms_list(NULL, 0);
+  /* A userdata: freed by the collector even when a push below raises. */
+  dlrun_platform_status *st = lua_newuserdatauv(L, (max ? max : 1) * sizeof *st, 0);
+  size_t n = dlrun_platforms_list(st, max);
+  if (n > max) n = max;
   lua_createtable(L, (int)n, 0);
   dlrun_lua_set_printed(L, "list");
   for (size_t i = 0; i < n; i++) {
