@@ -1,19 +1,39 @@
-/* "testnative": a platform with a queue and events of its own, for the
- * conformance suite (spec/c/test_conformance.c). A test tool: built beside
- * the C tests, never installed, never found by "auto" (not an
- * accelerator), loaded only by a test that opens it and registers it.
+/* "testnative": the skeleton of a platform with a queue of its own, and
+ * the conformance suite's platform (spec/c/test_conformance.c).
  *
- * Built as a module is, on the public header alone, it is what a driver
- * platform looks like to the library: its device memory is not readable by
- * the host at its device addresses (an inaccessible range; the bytes live
- * in a private mapping that only this file uses), pinned_host memory is
- * host memory, and each device runs its work on one thread of its own, in
- * order. Its events are its own kind (a device and a sequence number, with
- * its own condition variable and callback list), not the library's
- * timelines, so that the library's handling of foreign events is
- * exercised; it waits for other platforms' events through svc->event_then
- * (its thread never blocks on them) and a command that waits on a failed
- * event fails with that event's message.
+ * To add a platform (HIP, Level Zero, ...), copy this file's shape, in the
+ * order of its sections (docs/architecture.md, "Adding a platform"):
+ *   1. the device context: what device_init makes (device_impl reads it);
+ *   2. events: a point of the device's queue. Here they are the platform's
+ *      own kind on purpose (below); a driver platform uses the library's
+ *      timelines instead, through src/platforms/common/op_queue.h, and
+ *      fills only the driver's part (how to enqueue, wait, record);
+ *   3. the queue: each op runs in order, after the events it waits on (of
+ *      any platform: svc->event_then, never a blocked thread); a failed
+ *      wait or an injected failure fails it, worded as every platform does;
+ *   4. the work slots: copy_box, fill, record, inject_failure;
+ *   5. devices: device_init, device_destroy (after every point completed);
+ *   6. memory: device addresses a host must not read (svc->map_inaccessible),
+ *      host memory for pinned_host; reserve, release, owns;
+ *   7. DLPack: the (device_type, device_id) a memory exports as, and back;
+ *   8. the vtable, then the module's open function, the one symbol the
+ *      library looks up (it hands over the services: never link libdlrun).
+ * Built as every module is, on the public headers alone (the Makefile's
+ * test_module rule); the conformance suite loads it from beside its binary,
+ * registers it and runs every case on two of its devices.
+ *
+ * Why its own events: the library's handling of foreign events (another
+ * platform's, read only through their slots) is exercised by them. Each is
+ * a device and a sequence number, with the device's condition variable and
+ * callback list; it waits for other platforms' events through
+ * svc->event_then (its thread never blocks on them), and a command that
+ * waits on a failed event fails with that event's message.
+ *
+ * Its device memory is not readable by the host at its device addresses
+ * (an inaccessible range; the bytes live in a private mapping only this
+ * file uses), pinned_host memory is host memory, and each device runs its
+ * work on one thread of its own, in order. A test tool: never installed,
+ * never found by "auto" (not an accelerator).
  *
  * Test hooks, found with dlsym: dlrun_testnative_hold(dev, 1) keeps dev's
  * thread from starting its next command until dlrun_testnative_hold(dev,
@@ -32,6 +52,9 @@
 #define DL_EXT_DEV 12
 #define MAX_REGIONS 8 /* per memory: a pool reserves once, more than enough */
 
+/* ---- 1. the device context ---- */
+
+/* The library's services (handed to the module's open) and the vtable. */
 static const dlrun_platform_services *svc;
 static const dlrun_platform platform;
 
@@ -100,7 +123,8 @@ struct tn_device {
 
 static tn_device *tn_of(const dlrun_device *dev) { return svc->device_impl(dev); }
 
-/* ---- events ---- */
+/* ---- 2. events: (device, sequence number); point n is complete once
+ * the device completed n commands ---- */
 
 static dlrun_event event_of(tn_device *t, uint64_t seq) {
   return (dlrun_event){.platform = &platform, .handle = {(uintptr_t)t, (uintptr_t)seq}};
@@ -148,7 +172,7 @@ static dlrun_status tn_event_then(dlrun_event ev, void (*fn)(void *), void *ctx)
   return DLRUN_OK;
 }
 
-/* ---- the device's thread ---- */
+/* ---- 3. the queue: one thread per device runs its commands in order ---- */
 
 static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void *data) {
   tn_device *t = tn_of(dev);
@@ -329,7 +353,7 @@ static bool take_injected(tn_device *t, dlrun_work_kind what) {
   return take;
 }
 
-/* ---- work slots ---- */
+/* ---- 4. the work slots: each makes a command and queues it ---- */
 
 static dlrun_status tn_copy_box(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event *waits,
                                 size_t nwaits, dlrun_event *done) {
@@ -374,7 +398,7 @@ static dlrun_status tn_inject(dlrun_device *dev, dlrun_work_kind what, unsigned 
   return DLRUN_OK;
 }
 
-/* ---- devices ---- */
+/* ---- 5. devices ---- */
 
 static dlrun_status tn_device_init(dlrun_device *dev, size_t local_index, size_t ndevices,
                                    void **impl) {
@@ -417,7 +441,7 @@ static void tn_device_destroy(dlrun_device *dev, void *impl) {
   free(t);
 }
 
-/* ---- memory ---- */
+/* ---- 6. memory ---- */
 
 static bool tn_is_host_memory(const dlrun_device *dev, dlrun_memory_kind kind) {
   (void)dev;
@@ -493,8 +517,8 @@ static bool tn_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void 
   return false;
 }
 
-/* ---- DLPack: device memory as (kDLExtDev, local index), pinned_host as
- * the host's ---- */
+/* ---- 7. DLPack: device memory as (kDLExtDev, local index), pinned_host
+ * as the host's ---- */
 
 static void tn_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
                              int32_t *id) {
@@ -508,6 +532,9 @@ static ptrdiff_t tn_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
   *kind = DLRUN_MEM_DEVICE;
   return type == DL_EXT_DEV && id >= 0 && (size_t)id < ndevices ? id : -1;
 }
+
+/* ---- 8. the vtable (optional slots left NULL: platform.h says what the
+ * library does without them) and the module's open ---- */
 
 static const dlrun_platform platform = {
     .abi = DLRUN_PLATFORM_ABI,
@@ -534,6 +561,19 @@ static const dlrun_platform platform = {
     .inject_failure = tn_inject,
 };
 
+/* The module's entry point: refuse another ABI (the library says why),
+ * keep the services, hand over the vtable. */
+DLRUN_API int dlrun_platform_module_open(int abi, const dlrun_platform_services *services,
+                                         const dlrun_platform **out, char *err, size_t n) {
+  if (abi != DLRUN_PLATFORM_ABI || services->abi != DLRUN_PLATFORM_ABI) {
+    snprintf(err, n, "testnative was built for platform ABI %d", DLRUN_PLATFORM_ABI);
+    return 1;
+  }
+  svc = services;
+  *out = &platform;
+  return 0;
+}
+
 /* ---- test hooks ---- */
 
 DLRUN_API void dlrun_testnative_hold(dlrun_device *dev, int hold) {
@@ -545,14 +585,3 @@ DLRUN_API void dlrun_testnative_hold(dlrun_device *dev, int hold) {
 }
 
 DLRUN_API unsigned dlrun_testnative_ran(dlrun_device *dev) { return atomic_load(&tn_of(dev)->ran); }
-
-DLRUN_API int dlrun_platform_module_open(int abi, const dlrun_platform_services *services,
-                                         const dlrun_platform **out, char *err, size_t n) {
-  if (abi != DLRUN_PLATFORM_ABI || services->abi != DLRUN_PLATFORM_ABI) {
-    snprintf(err, n, "testnative was built for platform ABI %d", DLRUN_PLATFORM_ABI);
-    return 1;
-  }
-  svc = services;
-  *out = &platform;
-  return 0;
-}
