@@ -177,8 +177,13 @@ define test_module
 endef
 $(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
 	$(test_module)
-$(TEST_NATIVE_MOD): spec/c/modules/native_platform.c include/dlrun/platform.h
-	$(test_module)
+# testnative is the skeleton of a platform module: the op protocol compiled in.
+$(TEST_NATIVE_MOD): spec/c/modules/native_platform.c $(PLATFORM_COMMON_SRC) $(PLATFORM_COMMON_H) \
+                    include/dlrun/platform.h
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \
+	  -Iinclude -Isrc -o $@ $< $(PLATFORM_COMMON_SRC)
 
 # The driver double is instrumented like the tests (SAN): it runs inside them.
 # It links dlrun's dtype conversions (its sequence kernel's float16 and

@@ -65,7 +65,7 @@ bool opq_failing(opq_op *op) {
 
 void opq_push(opq_op *op) {
   opq_queue *q = op->q;
-  op->point = q->svc->timeline_begin(q->tl);
+  op->point = q->drv->begin_point ? q->drv->begin_point(q) : q->svc->timeline_begin(q->tl);
   if (q->tail)
     q->tail->next = op;
   else
@@ -93,7 +93,10 @@ static void finish(opq_op *op) {
   else
     st = DLRUN_OK;
   if (op->on_complete) op->on_complete(op->ctx);
-  q->svc->timeline_complete(q->tl, op->point, st, st ? msg : NULL);
+  if (q->drv->complete_point)
+    q->drv->complete_point(q, op->point, st, st ? msg : NULL);
+  else
+    q->svc->timeline_complete(q->tl, op->point, st, st ? msg : NULL);
 }
 
 void opq_drain(opq_queue *q) {

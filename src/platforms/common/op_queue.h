@@ -46,6 +46,11 @@ typedef struct opq_driver {
    * points on a thread of its own (opq_drain there). NULL: the thread that
    * released the op drains the queue. */
   void (*ready)(opq_queue *q);
+  /* (optional) Points of the driver's own events (q->lock held when
+   * begun), for a platform whose events are not timelines. NULL: the
+   * timeline q->tl. */
+  dlrun_event (*begin_point)(opq_queue *q);
+  void (*complete_point)(opq_queue *q, dlrun_event point, dlrun_status st, const char *msg);
 } opq_driver;
 
 /* The ops of one device's queue. */
@@ -54,7 +59,7 @@ struct opq_queue {
   const opq_driver *drv;
   void *owner;          /* the driver's device */
   const char *name;     /* the device's: "CudaDevice(id=0)" */
-  dlrun_timeline *tl;   /* its points */
+  dlrun_timeline *tl;   /* its points (unless the driver's own) */
   pthread_mutex_t lock; /* the op list and the driver queue's order */
   pthread_cond_t idle;  /* the op list emptied */
   opq_op *head, *tail;  /* ops begun and not yet completed, in order */
