@@ -3,14 +3,17 @@
  *
  * To add a platform (HIP, Level Zero, ...), copy this file's shape, in the
  * order of its sections (docs/architecture.md, "Adding a platform"):
- *   1. the device context: what device_init makes (device_impl reads it);
+ *   1. the device context: what device_init makes (device_impl reads it),
+ *      an opq_queue among it;
  *   2. events: a point of the device's queue. Here they are the platform's
- *      own kind on purpose (below); a driver platform uses the library's
- *      timelines instead, through src/platforms/common/op_queue.h, and
- *      fills only the driver's part (how to enqueue, wait, record);
- *   3. the queue: each op runs in order, after the events it waits on (of
- *      any platform: svc->event_then, never a blocked thread); a failed
- *      wait or an injected failure fails it, worded as every platform does;
+ *      own kind on purpose (below); a driver platform's are the library's
+ *      timeline points instead, and it has no section 2;
+ *   3. the queue: the op protocol (src/platforms/common/op_queue.h) keeps
+ *      the op list, the waits (of any platform: svc->event_then, never a
+ *      blocked thread), the order points complete in and the wording of
+ *      failures; the platform fills its hooks (opq_driver) and runs the
+ *      driver's commands (here host loops on a thread per device, in
+ *      order; a GPU's copies and kernels on its stream);
  *   4. the work slots: copy_box, fill, record, inject_failure;
  *   5. devices: device_init, device_destroy (after every point completed);
  *   6. memory: device addresses a host must not read (svc->map_inaccessible),
@@ -18,16 +21,19 @@
  *   7. DLPack: the (device_type, device_id) a memory exports as, and back;
  *   8. the vtable, then the module's open function, the one symbol the
  *      library looks up (it hands over the services: never link libdlrun).
- * Built as every module is, on the public headers alone (the Makefile's
- * test_module rule); the conformance suite loads it from beside its binary,
+ * Built as every module is, on the public headers and the common op
+ * protocol alone (the Makefile's rule for it, the common .c files
+ * compiled in); the conformance suite loads it from beside its binary,
  * registers it and runs every case on two of its devices.
  *
  * Why its own events: the library's handling of foreign events (another
  * platform's, read only through their slots) is exercised by them. Each is
  * a device and a sequence number, with the device's condition variable and
- * callback list; it waits for other platforms' events through
- * svc->event_then (its thread never blocks on them), and a command that
- * waits on a failed event fails with that event's message.
+ * callback list; the op protocol begins and completes them through its
+ * begin_point / complete_point hooks (a driver platform leaves them NULL:
+ * timeline points). A command waits for other platforms' events through
+ * svc->event_then (its thread never blocks on them), and one that waits on
+ * a failed event fails with that event's message.
  *
  * Its device memory is not readable by the host at its device addresses
  * (an inaccessible range; the bytes live in a private mapping only this
