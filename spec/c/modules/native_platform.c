@@ -79,8 +79,7 @@ typedef enum tn_kind { TN_COPY, TN_FILL, TN_MARK } tn_kind;
 typedef struct tn_cmd {
   opq_op base;
   tn_kind kind;
-  bool ran;              /* under q.lock, as gates */
-  int gates;             /* waits on elsewhere that must complete before it runs */
+  bool ran;              /* under q.lock; it runs once base.gates is 0 */
   dlrun_copy_op *op;     /* TN_COPY: the caller's, valid until done */
   dlrun_memory_kind mem; /* TN_FILL */
   void *data;
@@ -213,8 +212,9 @@ static void cmd_free(opq_op *o) {
   free(o);
 }
 
-/* A command became complete: the device's thread completes its point. */
-static void cmd_ready(opq_queue *q) { pthread_cond_signal(&((tn_device *)q->owner)->work); }
+/* A command became complete, or a gate of one opened: the device's thread
+ * completes its point, or runs it. */
+static void cmd_wake(opq_queue *q) { pthread_cond_signal(&((tn_device *)q->owner)->work); }
 
 static dlrun_event point_begin(opq_queue *q) {
   tn_device *t = q->owner;
@@ -252,7 +252,7 @@ static void point_complete(opq_queue *q, dlrun_event point, dlrun_status st, con
 
 static const opq_driver tn_driver = {.error_name = error_text,
                                      .free_op = cmd_free,
-                                     .ready = cmd_ready,
+                                     .wake = cmd_wake,
                                      .begin_point = point_begin,
                                      .complete_point = point_complete};
 
@@ -308,7 +308,7 @@ static void *device_thread(void *arg) {
       continue;
     }
     tn_cmd *c = next_to_run(t);
-    if (c && !t->held && c->gates == 0) {
+    if (c && !t->held && c->base.gates == 0) {
       c->ran = true;
       pthread_mutex_unlock(&t->q.lock);
       if (!opq_failing(&c->base)) run(c);
@@ -324,21 +324,11 @@ static void *device_thread(void *arg) {
   return NULL;
 }
 
-/* A wait of a command. One on elsewhere gates it; one on an earlier point
- * of its own device (the queue is in order) only tells it the failure. */
-typedef struct tn_wait {
-  opq_wait base;
-  bool gate;
-} tn_wait;
-
-static void wait_opened(opq_wait *base) {
-  tn_wait *w = (tn_wait *)base;
-  tn_device *t = base->op->q->owner;
-  pthread_mutex_lock(&t->q.lock);
-  if (w->gate) ((tn_cmd *)base->op)->gates--;
-  pthread_cond_signal(&t->work);
-  pthread_mutex_unlock(&t->q.lock);
-  free(w);
+/* Whether the queue orders a command after ev already: an earlier point of
+ * its own device (the queue is in order). A wait on it only tells the
+ * command its failure; one on elsewhere gates it. */
+static bool own_point(opq_op *op, dlrun_event ev) {
+  return ev.platform == &platform && event_device(ev) == op->q->owner;
 }
 
 /* Queue c (zeroed but for the driver's fields) after its waits; sets
@@ -346,36 +336,20 @@ static void wait_opened(opq_wait *base) {
  * of this device for its failure takes it. */
 static dlrun_status enqueue(tn_device *t, tn_cmd *c, const char *what, int inject_kind,
                             const dlrun_event *waits, size_t nwaits, dlrun_event *done) {
-  tn_wait **ws = calloc(nwaits ? nwaits : 1, sizeof *ws);
+  opq_wait **ws = calloc(nwaits ? nwaits : 1, sizeof *ws);
   if (!ws) {
     free(c);
     return svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "testnative: out of host memory");
   }
   opq_op_init(&c->base, &t->q, what, 2); /* its run, the enqueue's hold */
-  size_t nws = 0;
-  for (size_t i = 0; i < nwaits; i++) {
-    dlrun_event ev = waits[i];
-    if (opq_settled(&c->base, ev, NULL)) continue;
-    tn_wait *w = malloc(sizeof *w);
-    if (!w) {
-      opq_note_wait_failure(&c->base, "out of host memory");
-      continue;
-    }
-    bool own = ev.platform == &platform && event_device(ev) == t;
-    *w = (tn_wait){.base = {.op = &c->base, .ev = ev, .opened = wait_opened}, .gate = !own};
-    c->gates += w->gate;
-    atomic_fetch_add(&c->base.pending, 1);
-    ws[nws++] = w;
-  }
+  size_t nws = opq_waits_gate(&c->base, waits, nwaits, own_point, ws);
   pthread_mutex_lock(&t->q.lock);
   c->base.injected = opq_take_injected(&t->q, inject_kind);
   opq_push(&c->base);
   pthread_cond_signal(&t->work);
   pthread_mutex_unlock(&t->q.lock);
   if (done) *done = c->base.point;
-  for (size_t i = 0; i < nws; i++)
-    if (opq_wait_then(svc, &ws[i]->base)) /* no memory to be called back: it fails */
-      opq_wait_end(&ws[i]->base, svc->last_error());
+  opq_waits_then(ws, nws);
   free(ws);
   opq_release(&c->base); /* the enqueue's hold */
   return DLRUN_OK;

@@ -128,7 +128,7 @@ void opq_release_locked(opq_op *op) {
     return;
   }
   op->complete = true;
-  if (op->q->drv->ready) op->q->drv->ready(op->q);
+  if (op->q->drv->wake) op->q->drv->wake(op->q);
 }
 
 void opq_release(opq_op *op) {
@@ -140,9 +140,9 @@ void opq_release(opq_op *op) {
   opq_queue *q = op->q; /* op may go once it reads complete */
   pthread_mutex_lock(&q->lock);
   op->complete = true;
-  if (q->drv->ready) q->drv->ready(q);
+  if (q->drv->wake) q->drv->wake(q);
   pthread_mutex_unlock(&q->lock);
-  if (!q->drv->ready) opq_drain(q);
+  if (!q->drv->wake) opq_drain(q);
 }
 
 dlrun_status opq_fail_enqueue(opq_queue *q, const char *what, int code) {
@@ -199,4 +199,41 @@ static void wait_done(void *ctx) {
 dlrun_status opq_wait_then(const dlrun_platform_services *svc, opq_wait *w) {
   w->svc = svc;
   return svc->event_then(w->ev, wait_done, w);
+}
+
+/* ---- waits that gate an op ---- */
+
+/* A gated wait's event completed (its failure noted): open its gate. */
+static void gate_opened(opq_wait *w) {
+  opq_queue *q = w->op->q;
+  pthread_mutex_lock(&q->lock);
+  if (w->gate) w->op->gates--;
+  q->drv->wake(q);
+  pthread_mutex_unlock(&q->lock);
+  free(w);
+}
+
+size_t opq_waits_gate(opq_op *op, const dlrun_event *waits, size_t n,
+                      bool (*ordered)(opq_op *op, dlrun_event ev), opq_wait **ws) {
+  size_t nws = 0;
+  for (size_t i = 0; i < n; i++) {
+    dlrun_event ev = waits[i];
+    if (opq_settled(op, ev, NULL)) continue;
+    opq_wait *w = malloc(sizeof *w);
+    if (!w) {
+      opq_note_wait_failure(op, "out of host memory");
+      continue;
+    }
+    *w = (opq_wait){.op = op, .ev = ev, .gate = !ordered(op, ev), .opened = gate_opened};
+    op->gates += w->gate;
+    atomic_fetch_add(&op->pending, 1);
+    ws[nws++] = w;
+  }
+  return nws;
+}
+
+void opq_waits_then(opq_wait **ws, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (opq_wait_then(ws[i]->op->q->svc, ws[i]))
+      opq_wait_end(ws[i], ws[i]->op->q->svc->last_error());
 }

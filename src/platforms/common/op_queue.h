@@ -42,10 +42,11 @@ typedef struct opq_driver {
   /* (optional) The op is about to complete its point (it leaves the
    * driver's lookups). */
   void (*retire)(opq_op *op);
-  /* (optional) An op became complete (q->lock held): the driver completes
-   * points on a thread of its own (opq_drain there). NULL: the thread that
+  /* (optional) An op became complete, or one of its gates opened (q->lock
+   * held): the driver's own thread has work (it completes points with
+   * opq_drain, runs ops whose gates opened). NULL: the thread that
    * released the op drains the queue. */
-  void (*ready)(opq_queue *q);
+  void (*wake)(opq_queue *q);
   /* (optional) Points of the driver's own events (q->lock held when
    * begun), for a platform whose events are not timelines. NULL: the
    * timeline q->tl. */
@@ -76,6 +77,7 @@ struct opq_op {
   bool complete;         /* under q->lock */
   bool abandoned;        /* its enqueue failed after waits held it: no point */
   bool injected;         /* a failure injected by a test */
+  int gates;             /* under q->lock: waits that hold it back (opq_waits_gate) */
   pthread_mutex_t flock; /* err and wait_msg */
   int err;               /* the driver's first failure (0: none) */
   char *wait_msg;        /* the first failed wait's message */
@@ -106,7 +108,7 @@ bool opq_failing(opq_op *op);
 void opq_push(opq_op *op);
 /* One of op's holds is released: when it was the last, the op is complete
  * (its point completes in order) or, abandoned, freed. The _locked form,
- * with q->lock held, leaves draining to the driver's ready hook. */
+ * with q->lock held, leaves draining to the driver's wake hook. */
 void opq_release(opq_op *op);
 void opq_release_locked(opq_op *op);
 /* Complete, in order, the points of the complete ops at the head of q's
@@ -130,6 +132,7 @@ struct opq_wait {
   dlrun_event ev;
   const dlrun_platform_services *svc;
   int retries;     /* called back before ev read as complete */
+  bool gate;       /* opq_waits_gate's: it holds op back */
   /* The driver's: ev completed (its failure noted in op): open its gate
    * and free w. Never calls the driver's queue functions that block. */
   void (*opened)(opq_wait *w);
@@ -140,5 +143,19 @@ struct opq_wait {
 dlrun_status opq_wait_then(const dlrun_platform_services *svc, opq_wait *w);
 /* End w now: note msg (NULL: none) in w->op, open, release. */
 void opq_wait_end(opq_wait *w, const char *msg);
+
+/* Waits for a driver that holds an op back, unsubmitted, until its gates
+ * open (it has no user events: CUDA, the skeleton). Before op is queued
+ * (q->lock held or op not yet seen by anyone): the waits already complete
+ * are noted; each pending one becomes a hold of op and, unless
+ * ordered(op, ev) says the driver's queue orders it already (a pending op
+ * of its own queues), a gate (op->gates) that the driver's wake hook hears
+ * open; no memory for one fails op. Returns how many are in ws (room for
+ * n), to register with opq_waits_then once op has its point. */
+size_t opq_waits_gate(opq_op *op, const dlrun_event *waits, size_t n,
+                      bool (*ordered)(opq_op *op, dlrun_event ev), opq_wait **ws);
+/* Be called back for each (without q->lock); one that cannot be (no
+ * memory) fails op, even if its event completed meanwhile. */
+void opq_waits_then(opq_wait **ws, size_t n);
 
 #endif

@@ -30,19 +30,13 @@ struct cu_op {
   cu_op *live_next; /* the submitted ops of every device (live) */
   cu_device *d;
   dlcu_event ev;    /* recorded after its work */
-  op_state state;   /* under d->q.lock, as gates */
-  int gates;        /* waits that must complete before it is submitted */
+  op_state state;   /* under d->q.lock; submitted once base.gates is 0 */
   cu_work_fn work;
   void *arg;
   void (*free_arg)(void *);
   const dlrun_event *waits; /* the caller's, valid until the point completes */
   size_t nwaits;
 };
-
-typedef struct cu_wait {
-  opq_wait base;
-  bool gate;
-} cu_wait;
 
 /* The submitted ops of all devices, by point (a wait's native event). */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -82,11 +76,11 @@ static void op_destroy(opq_op *o) {
   op_free(op);
 }
 
-/* Points complete on the completion thread: wake it. */
-static void op_ready(opq_queue *q) { pthread_cond_broadcast(&((cu_device *)q->owner)->wake); }
+/* Points complete, and gated ops are submitted, on the completion thread. */
+static void op_wake(opq_queue *q) { pthread_cond_broadcast(&((cu_device *)q->owner)->wake); }
 
 const opq_driver cu_op_driver = {
-    .error_name = error_text, .free_op = op_destroy, .retire = op_retire, .ready = op_ready};
+    .error_name = error_text, .free_op = op_destroy, .retire = op_retire, .wake = op_wake};
 
 /* Submit op on d's stream (d->q.lock held, d's context current): the
  * native waits, its work, its event. false: nothing was enqueued and *err
@@ -155,16 +149,14 @@ static void recover(cu_device *d) {
 
 /* ---- waits ---- */
 
-/* An awaited event completed (its failure noted): open its gate. */
-static void wait_opened(opq_wait *base) {
-  cu_wait *w = (cu_wait *)base;
-  cu_op *op = (cu_op *)base->op;
-  cu_device *d = op->d;
-  pthread_mutex_lock(&d->q.lock);
-  if (w->gate) op->gates--;
-  pthread_cond_broadcast(&d->wake);
-  pthread_mutex_unlock(&d->q.lock);
-  free(w);
+/* Whether the stream orders op after ev already: a submitted op of this
+ * platform (cuStreamWaitEvent on another device's stream). */
+static bool on_a_stream(opq_op *op, dlrun_event ev) {
+  (void)op;
+  pthread_mutex_lock(&live_lock);
+  bool native = ev.platform == &cu_platform && live_op(ev);
+  pthread_mutex_unlock(&live_lock);
+  return native;
 }
 
 /* Whether d has a gated op (every later op waits behind it). */
@@ -178,7 +170,7 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
                         void *arg, void (*free_arg)(void *), void (*on_complete)(void *),
                         void *ctx, const dlrun_event *waits, size_t nwaits, dlrun_event *done) {
   cu_op *op = calloc(1, sizeof *op);
-  cu_wait **ws = calloc(nwaits ? nwaits : 1, sizeof *ws);
+  opq_wait **ws = calloc(nwaits ? nwaits : 1, sizeof *ws);
   dlcu_result r = DLCU_SUCCESS;
   if (!op || !ws) {
     free(op);
@@ -209,26 +201,10 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
     return cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: cuEventCreate: %s (%d)", d->name, what,
                         cu_error_name(r), r);
   }
-  size_t nws = 0;
   pthread_mutex_lock(&d->q.lock);
-  for (size_t i = 0; i < nwaits; i++) {
-    dlrun_event ev = waits[i];
-    if (opq_settled(&op->base, ev, NULL)) continue;
-    cu_wait *w = malloc(sizeof *w);
-    if (!w) {
-      opq_note_wait_failure(&op->base, "out of host memory");
-      continue;
-    }
-    pthread_mutex_lock(&live_lock);
-    bool native = ev.platform == &cu_platform && live_op(ev);
-    pthread_mutex_unlock(&live_lock);
-    *w = (cu_wait){.base = {.op = &op->base, .ev = ev, .opened = wait_opened}, .gate = !native};
-    op->gates += w->gate;
-    atomic_fetch_add(&op->base.pending, 1);
-    ws[nws++] = w;
-  }
+  size_t nws = opq_waits_gate(&op->base, waits, nwaits, on_a_stream, ws);
   op->base.injected = opq_take_injected(&d->q, inject_kind);
-  if (op->gates || has_gated(d)) {
+  if (op->base.gates || has_gated(d)) {
     op->state = OP_GATED; /* the completion thread submits it */
   } else if (!submit(d, op, &r)) {
     pthread_mutex_unlock(&d->q.lock);
@@ -241,11 +217,7 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
   opq_push(&op->base);
   pthread_mutex_unlock(&d->q.lock);
   if (done) *done = op->base.point;
-  for (size_t i = 0; i < nws; i++)
-    if (opq_wait_then(cu_svc, &ws[i]->base))
-      opq_wait_end(&ws[i]->base, cu_svc->last_error()); /* no memory to be called back: the op
-                                                           fails, even if the event completed
-                                                           meanwhile */
+  opq_waits_then(ws, nws);
   free(ws);
   opq_release(&op->base); /* the enqueue's hold */
   return DLRUN_OK;
@@ -264,7 +236,7 @@ static cu_op *first_in(cu_device *d, op_state state) {
  * ops of other devices on their streams, are still cuStreamWaitEvent). */
 static void submit_gated(cu_device *d) {
   cu_op *op = first_in(d, OP_GATED);
-  while (op && op->state == OP_GATED && op->gates == 0) {
+  while (op && op->state == OP_GATED && op->base.gates == 0) {
     cu_make_current(d->ctx);
     dlcu_result err;
     if (!submit(d, op, &err)) { /* nothing enqueued: its point fails */
