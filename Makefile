@@ -208,7 +208,7 @@ $(BUILD)/tests/test_cuda_double: $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA)
 # the driver reached through the CUDA platform's loader, linked in. Never
 # installed; make test runs it on the driver double.
 $(GPU_BW): bench/gpu_bandwidth.c src/platforms/cuda/loader.c src/platforms/cuda/cu.h \
-           src/platforms/cuda/driver_api.h $(LIB_A)
+           src/platforms/cuda/driver_api.h $(PLATFORM_COMMON_H) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/gpu_bandwidth.c src/platforms/cuda/loader.c \

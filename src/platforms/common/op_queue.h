@@ -2,7 +2,8 @@
  * once for the driver platform modules (cuda, opencl) and any new one.
  *
  * An op (a copy, a fill, a record) is some driver commands on a device's
- * in-order queue and one point of the device's timeline (svc->timeline_*).
+ * in-order queue and one point of the device's timeline (svc->timeline_*;
+ * or of the driver's own events, opq_driver.begin_point).
  * It completes when everything it holds has been released (opq_release):
  * the enqueue itself, its commands (the driver's completion), and each
  * event it waited for (opq_wait). Only then is it known whether it failed,
