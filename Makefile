@@ -65,12 +65,18 @@ ifneq ($(MPI_PC),)
 LIB_MODULES += $(MPI_MOD)
 endif
 
+# What the platform modules with queues of their own share
+# (src/platforms/common/: the op protocol, box copy planning), compiled into
+# each module: a module sees the public headers and its services only.
+PLATFORM_COMMON_SRC := $(sort $(wildcard src/platforms/common/*.c))
+PLATFORM_COMMON_H   := $(sort $(wildcard src/platforms/common/*.h))
+
 # The OpenCL platform (include/dlrun/platform.h), loaded at run time for
 # "--devices opencl:N" and "auto": built when the OpenCL headers and the ICD
 # loader are installed (Debian: opencl-headers, ocl-icd-opencl-dev). Like the
 # MPI transport it links no libdlrun (the library hands it its services). It
 # calls OpenCL 1.2 only, what every vendor's driver has.
-OPENCL_SRC := $(sort $(wildcard src/platforms/opencl/*.c))
+OPENCL_SRC := $(sort $(wildcard src/platforms/opencl/*.c)) $(PLATFORM_COMMON_SRC)
 OPENCL_MOD := $(BUILD)/libdlrun_opencl.so
 OPENCL_OK := $(shell pkg-config --exists OpenCL 2>/dev/null && \
                printf '\043include <CL/cl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
@@ -85,7 +91,8 @@ endif
 # API subset it calls itself (src/platforms/cuda/driver_api.h) and loads
 # libcuda.so.1 when a runtime asks for it; its PTX kernels are text in the
 # tree (kernels.ptx), embedded as a C string (never nvcc at build time).
-CUDA_SRC := $(filter-out src/platforms/cuda/check_cuda_h.c,$(sort $(wildcard src/platforms/cuda/*.c)))
+CUDA_SRC := $(filter-out src/platforms/cuda/check_cuda_h.c,$(sort $(wildcard src/platforms/cuda/*.c))) \
+            $(PLATFORM_COMMON_SRC)
 CUDA_MOD := $(BUILD)/libdlrun_cuda.so
 CUDA_PTX_C := $(BUILD)/gen/cuda_kernels_ptx.c
 CUDA_HOME ?= /usr/local/cuda
@@ -124,8 +131,7 @@ $(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
 	  $$(pkg-config --cflags $(MPI_PC)) -o $@ $< $$(pkg-config --libs $(MPI_PC))
 
-$(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h src/platforms/common/box_plan.h \
-               include/dlrun/platform.h
+$(OPENCL_MOD): $(OPENCL_SRC) src/platforms/opencl/ocl.h $(PLATFORM_COMMON_H) include/dlrun/platform.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=120 $(OPT) $(SAN) $(WARN) -fPIC \
@@ -141,7 +147,7 @@ $(CUDA_PTX_C): src/platforms/cuda/kernels.ptx
 	  echo '    ;'; } >$@.tmp && mv $@.tmp $@
 
 $(CUDA_MOD): $(CUDA_SRC) $(CUDA_PTX_C) src/platforms/cuda/cu.h src/platforms/cuda/driver_api.h \
-             src/platforms/common/box_plan.h include/dlrun/platform.h
+             $(PLATFORM_COMMON_H) include/dlrun/platform.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \
@@ -171,8 +177,13 @@ define test_module
 endef
 $(TEST_PLATFORM_MOD): spec/c/modules/platform_module.c include/dlrun/platform.h
 	$(test_module)
-$(TEST_NATIVE_MOD): spec/c/modules/native_platform.c include/dlrun/platform.h
-	$(test_module)
+# testnative is the skeleton of a platform module: the op protocol compiled in.
+$(TEST_NATIVE_MOD): spec/c/modules/native_platform.c $(PLATFORM_COMMON_SRC) $(PLATFORM_COMMON_H) \
+                    include/dlrun/platform.h
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden -shared -pthread \
+	  -Iinclude -Isrc -o $@ $< $(PLATFORM_COMMON_SRC)
 
 # The driver double is instrumented like the tests (SAN): it runs inside them.
 # It links dlrun's dtype conversions (its sequence kernel's float16 and
@@ -197,7 +208,7 @@ $(BUILD)/tests/test_cuda_double: $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA)
 # the driver reached through the CUDA platform's loader, linked in. Never
 # installed; make test runs it on the driver double.
 $(GPU_BW): bench/gpu_bandwidth.c src/platforms/cuda/loader.c src/platforms/cuda/cu.h \
-           src/platforms/cuda/driver_api.h $(LIB_A)
+           src/platforms/cuda/driver_api.h $(PLATFORM_COMMON_H) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/gpu_bandwidth.c src/platforms/cuda/loader.c \

@@ -137,7 +137,7 @@ static dlcu_result rect_copy(const plan *p, dlcu_memorytype st_, dlcu_ptr sp, dl
 }
 
 /* The peer access from d to the source's device: enabled once; false when
- * the devices cannot reach each other (d->lock held: the cache). */
+ * the devices cannot reach each other (d->q.lock held: the cache). */
 static bool peer_reachable(cu_device *d, const cu_device *src) {
   int o = src->cu;
   if (o < 0 || o >= 64) return false;

@@ -13,6 +13,7 @@
 
 #include "dlrun/platform.h"
 #include "driver_api.h"
+#include "platforms/common/op_queue.h"
 
 /* The library's services, this platform's vtable (module.c) and the driver's
  * entry points (loader.c, valid once cu_load succeeded). */
@@ -68,21 +69,17 @@ typedef struct cu_device {
   dlcu_context ctx; /* the primary context, retained */
   dlcu_stream stream;
   dlcu_event unrecorded; /* never recorded: a wait on it checks a stream handle */
-  dlrun_timeline *tl;
   uint64_t total_mem;
   bool vmm;              /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
   size_t granularity;    /* VMM: cuMemGetAllocationGranularity (minimum) */
   size_t ndevices;
   int peer[64];          /* cuDeviceCanAccessPeer to ordinal i: -1 unknown, 0, 1 (enabled) */
 
-  pthread_mutex_t lock;     /* the op list, the stream's order, kernels */
+  opq_queue q;              /* its ops; q.lock: also the stream's order, kernels */
   pthread_mutex_t mem_lock; /* ranges */
   pthread_cond_t wake;      /* the completion thread: work or a gate opened */
-  pthread_cond_t idle;      /* the op list emptied */
-  cu_op *head, *tail;       /* ops begun and not yet completed, in order */
-  bool draining, stop;
+  bool stop;
   pthread_t thread;         /* submits gated ops, completes recorded ones */
-  unsigned inject[2];
   dlcu_result broken;       /* a sticky error of the context (atomic): the device is unusable */
   cu_range *ranges;
   dlcu_module module;       /* the PTX kernels, loaded on first use */
@@ -106,6 +103,8 @@ dlrun_status cu_place_of(cu_device *d, dlrun_memory_kind kind, const void *addr,
                          dlcu_ptr *out, uint64_t *room);
 
 /* ---- ops (ops.c) ---- */
+/* The driver's part of the op protocol (common/op_queue.h). */
+extern const opq_driver cu_op_driver;
 /* An op's work, run when the op is submitted on d's stream (at once, or by
  * the completion thread when a wait on a foreign event gated it): enqueue
  * the driver calls; return the first failure (DLCU_SUCCESS: all queued). */
@@ -130,7 +129,7 @@ void *cu_completion_main(void *arg);
 /* ---- kernels (kernels.c) ---- */
 enum { CU_K_FILL8, CU_K_FILL16, CU_K_SEQUENCE };
 extern const char cu_kernels_ptx[]; /* the generated string of kernels.ptx */
-/* d's kernel `which`, the module loaded on first use (d->lock held). */
+/* d's kernel `which`, the module loaded on first use (d->q.lock held). */
 dlcu_result cu_kernel_of(cu_device *d, int which, dlcu_function *out);
 
 /* ---- the slots (one file each area) ---- */

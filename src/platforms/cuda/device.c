@@ -45,10 +45,9 @@ static dlcu_result read_device_info(cu_device *d) {
 }
 
 static void destroy_sync(cu_device *d) {
-  pthread_mutex_destroy(&d->lock);
+  opq_queue_destroy(&d->q);
   pthread_mutex_destroy(&d->mem_lock);
   pthread_cond_destroy(&d->wake);
-  pthread_cond_destroy(&d->idle);
 }
 
 /* Its failures do not name the device: the library prefixes them with it. */
@@ -67,10 +66,9 @@ dlrun_status cu_device_init(dlrun_device *dev, size_t local_index, size_t ndevic
   d->index = local_index;
   d->ndevices = ndevices;
   memset(d->peer, -1, sizeof d->peer);
-  pthread_mutex_init(&d->lock, NULL);
+  opq_queue_init(&d->q, cu_svc, &cu_op_driver, d, name);
   pthread_mutex_init(&d->mem_lock, NULL);
   pthread_cond_init(&d->wake, NULL);
-  pthread_cond_init(&d->idle, NULL);
   const char *call = "cuDeviceGet";
   dlcu_result r = cu_api.DeviceGet(&d->cu, (int)local_index);
   bool retained = false;
@@ -98,9 +96,9 @@ dlrun_status cu_device_init(dlrun_device *dev, size_t local_index, size_t ndevic
   dlrun_status st = DLRUN_OK;
   if (r) {
     st = cu_svc->fail(DLRUN_ERR_RUNTIME, "%s failed: %s (%d)", call, cu_error_name(r), r);
-  } else if (!(st = cu_svc->timeline_create(&cu_platform, &d->tl)) &&
+  } else if (!(st = cu_svc->timeline_create(&cu_platform, &d->q.tl)) &&
              pthread_create(&d->thread, NULL, cu_completion_main, d) != 0) {
-    cu_svc->timeline_destroy(d->tl);
+    cu_svc->timeline_destroy(d->q.tl);
     st = cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "cannot start a thread");
   }
   if (st) {
@@ -123,11 +121,11 @@ dlrun_status cu_device_init(dlrun_device *dev, size_t local_index, size_t ndevic
 void cu_device_destroy(dlrun_device *dev, void *impl) {
   (void)dev;
   cu_device *d = impl;
-  pthread_mutex_lock(&d->lock);
-  while (d->head || d->draining) pthread_cond_wait(&d->idle, &d->lock);
+  pthread_mutex_lock(&d->q.lock);
+  opq_queue_wait_idle(&d->q);
   d->stop = true;
   pthread_cond_broadcast(&d->wake);
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_unlock(&d->q.lock);
   pthread_join(d->thread, NULL);
   pthread_mutex_lock(&cu_devices_lock);
   cu_device **p = &cu_devices;
@@ -139,7 +137,7 @@ void cu_device_destroy(dlrun_device *dev, void *impl) {
   if (d->module) cu_api.ModuleUnload(d->module);
   cu_api.EventDestroy(d->unrecorded);
   cu_api.StreamDestroy(d->stream);
-  cu_svc->timeline_destroy(d->tl);
+  cu_svc->timeline_destroy(d->q.tl);
   cu_api.DevicePrimaryCtxRelease(d->cu);
   cu_contexts_changed();
   destroy_sync(d);

@@ -149,10 +149,10 @@ dlrun_status cu_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint
   st = each_part(d, w, false, &unused, &none);
   if (!st && f->sequence && nbytes) { /* the kernels loaded now: a failure enqueues nothing */
     dlcu_function fn;
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->q.lock);
     dlcu_result r = cu_make_current(d->ctx);
     if (!r) r = cu_kernel_of(d, CU_K_SEQUENCE, &fn);
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->q.lock);
     if (r)
       st = cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: loading dlrun's kernels failed: %s (%d)", d->name,
                         cu_error_name(r), r);

@@ -75,9 +75,9 @@ static dlrun_status cu_inject_failure(dlrun_device *dev, dlrun_work_kind what, u
   cu_device *d = cu_dev(dev);
   if (what != DLRUN_WORK_COPY && what != DLRUN_WORK_FILL)
     return cu_svc->fail(DLRUN_ERR_VALUE, "%s: no work kind %d", d->name, (int)what);
-  pthread_mutex_lock(&d->lock);
-  d->inject[what] = count;
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_lock(&d->q.lock);
+  d->q.inject[what] = count;
+  pthread_mutex_unlock(&d->q.lock);
   return DLRUN_OK;
 }
 

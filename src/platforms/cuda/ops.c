@@ -1,20 +1,21 @@
-/* Ops on a device's stream and how their points complete.
+/* Ops on a device's stream: the driver's part of the operation protocol
+ * (common/op_queue.h), which keeps the op list, the waits and how points
+ * complete and fail.
  *
  * An op (a copy, a fill, a record) is some driver calls on the device's
- * stream followed by a CUDA event, and one point of the device's timeline.
- * A wait on a pending op of this platform already on a stream is
- * cuStreamWaitEvent; a wait on anything else (another platform's event, or
- * an op of this platform still gated) gates the op: it is kept, unsubmitted,
- * until svc->event_then says the event completed, and every later op of the
- * device waits behind it (the stream's order). No dlrun thread blocks on a
- * gate, and an event_then callback never calls the driver: it only counts
- * and wakes the device's completion thread.
+ * stream followed by a CUDA event. A wait on a pending op of this platform
+ * already on a stream is cuStreamWaitEvent; a wait on anything else
+ * (another platform's event, or an op of this platform still gated) gates
+ * the op: it is kept, unsubmitted, until svc->event_then says the event
+ * completed, and every later op of the device waits behind it (the
+ * stream's order). No dlrun thread blocks on a gate, and a wait's callback
+ * never calls the driver: it only counts and wakes the device's completion
+ * thread.
  *
  * The completion thread of each device submits the gated ops whose gates
  * opened, cuEventSynchronize-s the submitted ops in order and completes
- * their points (svc->timeline_complete) once every wait has also reported
- * (a failed wait fails the op with that wait's message). Everything that
- * finishes an op runs on that thread. */
+ * their points (opq_drain) once every wait has also reported. Everything
+ * that finishes an op runs on that thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,34 +24,19 @@
 
 typedef enum op_state { OP_GATED, OP_SUBMITTED, OP_WORK_DONE } op_state;
 
+/* Holds (base.pending): its work, each wait's report, the enqueue's. */
 struct cu_op {
-  cu_op *next;
+  opq_op base;
   cu_op *live_next; /* the submitted ops of every device (live) */
   cu_device *d;
-  const char *what;
-  dlrun_event point;
-  dlcu_event ev;        /* recorded after its work */
-  op_state state;       /* under d->lock, as the fields below */
-  int pending;          /* its work, each wait's report, the enqueue's hold */
-  int gates;            /* waits that must complete before it is submitted */
-  bool injected;
-  dlcu_result err;      /* the first driver failure of its work */
-  char *wait_msg;       /* the first failed wait's message */
+  dlcu_event ev;    /* recorded after its work */
+  op_state state;   /* under d->q.lock; submitted once base.gates is 0 */
   cu_work_fn work;
   void *arg;
   void (*free_arg)(void *);
-  void (*on_complete)(void *);
-  void *ctx;
   const dlrun_event *waits; /* the caller's, valid until the point completes */
   size_t nwaits;
 };
-
-typedef struct cu_wait {
-  cu_op *op;
-  dlrun_event ev;
-  bool gate;
-  int retries;
-} cu_wait;
 
 /* The submitted ops of all devices, by point (a wait's native event). */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,62 +47,62 @@ static bool same_event(dlrun_event a, dlrun_event b) { return !memcmp(&a, &b, si
 /* The submitted op whose point is ev (live_lock held), or NULL. */
 static cu_op *live_op(dlrun_event ev) {
   cu_op *op = live;
-  while (op && !same_event(op->point, ev)) op = op->live_next;
+  while (op && !same_event(op->base.point, ev)) op = op->live_next;
   return op;
-}
-
-static void live_remove(cu_op *op) {
-  pthread_mutex_lock(&live_lock);
-  cu_op **p = &live;
-  while (*p && *p != op) p = &(*p)->live_next;
-  if (*p) *p = op->live_next;
-  pthread_mutex_unlock(&live_lock);
 }
 
 static void op_free(cu_op *op) {
   if (op->ev) cu_api.EventDestroy(op->ev);
   if (op->free_arg) op->free_arg(op->arg);
-  free(op->wait_msg);
+  opq_op_destroy(&op->base);
   free(op);
 }
 
-/* The status of the complete event ev, and its failure's message. */
-static const char *failure_of(dlrun_event ev, dlrun_status *st) {
-  *st = cu_svc->event_status(ev);
-  if (*st) *st = cu_svc->event_wait(ev);
-  return *st ? cu_svc->last_error() : NULL;
+/* ---- the driver's hooks ---- */
+
+static const char *error_text(int code) { return cu_error_name(code); }
+
+static void op_retire(opq_op *o) {
+  pthread_mutex_lock(&live_lock);
+  cu_op **p = &live;
+  while (*p && *p != (cu_op *)o) p = &(*p)->live_next;
+  if (*p) *p = (*p)->live_next;
+  pthread_mutex_unlock(&live_lock);
 }
 
-static void note_wait_failure(cu_op *op, const char *msg) {
-  if (!op->wait_msg) op->wait_msg = strdup(msg && *msg ? msg : "failed");
+static void op_destroy(opq_op *o) {
+  cu_op *op = (cu_op *)o;
+  cu_make_current(op->d->ctx);
+  op_free(op);
 }
 
-/* One of the things op waits for happened (d->lock held). */
-static void op_release(cu_op *op) {
-  if (--op->pending == 0) pthread_cond_broadcast(&op->d->wake);
-}
+/* Points complete, and gated ops are submitted, on the completion thread. */
+static void op_wake(opq_queue *q) { pthread_cond_broadcast(&((cu_device *)q->owner)->wake); }
 
-/* Submit op on d's stream (d->lock held, d's context current): the native
- * waits, its work, its event. false: nothing was enqueued and err says why
- * (only for an op that was never gated: a gated one fails its point). */
-static bool submit(cu_device *d, cu_op *op) {
+const opq_driver cu_op_driver = {
+    .error_name = error_text, .free_op = op_destroy, .retire = op_retire, .wake = op_wake};
+
+/* Submit op on d's stream (d->q.lock held, d's context current): the
+ * native waits, its work, its event. false: nothing was enqueued and *err
+ * says why (for an op that was gated, its point fails with it). */
+static bool submit(cu_device *d, cu_op *op, dlcu_result *err) {
   const dlrun_event *waits = op->waits;
   size_t nwaits = op->nwaits;
   bool enqueued = false;
+  dlcu_result e = DLCU_SUCCESS;
   pthread_mutex_lock(&live_lock);
-  for (size_t i = 0; i < nwaits && !op->err; i++) {
+  for (size_t i = 0; i < nwaits && !e; i++) {
     cu_op *w = waits[i].platform == &cu_platform ? live_op(waits[i]) : NULL;
-    if (w && w->d != d) op->err = cu_api.StreamWaitEvent(d->stream, w->ev, 0);
-    enqueued |= w && !op->err;
+    if (w && w->d != d) e = cu_api.StreamWaitEvent(d->stream, w->ev, 0);
+    enqueued |= w && !e;
   }
   pthread_mutex_unlock(&live_lock);
-  if (!op->err && op->work && !op->injected && !op->wait_msg) {
-    dlcu_result r = op->work(d, op->arg, &enqueued);
-    if (r) op->err = r;
-  }
-  if (op->err && !enqueued) return false;
+  if (!e && op->work && !opq_failing(&op->base)) e = op->work(d, op->arg, &enqueued);
+  *err = e;
+  opq_note_error(&op->base, e);
+  if (e && !enqueued) return false;
   dlcu_result r = cu_api.EventRecord(op->ev, d->stream);
-  if (r && !op->err) op->err = r;
+  if (r) opq_note_error(&op->base, r);
   op->state = OP_SUBMITTED;
   pthread_mutex_lock(&live_lock);
   op->live_next = live;
@@ -149,7 +135,7 @@ static void clear_stream(cu_device *d) {
   if (again) __atomic_store_n(&d->broken, again, __ATOMIC_RELEASE);
 }
 
-/* Work on d's stream failed (d->lock held): every device's stream is
+/* Work on d's stream failed (d->q.lock held): every device's stream is
  * cleared (a staged copy fails on its source's stream too), so that later
  * work succeeds; work queued behind the failure still fails with it. */
 static void recover(cu_device *d) {
@@ -163,34 +149,20 @@ static void recover(cu_device *d) {
 
 /* ---- waits ---- */
 
-/* The wait w is over: failed with msg (NULL: it succeeded). */
-static void end_wait(cu_wait *w, const char *msg) {
-  cu_device *d = w->op->d;
-  pthread_mutex_lock(&d->lock);
-  if (msg) note_wait_failure(w->op, msg);
-  if (w->gate) w->op->gates--;
-  op_release(w->op);
-  pthread_cond_broadcast(&d->wake);
-  pthread_mutex_unlock(&d->lock);
-  free(w);
-}
-
-/* An awaited event completed: note its failure, open its gate. A timeline
- * may call back before its point reads as complete: then it is asked
- * again. Never calls the driver. */
-static void wait_done(void *ctx) {
-  cu_wait *w = ctx;
-  bool known = cu_svc->event_query(w->ev);
-  if (!known && w->retries++ < 3 && !cu_svc->event_then(w->ev, wait_done, w)) return;
-  dlrun_status st = DLRUN_OK;
-  const char *msg = known ? failure_of(w->ev, &st) : cu_svc->last_error();
-  end_wait(w, st || !known ? msg : NULL);
+/* Whether the stream orders op after ev already: a submitted op of this
+ * platform (cuStreamWaitEvent on another device's stream). */
+static bool on_a_stream(opq_op *op, dlrun_event ev) {
+  (void)op;
+  pthread_mutex_lock(&live_lock);
+  bool native = ev.platform == &cu_platform && live_op(ev);
+  pthread_mutex_unlock(&live_lock);
+  return native;
 }
 
 /* Whether d has a gated op (every later op waits behind it). */
 static bool has_gated(const cu_device *d) {
-  for (const cu_op *op = d->head; op; op = op->next)
-    if (op->state == OP_GATED) return true;
+  for (const opq_op *o = d->q.head; o; o = o->next)
+    if (((const cu_op *)o)->state == OP_GATED) return true;
   return false;
 }
 
@@ -198,7 +170,7 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
                         void *arg, void (*free_arg)(void *), void (*on_complete)(void *),
                         void *ctx, const dlrun_event *waits, size_t nwaits, dlrun_event *done) {
   cu_op *op = calloc(1, sizeof *op);
-  cu_wait **ws = calloc(nwaits ? nwaits : 1, sizeof *ws);
+  opq_wait **ws = calloc(nwaits ? nwaits : 1, sizeof *ws);
   dlcu_result r = DLCU_SUCCESS;
   if (!op || !ws) {
     free(op);
@@ -206,9 +178,15 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
     if (free_arg) free_arg(arg);
     return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
   }
-  *op = (cu_op){.d = d, .what = what, .pending = 2, .work = work, .arg = arg,
-                .free_arg = free_arg, .on_complete = on_complete, .ctx = ctx,
-                .waits = waits, .nwaits = nwaits};
+  opq_op_init(&op->base, &d->q, what, 2); /* its work, the enqueue's hold */
+  op->base.on_complete = on_complete;
+  op->base.ctx = ctx;
+  op->d = d;
+  op->work = work;
+  op->arg = arg;
+  op->free_arg = free_arg;
+  op->waits = waits;
+  op->nwaits = nwaits;
   dlrun_status refused = cu_usable(d, what);
   if (refused) {
     op_free(op);
@@ -223,141 +201,81 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
     return cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: cuEventCreate: %s (%d)", d->name, what,
                         cu_error_name(r), r);
   }
-  size_t nws = 0;
-  pthread_mutex_lock(&d->lock);
-  for (size_t i = 0; i < nwaits; i++) {
-    dlrun_event ev = waits[i];
-    if (!ev.platform) continue;
-    if (cu_svc->event_query(ev)) {
-      dlrun_status st;
-      const char *msg = failure_of(ev, &st);
-      if (st) note_wait_failure(op, msg);
-      continue;
-    }
-    cu_wait *w = malloc(sizeof *w);
-    if (!w) {
-      note_wait_failure(op, "out of host memory");
-      continue;
-    }
-    pthread_mutex_lock(&live_lock);
-    bool native = ev.platform == &cu_platform && live_op(ev);
-    pthread_mutex_unlock(&live_lock);
-    *w = (cu_wait){.op = op, .ev = ev, .gate = !native};
-    op->gates += w->gate;
-    op->pending++;
-    ws[nws++] = w;
-  }
-  if (inject_kind >= 0 && d->inject[inject_kind]) {
-    d->inject[inject_kind]--;
-    op->injected = true;
-  }
-  if (op->gates || has_gated(d)) {
+  pthread_mutex_lock(&d->q.lock);
+  size_t nws = opq_waits_gate(&op->base, waits, nwaits, on_a_stream, ws);
+  op->base.injected = opq_take_injected(&d->q, inject_kind);
+  if (op->base.gates || has_gated(d)) {
     op->state = OP_GATED; /* the completion thread submits it */
-  } else if (!submit(d, op)) {
-    pthread_mutex_unlock(&d->lock);
-    dlrun_status st = cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: %s (%d)", d->name, what,
-                                   cu_error_name(op->err), op->err);
+  } else if (!submit(d, op, &r)) {
+    pthread_mutex_unlock(&d->q.lock);
+    dlrun_status st = opq_fail_enqueue(&d->q, what, r);
     for (size_t i = 0; i < nws; i++) free(ws[i]);
     free(ws);
     op_free(op);
     return st;
   }
-  op->point = cu_svc->timeline_begin(d->tl);
-  if (d->tail) d->tail->next = op;
-  else d->head = op;
-  d->tail = op;
-  pthread_mutex_unlock(&d->lock);
-  if (done) *done = op->point;
-  for (size_t i = 0; i < nws; i++)
-    if (cu_svc->event_then(ws[i]->ev, wait_done, ws[i]))
-      end_wait(ws[i], cu_svc->last_error()); /* no memory to be called back: the op fails,
-                                                 even if the event completed meanwhile */
+  opq_push(&op->base);
+  pthread_mutex_unlock(&d->q.lock);
+  if (done) *done = op->base.point;
+  opq_waits_then(ws, nws);
   free(ws);
-  pthread_mutex_lock(&d->lock);
-  op_release(op); /* the enqueue's hold */
-  pthread_mutex_unlock(&d->lock);
+  opq_release(&op->base); /* the enqueue's hold */
   return DLRUN_OK;
 }
 
 /* ---- the completion thread ---- */
 
-/* Complete op's point: failed with "<device>: copy failed: CUDA_ERROR_...
- * (700)" ("injected device failure" for a test's), or with the message of
- * the failed event it waited on. */
-static void op_finish(cu_op *op) {
-  cu_device *d = op->d;
-  char msg[1024];
-  dlrun_status st = DLRUN_ERR_RUNTIME;
-  if (op->wait_msg)
-    snprintf(msg, sizeof msg, "%s", op->wait_msg);
-  else if (op->injected)
-    snprintf(msg, sizeof msg, "%s: %s failed: injected device failure", d->name, op->what);
-  else if (op->err)
-    snprintf(msg, sizeof msg, "%s: %s failed: %s (%d)", d->name, op->what,
-             cu_error_name(op->err), op->err);
-  else
-    st = DLRUN_OK;
-  if (op->on_complete) op->on_complete(op->ctx);
-  cu_svc->timeline_complete(d->tl, op->point, st, st ? msg : NULL);
-}
-
 /* The first op of d in `state`, or NULL. */
 static cu_op *first_in(cu_device *d, op_state state) {
-  cu_op *op = d->head;
-  while (op && op->state != state) op = op->next;
-  return op;
+  opq_op *o = d->q.head;
+  while (o && ((cu_op *)o)->state != state) o = o->next;
+  return (cu_op *)o;
 }
 
 /* Submit the gated ops whose gates opened, in order (their native waits,
  * ops of other devices on their streams, are still cuStreamWaitEvent). */
 static void submit_gated(cu_device *d) {
   cu_op *op = first_in(d, OP_GATED);
-  while (op && op->state == OP_GATED && op->gates == 0) {
+  while (op && op->state == OP_GATED && op->base.gates == 0) {
     cu_make_current(d->ctx);
-    if (!submit(d, op)) { /* nothing enqueued: its point fails */
+    dlcu_result err;
+    if (!submit(d, op, &err)) { /* nothing enqueued: its point fails */
       op->state = OP_WORK_DONE;
-      op_release(op);
+      opq_release_locked(&op->base);
     }
-    op = op->next;
+    op = (cu_op *)op->base.next;
   }
 }
 
 void *cu_completion_main(void *arg) {
   cu_device *d = arg;
-  pthread_mutex_lock(&d->lock);
+  pthread_mutex_lock(&d->q.lock);
   for (;;) {
     submit_gated(d);
-    if (d->head && d->head->state == OP_WORK_DONE && d->head->pending == 0) {
-      cu_op *op = d->head;
-      d->head = op->next;
-      if (!d->head) d->tail = NULL;
-      d->draining = true;
-      pthread_mutex_unlock(&d->lock);
-      live_remove(op);
-      op_finish(op);
-      cu_make_current(d->ctx);
-      op_free(op);
-      pthread_mutex_lock(&d->lock);
-      d->draining = false;
-      if (!d->head) pthread_cond_broadcast(&d->idle);
+    if (d->q.head && d->q.head->complete) {
+      pthread_mutex_unlock(&d->q.lock);
+      opq_drain(&d->q);
+      pthread_mutex_lock(&d->q.lock);
       continue;
     }
     cu_op *op = first_in(d, OP_SUBMITTED);
     if (op) {
-      pthread_mutex_unlock(&d->lock);
+      pthread_mutex_unlock(&d->q.lock);
       cu_make_current(d->ctx);
       dlcu_result r = cu_api.EventSynchronize(op->ev);
-      pthread_mutex_lock(&d->lock);
-      if (r && !op->err) op->err = r;
-      if (r) recover(d);
+      pthread_mutex_lock(&d->q.lock);
+      if (r) {
+        opq_note_error(&op->base, r);
+        recover(d);
+      }
       op->state = OP_WORK_DONE;
-      op_release(op);
+      opq_release_locked(&op->base);
       continue;
     }
-    if (d->stop && !d->head) break;
-    pthread_cond_wait(&d->wake, &d->lock);
+    if (d->stop && !d->q.head) break;
+    pthread_cond_wait(&d->wake, &d->q.lock);
   }
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_unlock(&d->q.lock);
   return NULL;
 }
 
@@ -370,7 +288,7 @@ dlrun_status cu_stream_wait_event(cu_device *d, dlcu_stream stream, dlrun_event 
   dlrun_status st = cu_usable(d, "wait for the consumer's stream");
   if (st) return st;
   if (ev.platform && cu_svc->event_query(ev)) {
-    failure_of(ev, &st);
+    opq_failure_of(cu_svc, ev, &st);
     if (st) return st;
     ev.platform = NULL;
   }

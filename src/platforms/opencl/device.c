@@ -87,9 +87,8 @@ dlrun_status ocl_device_init(dlrun_device *dev, size_t local_index, size_t ndevi
   d->name = name;
   d->index = local_index;
   d->ndevices = ndevices;
-  pthread_mutex_init(&d->lock, NULL);
+  opq_queue_init(&d->q, ocl_svc, &ocl_op_driver, d, name);
   pthread_mutex_init(&d->mem_lock, NULL);
-  pthread_cond_init(&d->idle, NULL);
   pthread_mutex_lock(&ocl_state.lock);
   dlrun_status st = share_context(name);
   if (!st && local_index >= ocl_state.ndevs) {
@@ -108,7 +107,7 @@ dlrun_status ocl_device_init(dlrun_device *dev, size_t local_index, size_t ndevi
       unshare_context();
     }
   }
-  if (!st && (st = ocl_svc->timeline_create(&ocl_platform, &d->tl))) {
+  if (!st && (st = ocl_svc->timeline_create(&ocl_platform, &d->q.tl))) {
     clReleaseCommandQueue(d->queue);
     unshare_context();
   }
@@ -118,9 +117,8 @@ dlrun_status ocl_device_init(dlrun_device *dev, size_t local_index, size_t ndevi
   }
   pthread_mutex_unlock(&ocl_state.lock);
   if (st) {
-    pthread_mutex_destroy(&d->lock);
+    opq_queue_destroy(&d->q);
     pthread_mutex_destroy(&d->mem_lock);
-    pthread_cond_destroy(&d->idle);
     free(d);
     return st;
   }
@@ -134,22 +132,21 @@ void ocl_device_destroy(dlrun_device *dev, void *impl) {
   /* The queue's work is done, but its completion callbacks may still run:
    * wait until every op has completed its point. */
   clFinish(d->queue);
-  pthread_mutex_lock(&d->lock);
-  while (d->head || d->draining) pthread_cond_wait(&d->idle, &d->lock);
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_lock(&d->q.lock);
+  opq_queue_wait_idle(&d->q);
+  pthread_mutex_unlock(&d->q.lock);
   for (size_t i = 0; i < sizeof d->kernels / sizeof d->kernels[0]; i++)
     if (d->kernels[i]) clReleaseKernel(d->kernels[i]);
   clReleaseCommandQueue(d->queue);
-  ocl_svc->timeline_destroy(d->tl);
+  ocl_svc->timeline_destroy(d->q.tl);
   pthread_mutex_lock(&ocl_state.lock);
   ocl_device **p = &ocl_state.devices;
   while (*p != d) p = &(*p)->next;
   *p = d->next;
   unshare_context();
   pthread_mutex_unlock(&ocl_state.lock);
-  pthread_mutex_destroy(&d->lock);
+  opq_queue_destroy(&d->q);
   pthread_mutex_destroy(&d->mem_lock);
-  pthread_cond_destroy(&d->idle);
   free(d);
 }
 

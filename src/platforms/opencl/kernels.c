@@ -118,11 +118,11 @@ dlrun_status ocl_kernel_of(ocl_device *d, int which, cl_kernel *out) {
   if (err != CL_SUCCESS)
     return ocl_svc->fail(DLRUN_ERR_RUNTIME, "%s: building dlrun's kernels failed: %s (%d)%s%s",
                          d->name, ocl_error_name(err), err, log[0] ? ": " : "", log);
-  pthread_mutex_lock(&d->lock);
+  pthread_mutex_lock(&d->q.lock);
   if (!d->kernels[which])
     d->kernels[which] = clCreateKernel(ocl_state.program, ocl_kernel_names[which], &err);
   *out = d->kernels[which];
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_unlock(&d->q.lock);
   if (!*out)
     return ocl_svc->fail(DLRUN_ERR_RUNTIME, "%s: the kernel %s: %s (%d)", d->name,
                          ocl_kernel_names[which], ocl_error_name(err), err);

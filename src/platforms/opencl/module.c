@@ -68,9 +68,9 @@ static dlrun_status ocl_stream_wait(const dlrun_device *dev, int64_t stream, dlr
   cl_event e;
   dlrun_status st = ocl_wait_event(c, ev, &e);
   if (st || !e) return st;
-  pthread_mutex_lock(&c->lock);
+  pthread_mutex_lock(&c->q.lock);
   cl_int err = clEnqueueBarrierWithWaitList(c->queue, 1, &e, NULL);
-  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->q.lock);
   clReleaseEvent(e);
   if (err != CL_SUCCESS)
     return ocl_svc->fail(DLRUN_ERR_RUNTIME, "%s: clEnqueueBarrierWithWaitList failed: %s (%d)",
@@ -82,9 +82,9 @@ static dlrun_status ocl_inject_failure(dlrun_device *dev, dlrun_work_kind what, 
   ocl_device *d = ocl_dev(dev);
   if (what != DLRUN_WORK_COPY && what != DLRUN_WORK_FILL)
     return ocl_svc->fail(DLRUN_ERR_VALUE, "%s: no work kind %d", d->name, (int)what);
-  pthread_mutex_lock(&d->lock);
-  d->inject[what] = count;
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_lock(&d->q.lock);
+  d->q.inject[what] = count;
+  pthread_mutex_unlock(&d->q.lock);
   return DLRUN_OK;
 }
 

@@ -16,6 +16,7 @@
 #include <CL/cl.h>
 
 #include "dlrun/platform.h"
+#include "platforms/common/op_queue.h"
 
 /* The kernels (kernels.c): sequences by integer size, int64 arithmetic
  * (I), or double arithmetic stored as an integer (D) or a float type; the
@@ -78,19 +79,14 @@ typedef struct ocl_device {
   size_t index; /* local index: kDLOpenCL device_id */
   cl_device_id id;
   cl_command_queue queue;
-  dlrun_timeline *tl;
   uint64_t global_mem, max_alloc;
   bool unified;   /* CL_DEVICE_HOST_UNIFIED_MEMORY: its memory is host RAM */
   bool fp64;      /* doubles in kernels */
   cl_uint align;  /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes */
   size_t ndevices; /* this process's devices of the platform */
 
-  pthread_mutex_t lock;     /* queue order, the op list, kernels */
+  opq_queue q;              /* its ops; q.lock: also the queue's order, kernels */
   pthread_mutex_t mem_lock; /* ranges (never held while taking another lock) */
-  pthread_cond_t idle;  /* signalled when the op list empties */
-  ocl_op *head, *tail;  /* ops begun and not yet completed, in order */
-  bool draining;
-  unsigned inject[2];   /* failures to inject, by dlrun_work_kind */
   ocl_range *ranges;
   cl_kernel kernels[OCL_KERNEL_COUNT]; /* this device's, made on first use */
 } ocl_device;
@@ -123,6 +119,8 @@ dlrun_status ocl_place_of(ocl_device *d, dlrun_memory_kind kind, const void *add
                           ocl_place *out);
 
 /* ---- ops and events (ops.c) ---- */
+/* The driver's part of the op protocol (common/op_queue.h). */
+extern const opq_driver ocl_op_driver;
 /* An op being enqueued: its waits resolved into a list of cl_events. */
 typedef struct ocl_host_step ocl_host_step;
 typedef struct ocl_enqueue {
@@ -137,7 +135,7 @@ typedef struct ocl_enqueue {
 
 /* Start an op of `what` ("copy", "fill", "record") on d after waits, a
  * failure of kind inject_kind (or -1) injected when one is due. On success
- * d->lock is held (the queue's order) until ocl_end, which must follow. */
+ * d->q.lock is held (the queue's order) until ocl_end, which must follow. */
 dlrun_status ocl_begin(ocl_device *d, const char *what, int inject_kind, const dlrun_event *waits,
                        size_t nwaits, ocl_enqueue *q);
 /* fn(ctx) when the op completes, just before its point does (a copy's
@@ -195,7 +193,7 @@ dlrun_status ocl_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data, uin
                       const dlrun_fill *f, const dlrun_event *waits, size_t nwaits,
                       dlrun_event *done);
 /* d's kernel `which`, made on first use (the program built once); takes
- * d->lock: call before ocl_begin. */
+ * d->q.lock: call before ocl_begin. */
 dlrun_status ocl_kernel_of(ocl_device *d, int which, cl_kernel *out);
 
 #endif

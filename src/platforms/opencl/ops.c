@@ -1,13 +1,12 @@
-/* Ops on a device's queue and how their points complete.
+/* Ops on a device's queue: the driver's part of the operation protocol
+ * (common/op_queue.h), which keeps the op list, the waits and how points
+ * complete and fail.
  *
  * An op (a copy, a fill, a record) is a few commands on the device's
- * in-order queue and one point of the device's timeline. It completes when
- * its last command has (a clSetEventCallback) and when every event it waited
- * for has completed (svc->event_then): only then is it known whether it
- * failed, by its commands' status or by a failed wait. Points complete in
- * queue order: ops that complete early wait in the device's list for the ones
- * before them, and one thread at a time drains the list into
- * svc->timeline_complete. No thread ever blocks on the device's work.
+ * in-order queue. Its last command's completion (a clSetEventCallback)
+ * releases it; so does each event it waited for (svc->event_then). No
+ * thread ever blocks on the device's work: whichever thread releases an op
+ * last completes the points that are due.
  *
  * Failures never travel as negative OpenCL statuses between commands: pocl
  * 3.1 never calls the completion callbacks registered on a command that a
@@ -16,7 +15,6 @@
  * the op and makes its point fail; the commands themselves run (a failed
  * op's bytes are undefined). A foreign event gates the queue through a user
  * event that its completion sets to CL_COMPLETE. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,27 +22,15 @@
 #include "ocl.h"
 
 typedef struct ocl_wait {
-  ocl_op *op;     /* NULL: a stream_wait's, nothing to tell */
+  opq_wait base;  /* base.op NULL: a stream_wait's, nothing to tell */
   cl_event user;  /* the user event gating the queue, or NULL */
-  dlrun_event ev;
-  int retries;    /* called back before ev read as complete (see wait_done) */
 } ocl_wait;
 
+/* Holds (base.pending): the enqueue, the last command, the waits. */
 struct ocl_op {
-  ocl_op *next;
+  opq_op base;
   ocl_device *d;
-  const char *what; /* "copy", "fill", "record" */
-  dlrun_event point;
   cl_event last;          /* retained: the op's last command */
-  atomic_int pending;     /* the enqueue, the last command, the waits */
-  bool complete;          /* under d->lock */
-  bool abandoned;         /* enqueue failed before any command: no point */
-  pthread_mutex_t flock;  /* cl_status and wait_msg */
-  cl_int cl_status;       /* a command's failure */
-  bool injected;          /* a failure injected by a test (inject_failure) */
-  char *wait_msg;         /* the first failed wait's message */
-  void (*on_complete)(void *ctx); /* a copy's dlrun_copy_op.complete, or NULL */
-  void *on_complete_ctx;
   void **keep;            /* host bytes the commands read, freed at the end */
   size_t nkeep;
 };
@@ -52,121 +38,32 @@ struct ocl_op {
 static void op_free(ocl_op *op) {
   for (size_t i = 0; i < op->nkeep; i++) free(op->keep[i]);
   free(op->keep);
-  free(op->wait_msg);
   if (op->last) clReleaseEvent(op->last);
-  pthread_mutex_destroy(&op->flock);
+  opq_op_destroy(&op->base);
   free(op);
 }
 
-/* A command of op failed with status (the first one is kept). */
-static void note_status(ocl_op *op, cl_int status) {
-  pthread_mutex_lock(&op->flock);
-  if (op->cl_status >= 0) op->cl_status = status;
-  pthread_mutex_unlock(&op->flock);
-}
+static const char *error_text(int code) { return ocl_error_name(code); }
+static void op_destroy(opq_op *o) { op_free((ocl_op *)o); }
 
-static void note_wait_failure(ocl_op *op, const char *msg) {
-  pthread_mutex_lock(&op->flock);
-  if (!op->wait_msg) op->wait_msg = strdup(msg && *msg ? msg : "failed");
-  pthread_mutex_unlock(&op->flock);
-}
-
-/* The status of the complete event ev, and its failure's message. Only a
- * failed event is waited for (complete: returns at once), for the message. */
-static const char *failure_of(dlrun_event ev, dlrun_status *st) {
-  *st = ocl_svc->event_status(ev);
-  if (*st) *st = ocl_svc->event_wait(ev);
-  return *st ? ocl_svc->last_error() : NULL;
-}
-
-/* Complete op's point: failed with "<device>: copy failed: CL_... (-5)"
- * ("injected device failure" for a test's), or with the message of the
- * failed event it waited on (as every platform does: the first failure is
- * what a reader sees). */
-static void op_finish(ocl_op *op) {
-  ocl_device *d = op->d;
-  char msg[1024];
-  dlrun_status st = DLRUN_OK;
-  if (op->wait_msg) {
-    snprintf(msg, sizeof msg, "%s", op->wait_msg);
-    st = DLRUN_ERR_RUNTIME;
-  } else if (op->injected) { /* worded as host execution words it */
-    snprintf(msg, sizeof msg, "%s: %s failed: injected device failure", d->name, op->what);
-    st = DLRUN_ERR_RUNTIME;
-  } else if (op->cl_status < 0) {
-    snprintf(msg, sizeof msg, "%s: %s failed: %s (%d)", d->name, op->what,
-             ocl_error_name(op->cl_status), op->cl_status);
-    st = DLRUN_ERR_RUNTIME;
-  }
-  if (op->on_complete) op->on_complete(op->on_complete_ctx); /* before the point completes */
-  ocl_svc->timeline_complete(d->tl, op->point, st, st ? msg : NULL);
-}
-
-/* Complete, in order, the ops at the head of d's list that are done. */
-static void drain(ocl_device *d) {
-  pthread_mutex_lock(&d->lock);
-  if (d->draining) {
-    pthread_mutex_unlock(&d->lock);
-    return;
-  }
-  d->draining = true;
-  while (d->head && d->head->complete) {
-    ocl_op *op = d->head;
-    d->head = op->next;
-    if (!d->head) d->tail = NULL;
-    pthread_mutex_unlock(&d->lock);
-    op_finish(op);
-    op_free(op);
-    pthread_mutex_lock(&d->lock);
-  }
-  d->draining = false;
-  if (!d->head) pthread_cond_broadcast(&d->idle);
-  pthread_mutex_unlock(&d->lock);
-}
-
-/* One of the things op waits for happened. */
-static void op_release(ocl_op *op) {
-  if (atomic_fetch_sub(&op->pending, 1) != 1) return;
-  if (op->abandoned) {
-    op_free(op);
-    return;
-  }
-  ocl_device *d = op->d;
-  pthread_mutex_lock(&d->lock);
-  op->complete = true;
-  pthread_mutex_unlock(&d->lock);
-  drain(d);
-}
+/* Points complete on the thread that releases an op last. */
+const opq_driver ocl_op_driver = {.error_name = error_text, .free_op = op_destroy};
 
 static void CL_CALLBACK command_done(cl_event ev, cl_int status, void *ctx) {
   (void)ev;
   ocl_op *op = ctx;
-  if (status < 0) note_status(op, status);
-  op_release(op);
+  if (status < 0) opq_note_error(&op->base, status);
+  opq_release(&op->base);
 }
 
-/* An awaited event completed: note its failure, open the gate. A
- * timeline may call back before its point reads as complete (the library's
- * runs the callbacks it releases, then marks the point): then the status
- * is not known yet, and asking again is answered once it is. */
-static void wait_done(void *ctx) {
-  ocl_wait *w = ctx;
-  bool known = ocl_svc->event_query(w->ev);
-  if (!known && w->retries++ < 3) {
-    if (!ocl_svc->event_then(w->ev, wait_done, w)) return;
-    if (w->op) note_wait_failure(w->op, ocl_svc->last_error()); /* no memory to ask again */
-  } else if (w->op && known) {
-    dlrun_status st;
-    const char *msg = failure_of(w->ev, &st);
-    if (st) note_wait_failure(w->op, msg);
-  }
+/* An awaited event completed (its failure noted): open the gate. */
+static void wait_opened(opq_wait *base) {
+  ocl_wait *w = (ocl_wait *)base;
   if (w->user) {
     clSetUserEventStatus(w->user, CL_COMPLETE);
     clReleaseEvent(w->user);
   }
-  ocl_op *op = w->op;
   free(w);
-  if (op) op_release(op);
 }
 
 /* The retained last command of this platform's pending point ev, or NULL
@@ -175,13 +72,13 @@ static cl_event native_event(dlrun_event ev) {
   cl_event found = NULL;
   pthread_mutex_lock(&ocl_state.lock);
   for (ocl_device *d = ocl_state.devices; d && !found; d = d->next) {
-    pthread_mutex_lock(&d->lock);
-    for (ocl_op *op = d->head; op && !found; op = op->next)
+    pthread_mutex_lock(&d->q.lock);
+    for (opq_op *op = d->q.head; op && !found; op = op->next)
       if (!memcmp(&op->point, &ev, sizeof ev)) {
-        found = op->last;
+        found = ((ocl_op *)op)->last;
         clRetainEvent(found);
       }
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->q.lock);
   }
   pthread_mutex_unlock(&ocl_state.lock);
   return found;
@@ -202,7 +99,7 @@ static dlrun_status gate_on(ocl_device *d, dlrun_event ev, ocl_op *op, cl_event 
     *out = NULL;
     return ocl_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
   }
-  *w = (ocl_wait){.op = op, .ev = ev};
+  *w = (ocl_wait){.base = {.op = op ? &op->base : NULL, .ev = ev, .opened = wait_opened}};
   if (!own) {
     cl_int err;
     w->user = clCreateUserEvent(ocl_state.context, &err);
@@ -211,14 +108,14 @@ static dlrun_status gate_on(ocl_device *d, dlrun_event ev, ocl_op *op, cl_event 
       return ocl_svc->fail(DLRUN_ERR_RUNTIME, "%s: clCreateUserEvent failed: %s (%d)", d->name,
                            ocl_error_name(err), err);
     }
-    clRetainEvent(w->user); /* the queue's reference; wait_done drops the other */
+    clRetainEvent(w->user); /* the queue's reference; wait_opened drops the other */
     *out = w->user;
   }
-  if (op) atomic_fetch_add(&op->pending, 1);
+  if (op) atomic_fetch_add(&op->base.pending, 1);
   cl_event user = w->user;
-  dlrun_status st = ocl_svc->event_then(ev, wait_done, w);
+  dlrun_status st = opq_wait_then(ocl_svc, &w->base);
   if (st) {
-    if (op) atomic_fetch_sub(&op->pending, 1);
+    if (op) atomic_fetch_sub(&op->base.pending, 1);
     if (user) {
       clSetUserEventStatus(user, CL_COMPLETE);
       clReleaseEvent(user);
@@ -235,7 +132,7 @@ dlrun_status ocl_wait_event(ocl_device *d, dlrun_event ev, cl_event *out) {
   if (!ev.platform) return DLRUN_OK;
   if (ocl_svc->event_query(ev)) {
     dlrun_status st;
-    failure_of(ev, &st);
+    opq_failure_of(ocl_svc, ev, &st);
     return st; /* its message is set */
   }
   return gate_on(d, ev, NULL, out);
@@ -249,8 +146,8 @@ static void abandon(ocl_enqueue *q) {
   for (cl_uint i = 0; i < q->nwaits; i++) clReleaseEvent(q->waits[i]);
   free(q->waits);
   q->waits = NULL;
-  q->op->abandoned = true;
-  op_release(q->op);
+  q->op->base.abandoned = true;
+  opq_release(&q->op->base);
 }
 
 dlrun_status ocl_begin(ocl_device *d, const char *what, int inject_kind, const dlrun_event *waits,
@@ -264,23 +161,12 @@ dlrun_status ocl_begin(ocl_device *d, const char *what, int inject_kind, const d
     return ocl_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
   }
   op->d = d;
-  op->what = what;
-  pthread_mutex_init(&op->flock, NULL);
-  atomic_init(&op->pending, 1); /* released by ocl_end */
+  opq_op_init(&op->base, &d->q, what, 1); /* released by ocl_end */
   q->op = op;
   q->waits = list;
   for (size_t i = 0; i < nwaits; i++) {
     dlrun_event ev = waits[i];
-    if (!ev.platform) continue;
-    if (ocl_svc->event_query(ev)) {
-      dlrun_status st;
-      const char *msg = failure_of(ev, &st);
-      if (st) {
-        note_wait_failure(op, msg);
-        q->failed = true;
-      }
-      continue;
-    }
+    if (opq_settled(&op->base, ev, &q->failed)) continue;
     cl_event e;
     dlrun_status st = gate_on(d, ev, op, &e);
     if (st) {
@@ -289,10 +175,9 @@ dlrun_status ocl_begin(ocl_device *d, const char *what, int inject_kind, const d
     }
     if (e) list[q->nwaits++] = e;
   }
-  pthread_mutex_lock(&d->lock);
-  if (inject_kind >= 0 && d->inject[inject_kind]) {
-    d->inject[inject_kind]--;
-    op->injected = true; /* its marker's completion fails it, as a driver's error would */
+  pthread_mutex_lock(&d->q.lock);
+  if (opq_take_injected(&d->q, inject_kind)) {
+    op->base.injected = true; /* its point fails, as by a driver's error */
     q->failed = true;
   }
   return DLRUN_OK;
@@ -301,8 +186,8 @@ dlrun_status ocl_begin(ocl_device *d, const char *what, int inject_kind, const d
 bool ocl_op_runs(const ocl_enqueue *q) { return !q->failed; }
 
 void ocl_on_complete(ocl_enqueue *q, void (*fn)(void *ctx), void *ctx) {
-  q->op->on_complete = fn;
-  q->op->on_complete_ctx = ctx;
+  q->op->base.on_complete = fn;
+  q->op->base.ctx = ctx;
 }
 
 cl_uint ocl_wait_count(const ocl_enqueue *q) { return q->last ? 0 : q->nwaits; }
@@ -342,7 +227,7 @@ static void CL_CALLBACK host_step_run(cl_event ev, cl_int status, void *arg) {
   if (status >= 0)
     h->fn(h->ctx);
   else
-    note_status(h->op, status);
+    opq_note_error(&h->op->base, status);
   clSetUserEventStatus(h->gate, CL_COMPLETE);
   clReleaseEvent(h->gate);
   clReleaseEvent(h->before);
@@ -388,31 +273,25 @@ dlrun_status ocl_end(ocl_enqueue *q, cl_int err, dlrun_event *done) {
     ocl_enqueued(q, err, ev);
   }
   if (!q->last) {
-    pthread_mutex_unlock(&d->lock);
-    dlrun_status st = ocl_svc->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: %s (%d)", d->name,
-                                    op->what, ocl_error_name(err), err);
+    pthread_mutex_unlock(&d->q.lock);
+    dlrun_status st = opq_fail_enqueue(&d->q, op->base.what, err);
     abandon(q);
     return st;
   }
   for (cl_uint i = 0; i < q->nwaits; i++) clReleaseEvent(q->waits[i]);
   free(q->waits);
   q->waits = NULL;
-  if (err) op->cl_status = err; /* some commands were enqueued: the point fails */
+  if (err) opq_note_error(&op->base, err); /* some commands were enqueued: the point fails */
   op->last = q->last;
-  op->point = ocl_svc->timeline_begin(d->tl);
-  if (d->tail)
-    d->tail->next = op;
-  else
-    d->head = op;
-  d->tail = op;
-  pthread_mutex_unlock(&d->lock);
+  opq_push(&op->base);
+  pthread_mutex_unlock(&d->q.lock);
   if (q->host && clSetEventCallback(q->host->before, CL_COMPLETE, host_step_run, q->host))
     host_step_run(q->host->before, CL_OUT_OF_RESOURCES, q->host); /* the op fails */
   q->host = NULL;
-  atomic_fetch_add(&op->pending, 1);
+  atomic_fetch_add(&op->base.pending, 1);
   cl_int cerr = clSetEventCallback(op->last, CL_COMPLETE, command_done, op);
   if (cerr != CL_SUCCESS) command_done(op->last, cerr, op);
-  if (done) *done = op->point;
-  op_release(op); /* the enqueue's own hold */
+  if (done) *done = op->base.point;
+  opq_release(&op->base); /* the enqueue's own hold */
   return DLRUN_OK;
 }
