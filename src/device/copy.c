@@ -10,7 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "host/stream.h"
+#include "workers.h"
 #include "timeline.h"
 #include "work_trace.h"
 
