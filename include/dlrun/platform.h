@@ -392,7 +392,8 @@ typedef struct dlrun_platform_services {
    * at *view, and its descriptor (the caller's to close; the mapping goes
    * with svc->unmap); -1 when it did not, or none can be made. Map process
    * pid's file descriptor `fd` read-only (checked to hold `size` bytes),
-   * the mapping keeping the file alive; RuntimeError naming why not. */
+   * the mapping keeping the file alive until shared_file_unmap;
+   * RuntimeError naming why not. */
   int (*shared_file_create)(uint64_t size, void **view);
   dlrun_status (*shared_file_map)(int pid, int64_t fd, uint64_t size, const void **view);
   void (*shared_file_unmap)(const void *view, uint64_t size);
