@@ -24,8 +24,9 @@ CFLAGS_ALL += $(DLPACK_CFLAGS)
 VERSION  := $(shell sed -n 's/.*DLRUN_VERSION_STRING "\(.*\)".*/\1/p' include/dlrun/dlrun.h)
 ABI      := $(shell sed -n 's/.*define DLRUN_ABI_VERSION \([0-9][0-9]*\).*/\1/p' include/dlrun/dlrun.h)
 
-CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*.c src/device/*/*.c \
-              src/shard/*.c \
+# The built-in platforms (sim, cpu, and host execution under both) are in libdlrun.
+CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*.c \
+              src/platforms/host/*.c src/platforms/sim/*.c src/platforms/cpu/*.c src/shard/*.c \
               src/array/*.c src/dlpack/*.c))
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))

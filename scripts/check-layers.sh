@@ -1,9 +1,11 @@
 #!/bin/sh
 # Holds the layers of src/ (docs/architecture.md): every include of a project
 # header in src/LAYER/**.[ch] and include/dlrun/*.h must follow an allowed
-# edge, and no platform name is spelled out above the device layer. Project
-# headers are checked however they are spelled ("x.h" or <x.h>); <...> names
-# that are neither public nor in src/ are system headers and not counted.
+# edge (a platform, src/platforms/NAME, includes public headers, its own
+# folder's and those it shares: platform_shares), and no platform name is
+# spelled out above the device layer. Project headers are checked however
+# they are spelled ("x.h" or <x.h>); <...> names that are neither public nor
+# in src/ are system headers and not counted.
 # Prints each violation, then "layers: N files, N includes, N violations";
 # exits 1 on any.
 # Usage: scripts/check-layers.sh [SRC_DIR [PUBLIC_INCLUDE_DIR]]
@@ -30,7 +32,17 @@ internal() {
   lua) echo "" ;;
   cli) echo "" ;;
   mpi) echo "dist" ;; # the transport module: transport.h alone
-  platforms) echo "" ;; # platform modules: public headers (platform.h) alone
+  platforms) echo "" ;; # platforms: public headers (platform.h) alone
+  esac
+}
+
+# The folders of src/platforms a platform's files may include besides their
+# own: common (what every platform shares) and, for the built-in platforms
+# that run their work on the host's threads, host (host execution).
+platform_shares() {
+  case $1 in
+  sim | cpu) echo "common host" ;;
+  *) echo "common" ;;
   esac
 }
 
@@ -115,6 +127,16 @@ check() {
         *" $to "*) ;;
         *) why="$layer -> $to is not allowed" ;;
         esac
+      elif [ "$layer" = platforms ] && [ "${inc%%/*}" = platforms ]; then
+        # one platform's folder: its own headers, and those it shares
+        own=${file#"$src"/platforms/}
+        own=${own%%/*}
+        other=${inc#platforms/}
+        other=${other%%/*}
+        case " $own $(platform_shares "$own") " in
+        *" $other "*) ;;
+        *) why="platforms/$own -> platforms/$other is not allowed" ;;
+        esac
       fi
       ;;
     *)
@@ -156,9 +178,10 @@ for f in "$pub"/*.h; do
 done
 
 # Platforms are chosen through the registry: no platform name is spelled out
-# above the device layer (the command's help and report aside).
+# above the device layer (the platforms themselves, and the command's help and
+# report aside).
 for dir in "$src"/*/; do
-  case $(basename "$dir") in device | cli) continue ;; esac
+  case $(basename "$dir") in device | cli | platforms) continue ;; esac
   for f in $(sources "$dir"); do
     grep -n '"sim"\|"cpu"' "$f" | while IFS= read -r hit; do
       echo "$f:${hit%%:*}: names a platform (\"sim\"/\"cpu\") above the device layer"

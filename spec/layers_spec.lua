@@ -94,6 +94,35 @@ describe("scripts/check-layers.sh", function()
     assert.truthy(out:match(", 3 violations\n$"), out)
   end)
 
+  it("holds a platform to the public headers, its own folder and those it shares", function()
+    local dir = copy_tree()
+    finally(function() os.execute("rm -rf " .. q(dir)) end)
+    append(dir .. "/src/platforms/sim/sim.c", '#include "device/buffer.h"\n')
+    append(dir .. "/src/platforms/host/stream.c", '#include <core/alloc.h>\n')
+    append(dir .. "/src/platforms/cuda/copy.c", '#include "platforms/opencl/ocl.h"\n')
+    append(dir .. "/src/platforms/opencl/copy.c", '#include "platforms/host/stream.h"\n')
+    append(dir .. "/src/platforms/cpu/cpu.c", '#include "platforms/host/stream.h"\n'
+           .. '#include "platforms/common/box_plan.h"\n#include "dlrun/array.h"\n')
+    local out, status = check(dir .. "/src", dir .. "/pub")
+    assert.are.equal(1, status)
+    local want = {
+      dir .. '/src/platforms/sim/sim.c: includes "device/buffer.h" (platforms -> device is not '
+        .. 'allowed)\n',
+      dir .. '/src/platforms/host/stream.c: includes <core/alloc.h> (platforms -> core is not '
+        .. 'allowed)\n',
+      dir .. '/src/platforms/cuda/copy.c: includes "platforms/opencl/ocl.h" (platforms/cuda -> '
+        .. 'platforms/opencl is not allowed)\n',
+      dir .. '/src/platforms/opencl/copy.c: includes "platforms/host/stream.h" (platforms/opencl '
+        .. '-> platforms/host is not allowed)\n',
+    }
+    for _, line in ipairs(want) do
+      assert.truthy(out:find(line, 1, true), "missing: " .. line .. "\nin:\n" .. out)
+    end
+    -- host execution and common for a built-in platform, and a public header, pass
+    assert.falsy(out:find("cpu.c", 1, true), out)
+    assert.truthy(out:match(", 4 violations\n$"), out)
+  end)
+
   it("refuses a folder that is no layer and a header no layer owns", function()
     local dir = copy_tree()
     finally(function() os.execute("rm -rf " .. q(dir)) end)

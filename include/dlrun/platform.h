@@ -285,6 +285,15 @@ struct dlrun_platform {
    * release_unused could not give back. NULL: the pool's own figure, its
    * range up to the end of the last block handed out. */
   uint64_t (*bytes_held)(const dlrun_device *dev, dlrun_memory_kind kind);
+  /* Whether the platform traces each unit of its work itself as it runs
+   * (svc->trace_copy, svc->trace_work: host execution does). false: the
+   * library records its copies and fills when their events complete. */
+  bool traces_own_work;
+  /* (optional) Check the platform's own settings (its environment
+   * variables), so that a bad one fails dlrun_check_config, and
+   * dlrun_runtime_create on every process before any collective; called
+   * whether or not the spec names the platform. NULL: none. */
+  dlrun_status (*check_config)(void);
 };
 
 /* A timeline: the events of one in-order queue, kept by the library for
@@ -292,6 +301,29 @@ struct dlrun_platform {
  * the queue completes points in order, each done or failed with a
  * message; waiting, querying and callbacks are the library's. */
 typedef struct dlrun_timeline dlrun_timeline;
+
+/* A waiter parked on a timeline's point (svc->timeline_park), in storage
+ * of the caller's (inside a task, so that parking allocates nothing):
+ * fn(w) runs once the point completes, on the thread that completes it.
+ * An `early` waiter runs just before the point reads complete (to release
+ * what the work held); the others after. */
+typedef struct dlrun_event_waiter dlrun_event_waiter;
+struct dlrun_event_waiter {
+  uint64_t seq;                      /* the library's */
+  void (*fn)(dlrun_event_waiter *w); /* the caller's */
+  dlrun_event_waiter *next;          /* the library's */
+  bool early;                        /* the caller's */
+};
+
+/* The runtime's shared worker threads, started as work needs them. */
+typedef struct dlrun_workers dlrun_workers;
+/* An item of work handed to the workers (svc->workers_post): run(it) runs
+ * once on a worker thread. Storage of the caller's, kept until run starts. */
+typedef struct dlrun_work_item dlrun_work_item;
+struct dlrun_work_item {
+  void (*run)(dlrun_work_item *it); /* the caller's */
+  dlrun_work_item *next;            /* the workers' */
+};
 
 /* What the library gives a platform (the module's open gets it; a platform
  * built against libdlrun gets it from dlrun_platform_services_get). */
@@ -341,6 +373,53 @@ typedef struct dlrun_platform_services {
    * any access faulting (device addresses that are not host pointers). */
   dlrun_status (*map_inaccessible)(uint64_t size, void **base);
   void (*unmap)(void *base, uint64_t size);
+
+  /* Host memory of the library's allocator (counted by the allocation
+   * failure hook of dlrun/debug.h): n bytes, zeroed, the caller's to free
+   * with svc->free; NULL with the message recorded when out of memory. */
+  void *(*alloc)(size_t n);
+  void (*free)(void *p);
+  /* Host RAM, read-write, zeroed: anonymous address space of `size`
+   * bytes (pages made when touched), given back with svc->unmap. Commit
+   * [base, base + size) now; give the pages of a page-aligned range back
+   * (they read as zero), returning the bytes that were resident. */
+  dlrun_status (*map_host)(uint64_t size, void **base);
+  dlrun_status (*commit_host)(void *base, uint64_t size);
+  uint64_t (*decommit_host)(void *base, uint64_t size);
+  /* Memory files that other processes of the job on this host may map
+   * (the one-copy path between processes): when the job found such
+   * processes, a sparse file of `size` bytes mapped read-write and shared
+   * at *view, and its descriptor (the caller's to close; the mapping goes
+   * with svc->unmap); -1 when it did not, or none can be made. Map process
+   * pid's file descriptor `fd` read-only (checked to hold `size` bytes),
+   * the mapping keeping the file alive until shared_file_unmap;
+   * RuntimeError naming why not. */
+  int (*shared_file_create)(uint64_t size, void **view);
+  dlrun_status (*shared_file_map)(int pid, int64_t fd, uint64_t size, const void **view);
+  void (*shared_file_unmap)(const void *view, uint64_t size);
+  /* Park w (w->fn and w->early set) until the timeline event ev
+   * completes: false, with nothing parked, when it already has. */
+  bool (*timeline_park)(dlrun_event ev, dlrun_event_waiter *w);
+  /* The runtime's shared worker threads (borrowed, living as long as the
+   * runtime of dev). Make sure one runs (the only way queueing work fails);
+   * hand a ready item to them (`batch`: the calling thread is queueing,
+   * and a batch it holds keeps the item until released; else now); run
+   * fn(ctx, i) for i in [0, n) on the calling thread and any idle worker,
+   * returning when all are done. */
+  dlrun_workers *(*device_workers)(const dlrun_device *dev);
+  dlrun_status (*workers_start)(dlrun_workers *w);
+  void (*workers_post)(dlrun_workers *w, dlrun_work_item *it, bool batch);
+  void (*workers_parallel)(dlrun_workers *w, size_t n, void (*fn)(void *ctx, size_t i),
+                           void *ctx);
+  /* Tracing, for a platform that traces its own work (traces_own_work):
+   * whether it is on; the trace clock (microseconds); a copy of `bytes` on
+   * dev's queue from `start` to now, between the ends of a copy op; work
+   * `name` ("fill") of `bytes` on dev's queue. */
+  bool (*trace_enabled)(void);
+  uint64_t (*trace_now)(void);
+  void (*trace_copy)(const dlrun_device *dev, uint64_t start, uint64_t bytes,
+                     const dlrun_box_end *src, const dlrun_box_end *dst);
+  void (*trace_work)(const dlrun_device *dev, const char *name, uint64_t start, uint64_t bytes);
 } dlrun_platform_services;
 
 /* The library's services. */

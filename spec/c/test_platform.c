@@ -10,11 +10,14 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "device/host/hostexec.h"
-#include "device/platform_impl.h"
+#include "platforms/host/hostexec.h"
+#include "device/device_impl.h"
 #include "dlrun/dlrun.h"
 
 static size_t present; /* devices the probe reports; 0: absent */
+
+/* The built-in sim platform's vtable. */
+static const dlrun_platform *sim_platform(void) { return dlrun_platform_find("sim", 3); }
 
 static bool probe_test(bool for_auto, size_t *ndevices, char *why, size_t n) {
   (void)for_auto;
@@ -84,7 +87,7 @@ static void test_registry(void) {
     CHECK(dlrun_platform_register(&test_platform) == DLRUN_ERR_VALUE, "registered twice");
     CHECK(strcmp(dlrun_last_error(), "platform probe_test is already registered") == 0, "%s",
           dlrun_last_error());
-    dlrun_platform sim_again = dlrun_sim_platform;
+    dlrun_platform sim_again = *sim_platform();
     CHECK(dlrun_platform_register(&sim_again) == DLRUN_ERR_VALUE, "sim registered again");
     CHECK(dlrun_check_device_spec("nope:1") == DLRUN_ERR_VALUE, "nope accepted");
     char want[400];
@@ -96,7 +99,7 @@ static void test_registry(void) {
   }
   TEST("an unregistered platform is unknown again; the built-in ones stay") {
     dlrun_platform_unregister(&test_platform);
-    dlrun_platform_unregister(&dlrun_sim_platform); /* not registered: no effect */
+    dlrun_platform_unregister(sim_platform()); /* not registered: no effect */
     CHECK(dlrun_check_device_spec("probe_test:1") == DLRUN_ERR_VALUE, "still known");
     char want[400];
     snprintf(want, sizeof want, "unknown platform \"probe_test\" in device spec "
@@ -121,7 +124,7 @@ static void test_full_registry(void) {
     dlrun_status st = DLRUN_OK;
     while (added < DLRUN_MAX_PLATFORMS && !st) {
       snprintf(fake_names[added], sizeof fake_names[added], "fake%zu", added);
-      fakes[added] = dlrun_sim_platform;
+      fakes[added] = *sim_platform();
       fakes[added].name = fake_names[added];
       fakes[added].class_name = "FakeDevice";
       if (!(st = dlrun_platform_register(&fakes[added]))) added++;
@@ -205,7 +208,7 @@ static dlrun_status mark(void *ctx, dlrun_status prior) {
 
 static void test_events(void) {
   TEST("a host stream waits for another platform's event through that platform") {
-    native_events = dlrun_sim_platform;
+    native_events = *sim_platform();
     native_events.name = "native_events";
     native_events.event_query = native_query;
     native_events.event_wait = native_wait;
@@ -234,7 +237,7 @@ static void test_events(void) {
 }
 
 int main(void) {
-  test_platform = dlrun_sim_platform;
+  test_platform = *sim_platform();
   test_platform.name = "probe_test";
   test_platform.class_name = "ProbeTestDevice";
   test_platform.probe = probe_test;

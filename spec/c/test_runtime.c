@@ -9,7 +9,7 @@
 #include "check.h"
 #include "core/trace_impl.h"
 #include "device/device_impl.h"
-#include "device/host/hostexec.h"
+#include "platforms/host/hostexec.h"
 #include "dlrun/dlrun.h"
 
 static dlrun_runtime *make_runtime(const char *spec, uint64_t memory) {

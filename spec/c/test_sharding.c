@@ -5,7 +5,7 @@
 
 #include "array/array_impl.h"
 #include "check.h"
-#include "device/host/hostexec.h"
+#include "device/host_loops.h"
 #include "dlrun/dlrun.h"
 
 static dlrun_runtime *rt;

@@ -1,4 +1,4 @@
-/* C tests of the memory processes on one host share (src/device/host/
+/* C tests of the memory processes on one host share (src/platforms/host/
  * region.c): a shareable region is a memfd whose device addresses stay
  * inaccessible when hidden, a peer maps it once through /proc/<pid>/fd and
  * reads what the owner wrote, given-back pages read as zeros (never a
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "device/host/region.h"
+#include "platforms/host/region.h"
 #include "mem/shared_file.h"
 
 #define SIZE ((uint64_t)1 << 20)

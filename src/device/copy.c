@@ -10,9 +10,9 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "host/stream.h"
 #include "timeline.h"
 #include "work_trace.h"
+#include "workers.h"
 
 /* A run of a task's pieces that one device queue copies: the task's own
  * destination queue in the common case; the source's for device memory

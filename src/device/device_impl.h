@@ -11,8 +11,6 @@
 #include "dlrun/platform.h"
 #include "mem/pool.h"
 
-typedef struct dlrun_workers dlrun_workers;
-
 /* RuntimeError: dev is another process's ("... belongs to process 1: its
  * memory is not addressable from process 0"). */
 dlrun_status dlrun_not_local(const dlrun_device *dev);
@@ -41,6 +39,9 @@ dlrun_status dlrun_device_record(dlrun_device *dev, dlrun_event *out);
 const dlrun_platform *dlrun_platform_find(const char *name, size_t len);
 /* Copy up to max registered platforms into out; returns how many. */
 size_t dlrun_platform_list(const dlrun_platform **out, size_t max);
+/* Every registered platform's check_config (its own settings), in order;
+ * the first failure. */
+dlrun_status dlrun_platforms_check_config(void);
 /* A device of the job. Devices of other processes (local false) are
  * names only: no pools, no stream, no memory here. */
 struct dlrun_device {

@@ -7,7 +7,7 @@
 #include "buffer.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "host/hostexec.h"
+#include "host_loops.h"
 #include "timeline.h"
 #include "work_trace.h"
 

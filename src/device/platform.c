@@ -1,5 +1,6 @@
-/* The registry of device kinds. The built-in platforms are in cpu/ and
- * sim/; hardware platforms are modules (modules.c) or a host's own. */
+/* The registry of device kinds. The built-in platforms are in
+ * src/platforms/sim and src/platforms/cpu; hardware platforms are modules
+ * (modules.c) or a host's own. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,9 +18,22 @@ uint64_t dlrun_host_ram_bytes(void) {
 
 /* The registry: platforms registered at run time (hardware backends) come
  * first, so that "auto" prefers them, then the built-in ones. */
-static const dlrun_platform *registry[DLRUN_MAX_PLATFORMS] = {&dlrun_sim_platform, &dlrun_cpu_platform};
-static size_t registry_count = 2, registered;
+static const dlrun_platform *registry[DLRUN_MAX_PLATFORMS];
+static size_t registry_count, registered;
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
+
+/* The built-in platforms fill their vtables from the services when opened. */
+static void open_builtins(void) {
+  registry[registry_count++] = dlrun_sim_platform_open();
+  registry[registry_count++] = dlrun_cpu_platform_open();
+}
+
+/* Lock the registry, its built-in platforms in. */
+static void lock_registry(void) {
+  pthread_once(&builtins_once, open_builtins);
+  pthread_mutex_lock(&registry_mu);
+}
 
 static const dlrun_platform *find_locked(const char *name, size_t len) {
   for (size_t i = 0; i < registry_count; i++)
@@ -29,18 +43,28 @@ static const dlrun_platform *find_locked(const char *name, size_t len) {
 }
 
 const dlrun_platform *dlrun_platform_find(const char *name, size_t len) {
-  pthread_mutex_lock(&registry_mu);
+  lock_registry();
   const dlrun_platform *pl = find_locked(name, len);
   pthread_mutex_unlock(&registry_mu);
   return pl;
 }
 
 size_t dlrun_platform_list(const dlrun_platform **out, size_t max) {
-  pthread_mutex_lock(&registry_mu);
+  lock_registry();
   size_t n = registry_count < max ? registry_count : max;
   memcpy(out, registry, n * sizeof *out);
   pthread_mutex_unlock(&registry_mu);
   return n;
+}
+
+dlrun_status dlrun_platforms_check_config(void) {
+  const dlrun_platform *pls[DLRUN_MAX_PLATFORMS];
+  size_t n = dlrun_platform_list(pls, DLRUN_MAX_PLATFORMS);
+  for (size_t i = 0; i < n; i++) {
+    dlrun_status st = pls[i]->check_config ? pls[i]->check_config() : DLRUN_OK;
+    if (st) return st;
+  }
+  return DLRUN_OK;
 }
 
 /* The slots every platform must fill (platform.h), by name for the error. */
@@ -84,7 +108,7 @@ dlrun_status dlrun_platform_register(const dlrun_platform *pl) {
   const char *slot = missing_slot(pl);
   if (slot)
     return dlrun_fail(DLRUN_ERR_VALUE, "platform %s lacks the required slot %s", pl->name, slot);
-  pthread_mutex_lock(&registry_mu);
+  lock_registry();
   dlrun_status st = DLRUN_OK;
   if (find_locked(pl->name, strlen(pl->name)))
     st = dlrun_fail(DLRUN_ERR_VALUE, "platform %s is already registered", pl->name);
@@ -101,7 +125,7 @@ dlrun_status dlrun_platform_register(const dlrun_platform *pl) {
 }
 
 void dlrun_platform_unregister(const dlrun_platform *pl) {
-  pthread_mutex_lock(&registry_mu);
+  lock_registry();
   for (size_t i = 0; i < registered; i++)
     if (registry[i] == pl) {
       memmove(registry + i, registry + i + 1, (registry_count - i - 1) * sizeof *registry);

@@ -8,9 +8,9 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "config.h"
-#include "host/stream.h"
-#include "platform_impl.h"
+#include "device_impl.h"
 #include "timeline.h"
+#include "workers.h"
 #include "dist/dist.h"
 #include "dlrun/stats.h"
 #include "dlrun/trace.h"
@@ -42,9 +42,8 @@ static dlrun_status resolve_config(const dlrun_config *config, dlrun_device_spec
 dlrun_status dlrun_check_config(const dlrun_config *config) {
   dlrun_device_spec spec;
   dlrun_memory_settings memory;
-  bool shared;
   dlrun_status st = resolve_config(config, &spec, &memory);
-  return st ? st : dlrun_sim_memory_mode(&shared);
+  return st ? st : dlrun_platforms_check_config();
 }
 
 /* Devices go in three steps: every queue drains (work may read any
@@ -345,9 +344,8 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   *out = NULL;
   dlrun_device_spec spec;
   dlrun_memory_settings settings;
-  bool sim_shared;
   dlrun_status st = resolve_config(config, &spec, &settings);
-  if (!st) st = dlrun_sim_memory_mode(&sim_shared); /* checked before any collective */
+  if (!st) st = dlrun_platforms_check_config(); /* checked before any collective */
   if (st) return st;
 
   /* In a job, every process must lay out the same devices: agreeing is the

@@ -4,10 +4,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 #include "device_impl.h"
-#include "host/hostexec.h"
+#include "host_loops.h"
+#include "mem/shared_file.h"
 #include "timeline.h"
+#include "work_trace.h"
+#include "workers.h"
 
 static dlrun_status fail_v(dlrun_status code, const char *fmt, ...) {
   char msg[1024];
@@ -25,6 +30,23 @@ static const char *device_name(const dlrun_device *dev) { return dev->name; }
 static dlrun_status map_inaccessible(uint64_t size, void **base) {
   return dlrun_map_range(size, false, base);
 }
+
+static void *alloc(size_t n) {
+  void *p = dlrun_calloc(1, n);
+  if (!p) dlrun_fail_oom_host(n);
+  return p;
+}
+
+static dlrun_status map_host(uint64_t size, void **base) { return dlrun_map_range(size, true, base); }
+
+/* A memory file only when the job found peers on this host that may map it. */
+static int shared_file_create(uint64_t size, void **view) {
+  return dlrun_shared_files_wanted() ? dlrun_shared_file_create(size, view) : -1;
+}
+
+static dlrun_workers *device_workers(const dlrun_device *dev) { return dev->rt->workers; }
+
+static bool trace_enabled(void) { return dlrun_trace_enabled(); }
 
 static const dlrun_platform_services services = {
     .abi = DLRUN_PLATFORM_ABI,
@@ -50,6 +72,23 @@ static const dlrun_platform_services services = {
     .event_status = dlrun_event_status,
     .map_inaccessible = map_inaccessible,
     .unmap = dlrun_unmap_range,
+    .alloc = alloc,
+    .free = dlrun_free,
+    .map_host = map_host,
+    .commit_host = dlrun_commit_range,
+    .decommit_host = dlrun_decommit_range,
+    .shared_file_create = shared_file_create,
+    .shared_file_map = dlrun_shared_file_map,
+    .shared_file_unmap = dlrun_shared_file_unmap,
+    .timeline_park = dlrun_timeline_park,
+    .device_workers = device_workers,
+    .workers_start = dlrun_workers_start,
+    .workers_post = dlrun_workers_post,
+    .workers_parallel = dlrun_workers_parallel,
+    .trace_enabled = trace_enabled,
+    .trace_now = dlrun_trace_now,
+    .trace_copy = dlrun_trace_copy,
+    .trace_work = dlrun_trace_work,
 };
 
 const dlrun_platform_services *dlrun_platform_services_get(void) { return &services; }

@@ -17,20 +17,13 @@
 
 #include "dlrun/platform.h"
 
-/* A parked waiter: fn(w) runs once the point it waits for completes, on
- * the thread that completes it. The storage is the caller's (a task keeps
- * one inside it, so that parking allocates nothing). An `early` waiter
- * runs just before the point is seen complete: work that releases what the
- * completed work held (buffers, plans), so that whoever waits on the host
- * finds that memory back in its pool; inside it the point still reads
- * pending. Every other waiter runs after, seeing the point complete. */
-typedef struct dlrun_waiter dlrun_waiter;
-struct dlrun_waiter {
-  uint64_t seq;
-  void (*fn)(dlrun_waiter *w);
-  dlrun_waiter *next;
-  bool early;
-};
+/* A parked waiter (dlrun/platform.h's dlrun_event_waiter): the storage is
+ * the caller's. An `early` waiter runs just before the point is seen
+ * complete: work that releases what the completed work held (buffers,
+ * plans), so that whoever waits on the host finds that memory back in its
+ * pool; inside it the point still reads pending. Every other waiter runs
+ * after, seeing the point complete. */
+typedef dlrun_event_waiter dlrun_waiter;
 
 typedef struct dlrun_failure dlrun_failure;
 

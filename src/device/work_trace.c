@@ -4,7 +4,6 @@
 #include "buffer.h"
 #include "core/alloc.h"
 #include "core/trace_impl.h"
-#include "host/hostexec.h"
 #include "ipc.h"
 
 /* One event to record once the work completes: what it was, and when it
@@ -72,11 +71,25 @@ void dlrun_trace_transfer(const char *track, const char *name, uint64_t start, u
                       (unsigned long long)bytes, src, src_process, dst);
 }
 
+void dlrun_trace_copy(const dlrun_device *dev, uint64_t start, uint64_t bytes,
+                      const dlrun_box_end *src, const dlrun_box_end *dst) {
+  int src_process, ignored;
+  const char *from = dlrun_trace_end(src, &src_process);
+  dlrun_trace_transfer(dev->name, "copy", start, bytes, from, src_process,
+                       dlrun_trace_end(dst, &ignored));
+}
+
+void dlrun_trace_work(const dlrun_device *dev, const char *name, uint64_t start,
+                      uint64_t bytes) {
+  dlrun_trace_event(dev->name, "compute", name, start, "\"bytes\": %llu",
+                    (unsigned long long)bytes);
+}
+
 dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
                                   size_t nwaits, dlrun_event *done) {
   traced_work *w = NULL;
   /* the op may be gone once enqueued: what it copies is read first */
-  if (dlrun_trace_enabled() && queue->platform->copy_box != dlrun_hostexec_copy && op->npieces &&
+  if (dlrun_trace_enabled() && !queue->platform->traces_own_work && op->npieces &&
       (w = traced_new(op->npieces))) {
     uint64_t start = dlrun_trace_now();
     for (size_t i = 0; i < op->npieces; i++) {
@@ -100,7 +113,7 @@ dlrun_status dlrun_queue_fill(dlrun_device *dev, dlrun_memory_kind kind, void *d
                               uint64_t nbytes, const dlrun_fill *f, const dlrun_event *waits,
                               size_t nwaits, dlrun_event *done) {
   traced_work *w = NULL;
-  if (dlrun_trace_enabled() && dev->platform->fill != dlrun_hostexec_fill && nbytes &&
+  if (dlrun_trace_enabled() && !dev->platform->traces_own_work && nbytes &&
       (w = traced_new(1)))
     w->pieces[0] = (traced_piece){.track = dev->name, .category = "compute",
                                   .name = f->sequence ? "arange" : "fill",

@@ -1,27 +1,31 @@
 /* Host execution (hostexec.h): the queue of the cpu and sim platforms. */
 #include "hostexec.h"
 
-#include "device/buffer.h"
-#include "device/work_trace.h"
-
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/status_impl.h"
-#include "core/trace_impl.h"
+/* Host execution is built into libdlrun: its services are the library's. */
+static const dlrun_platform_services *svc(void) { return dlrun_platform_services_get(); }
 
-void dlrun_host_queue_init(dlrun_host_queue *q, dlrun_device *dev,
-                           void *(*view)(const dlrun_device *, dlrun_memory_kind, const void *)) {
+dlrun_status dlrun_host_queue_init(dlrun_host_queue *q, dlrun_device *dev,
+                                   void *(*view)(const dlrun_device *, dlrun_memory_kind,
+                                                 const void *)) {
   q->dev = dev;
   q->view = view;
   atomic_init(&q->inject[0], 0);
   atomic_init(&q->inject[1], 0);
-  dlrun_stream_init(&q->stream, dev->rt->workers, dev->platform);
+  return dlrun_stream_init(&q->stream, svc()->device_workers(dev), svc()->device_platform(dev));
 }
 
 void dlrun_host_queue_fini(dlrun_host_queue *q) { dlrun_stream_destroy(&q->stream); }
 
-static dlrun_host_queue *queue_of(const dlrun_device *dev) { return dev->impl; }
+void dlrun_hostexec_use_timelines(dlrun_platform *pl) {
+  pl->event_query = svc()->timeline_query;
+  pl->event_wait = svc()->timeline_wait;
+  pl->event_then = svc()->timeline_then;
+  pl->traces_own_work = true;
+}
+
+static dlrun_host_queue *queue_of(const dlrun_device *dev) { return svc()->device_impl(dev); }
 
 /* Whether the next operation of kind `what` on q is to fail (a test's). */
 static bool take_injected(dlrun_host_queue *q, dlrun_work_kind what) {
@@ -37,8 +41,8 @@ dlrun_status dlrun_hostexec_inject(dlrun_device *dev, dlrun_work_kind what, unsi
 }
 
 static dlrun_status injected(const dlrun_host_queue *q, const char *op) {
-  return dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s failed: injected device failure", q->dev->name,
-                    op);
+  return svc()->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: injected device failure",
+                     svc()->device_name(q->dev), op);
 }
 
 /* Pieces of a copy cut into units at most (above, each goes whole). */
@@ -47,6 +51,13 @@ static dlrun_status injected(const dlrun_host_queue *q, const char *op) {
 /* The host address of an end's bytes. */
 static void *end_view(const dlrun_box_end *e) {
   return e->dev ? queue_of(e->dev)->view(e->dev, e->kind, e->data) : (void *)e->data;
+}
+
+/* The bytes of the box [lo, hi) of esize-byte elements. */
+static uint64_t box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
+  uint64_t bytes = esize;
+  for (int d = 0; d < ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
+  return bytes;
 }
 
 /* ---- copies ---- */
@@ -78,7 +89,7 @@ static size_t unit_count(const dlrun_copy_op *op, const dlrun_copy_piece *p, int
     *dim = 0;
     return 1;
   }
-  uint64_t want = (dlrun_box_bytes(op->esize, nd, p->lo, p->hi) + UNIT_BYTES - 1) / UNIT_BYTES;
+  uint64_t want = (box_bytes(op->esize, nd, p->lo, p->hi) + UNIT_BYTES - 1) / UNIT_BYTES;
   uint64_t extent = (uint64_t)(p->hi[*dim] - p->lo[*dim]);
   return want < 1 ? 1 : want > extent ? extent : want;
 }
@@ -118,15 +129,12 @@ static void copy_one_unit(void *ctx, size_t i) {
     lo[dim] = lo0 + extent * (int64_t)part / (int64_t)parts;
     hi[dim] = lo0 + extent * (int64_t)(part + 1) / (int64_t)parts;
   }
-  uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-  dlrun_host_copy_box(op->esize, nd, lo, hi, end_view(&op->dst), op->dst.origin,
-                      op->dst.strides, end_view(&p->src), p->src.origin, p->src.strides);
-  if (dlrun_trace_enabled()) {
-    int src_process, ignored;
-    const char *src = dlrun_trace_end(&p->src, &src_process);
-    dlrun_trace_transfer(w->q->dev->name, "copy", start, dlrun_box_bytes(op->esize, nd, lo, hi),
-                         src, src_process, dlrun_trace_end(&op->dst, &ignored));
-  }
+  const dlrun_platform_services *s = svc();
+  uint64_t start = s->trace_enabled() ? s->trace_now() : 0;
+  s->host_copy_box(op->esize, nd, lo, hi, end_view(&op->dst), op->dst.origin, op->dst.strides,
+                   end_view(&p->src), p->src.origin, p->src.strides);
+  if (s->trace_enabled())
+    s->trace_copy(w->q->dev, start, box_bytes(op->esize, nd, lo, hi), &p->src, &op->dst);
 }
 
 static dlrun_status run_copy(void *ctx, dlrun_status prior) {
@@ -135,7 +143,7 @@ static dlrun_status run_copy(void *ctx, dlrun_status prior) {
   dlrun_status st = prior ? prior : w->inject ? injected(w->q, "copy") : DLRUN_OK;
   if (!st && w->nunits == 1) copy_one_unit(w, 0); /* nothing to share */
   else if (!st && w->nunits)
-    dlrun_workers_parallel(w->q->stream.workers, w->nunits, copy_one_unit, w);
+    svc()->workers_parallel(w->q->stream.workers, w->nunits, copy_one_unit, w);
   if (op->complete) op->complete(op->complete_ctx); /* may free op */
   return st;
 }
@@ -169,12 +177,12 @@ static dlrun_status run_fill(void *ctx, dlrun_status prior) {
   fill_work *w = ctx;
   dlrun_status st = prior ? prior : w->inject ? injected(w->q, "fill") : DLRUN_OK;
   if (!st && w->nbytes) {
-    uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
-    dlrun_host_fill(w->q->view(w->q->dev, w->kind, w->data), w->nbytes, &w->fill);
-    dlrun_trace_event(w->q->dev->name, "compute", w->fill.sequence ? "arange" : "fill", start,
-                      "\"bytes\": %llu", (unsigned long long)w->nbytes);
+    const dlrun_platform_services *s = svc();
+    uint64_t start = s->trace_enabled() ? s->trace_now() : 0;
+    s->host_fill(w->q->view(w->q->dev, w->kind, w->data), w->nbytes, &w->fill);
+    s->trace_work(w->q->dev, w->fill.sequence ? "arange" : "fill", start, w->nbytes);
   }
-  dlrun_free(w);
+  svc()->free(w);
   return st;
 }
 
@@ -182,17 +190,17 @@ dlrun_status dlrun_hostexec_fill(dlrun_device *dev, dlrun_memory_kind kind, void
                                  uint64_t nbytes, const dlrun_fill *f, const dlrun_event *waits,
                                  size_t nwaits, dlrun_event *done) {
   dlrun_host_queue *q = queue_of(dev);
-  fill_work *w = dlrun_malloc(sizeof *w);
-  if (!w) return dlrun_fail_oom_host(sizeof *w);
+  fill_work *w = svc()->alloc(sizeof *w);
+  if (!w) return DLRUN_ERR_RESOURCE_EXHAUSTED;
   *w = (fill_work){.q = q, .kind = kind, .data = data, .nbytes = nbytes, .fill = *f};
   w->inject = take_injected(q, DLRUN_WORK_FILL);
   dlrun_status st = dlrun_stream_submit(&q->stream, &w->node, waits, nwaits, run_fill, w, done);
-  if (st) dlrun_free(w);
+  if (st) svc()->free(w);
   return st;
 }
 
 static dlrun_status run_marker(void *ctx, dlrun_status prior) {
-  dlrun_free(ctx);
+  svc()->free(ctx);
   return prior;
 }
 
@@ -200,12 +208,12 @@ dlrun_status dlrun_hostexec_record(dlrun_device *dev, const dlrun_event *waits, 
                                    dlrun_event *done) {
   dlrun_host_queue *q = queue_of(dev);
   if (nwaits == 0) { /* the point after everything queued: the stream's last */
-    if (done) *done = dlrun_timeline_last(&q->stream.tl);
+    if (done) *done = dlrun_stream_last(&q->stream);
     return DLRUN_OK;
   }
-  dlrun_task *t = dlrun_malloc(sizeof *t);
-  if (!t) return dlrun_fail_oom_host(sizeof *t);
+  dlrun_task *t = svc()->alloc(sizeof *t);
+  if (!t) return DLRUN_ERR_RESOURCE_EXHAUSTED;
   dlrun_status st = dlrun_stream_submit(&q->stream, t, waits, nwaits, run_marker, t, done);
-  if (st) dlrun_free(t);
+  if (st) svc()->free(t);
   return st;
 }

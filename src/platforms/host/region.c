@@ -6,18 +6,18 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "core/status_impl.h"
-#include "device/host/region.h"
-#include "mem/pool.h"
-#include "mem/shared_file.h"
+#include "region.h"
+
+/* Host execution is built into libdlrun: its services are the library's. */
+static const dlrun_platform_services *svc(void) { return dlrun_platform_services_get(); }
 
 static atomic_uint_fast64_t next_id = 1;
 
 /* The bytes: the memfd mapped shared when one can be made, else anonymous
  * memory (a process that runs out of descriptors still works, unshared). */
 static dlrun_status map_bytes(dlrun_host_region *r, uint64_t size) {
-  r->fd = dlrun_shared_files_wanted() ? dlrun_shared_file_create(size, (void **)&r->view) : -1;
-  return r->fd >= 0 ? DLRUN_OK : dlrun_map_range(size, true, (void **)&r->view);
+  r->fd = svc()->shared_file_create(size, (void **)&r->view);
+  return r->fd >= 0 ? DLRUN_OK : svc()->map_host(size, (void **)&r->view);
 }
 
 dlrun_status dlrun_host_region_reserve(dlrun_host_region *r, uint64_t size, bool hidden,
@@ -25,8 +25,8 @@ dlrun_status dlrun_host_region_reserve(dlrun_host_region *r, uint64_t size, bool
   dlrun_status st = map_bytes(r, size);
   if (st) return st;
   void *addr = r->view;
-  if (hidden && (st = dlrun_map_range(size, false, &addr))) {
-    dlrun_unmap_range(r->view, size);
+  if (hidden && (st = svc()->map_inaccessible(size, &addr))) {
+    svc()->unmap(r->view, size);
     if (r->fd >= 0) close(r->fd);
     r->view = NULL;
     r->fd = -1;
@@ -42,8 +42,8 @@ dlrun_status dlrun_host_region_reserve(dlrun_host_region *r, uint64_t size, bool
 void dlrun_host_region_release(dlrun_host_region *r) {
   unsigned char *base = atomic_load(&r->base);
   if (!base) return;
-  if (base != r->view) dlrun_unmap_range(base, r->size);
-  dlrun_unmap_range(r->view, r->size);
+  if (base != r->view) svc()->unmap(base, r->size);
+  svc()->unmap(r->view, r->size);
   if (r->fd >= 0) close(r->fd);
   atomic_store(&r->base, NULL);
   r->view = NULL;
@@ -65,7 +65,7 @@ bool dlrun_host_region_owns(const dlrun_host_region *r, const void *data, uint64
 }
 
 dlrun_status dlrun_host_region_commit(dlrun_host_region *r, void *data, uint64_t size) {
-  return dlrun_commit_range(dlrun_host_region_view(r, data), size);
+  return svc()->commit_host(dlrun_host_region_view(r, data), size);
 }
 
 /* A memfd's pages are the file's: unmapping them from the view frees
@@ -73,11 +73,11 @@ dlrun_status dlrun_host_region_commit(dlrun_host_region *r, void *data, uint64_t
  * read zeros there, never a fault: the file keeps its size). */
 uint64_t dlrun_host_region_decommit(dlrun_host_region *r, void *data, uint64_t size) {
   unsigned char *view = dlrun_host_region_view(r, data);
-  uint64_t held = dlrun_decommit_range(view, size);
+  uint64_t held = svc()->decommit_host(view, size);
   if (r->fd >= 0)
     fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(view - r->view),
               (off_t)size);
-  if ((void *)view != data) held += dlrun_decommit_range(data, size);
+  if ((void *)view != data) held += svc()->decommit_host(data, size);
   return held;
 }
 
@@ -92,9 +92,9 @@ bool dlrun_host_region_share(const dlrun_host_region *r, const void *data, uint6
 
 dlrun_status dlrun_host_region_map_peer(const dlrun_shared_region *h, int pid,
                                         const void **view) {
-  return dlrun_shared_file_map(pid, h->handle, h->size, view);
+  return svc()->shared_file_map(pid, h->handle, h->size, view);
 }
 
 void dlrun_host_region_unmap_peer(const dlrun_shared_region *h, const void *view) {
-  dlrun_shared_file_unmap(view, h->size);
+  svc()->shared_file_unmap(view, h->size);
 }

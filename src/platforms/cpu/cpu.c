@@ -1,30 +1,32 @@
 /* The cpu platform: real host memory, work on the host's threads
- * (host/hostexec.h). Every cpu device's memory is the host's. */
-#include "core/alloc.h"
-#include "core/status_impl.h"
-#include "device/host/hostexec.h"
-#include "device/host/region.h"
-#include "device/platform_impl.h"
+ * (platforms/host/hostexec.h). Every cpu device's memory is the host's. */
+#include "dlrun/platform.h"
+#include "platforms/common/dlpack_codes.h"
+#include "platforms/host/hostexec.h"
+#include "platforms/host/region.h"
+
+/* Built into libdlrun: its services are the library's. */
+static const dlrun_platform_services *svc(void) { return dlrun_platform_services_get(); }
 
 typedef struct cpu_device {
   dlrun_host_queue queue; /* first: host execution reads it */
   dlrun_host_region regions[DLRUN_MEM_KIND_COUNT];
 } cpu_device;
 
-static cpu_device *cpu_of(const dlrun_device *dev) { return dev->impl; }
+static cpu_device *cpu_of(const dlrun_device *dev) { return svc()->device_impl(dev); }
 
 static uint64_t cpu_capacity(const dlrun_device *dev, dlrun_memory_kind kind, size_t ndevices) {
   (void)dev;
   (void)kind;
   (void)ndevices;
-  return dlrun_host_ram_bytes();
+  return svc()->host_ram();
 }
 
 static void cpu_memory_info(const dlrun_device *dev, dlrun_memory_kind kind,
                             dlrun_memory_info *out) {
   (void)dev;
   (void)kind;
-  *out = (dlrun_memory_info){.total = dlrun_host_ram_bytes(), .host_ram = true};
+  *out = (dlrun_memory_info){.total = svc()->host_ram(), .host_ram = true};
 }
 
 static bool cpu_is_host(const dlrun_device *dev, dlrun_memory_kind kind) {
@@ -43,10 +45,14 @@ static dlrun_status cpu_device_init(dlrun_device *dev, size_t local_index, size_
                                     void **impl) {
   (void)local_index;
   (void)ndevices;
-  cpu_device *c = dlrun_calloc(1, sizeof *c);
-  if (!c) return dlrun_fail_oom_host(sizeof *c);
-  *impl = dev->impl = c;
-  dlrun_host_queue_init(&c->queue, dev, cpu_view);
+  cpu_device *c = svc()->alloc(sizeof *c);
+  if (!c) return DLRUN_ERR_RESOURCE_EXHAUSTED;
+  dlrun_status st = dlrun_host_queue_init(&c->queue, dev, cpu_view);
+  if (st) {
+    svc()->free(c);
+    return st;
+  }
+  *impl = c;
   return DLRUN_OK;
 }
 
@@ -54,7 +60,7 @@ static void cpu_device_destroy(dlrun_device *dev, void *impl) {
   (void)dev;
   cpu_device *c = impl;
   dlrun_host_queue_fini(&c->queue);
-  dlrun_free(c);
+  svc()->free(c);
 }
 
 /* Each memory is a recorded region, so that peers on this host may map it. */
@@ -118,7 +124,8 @@ static ptrdiff_t cpu_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
   return -1;
 }
 
-const dlrun_platform dlrun_cpu_platform = {
+/* The event slots are the timelines' (set when opened). */
+static dlrun_platform cpu_platform = {
     .abi = DLRUN_PLATFORM_ABI,
     .name = "cpu",
     .class_name = "CpuDevice",
@@ -137,9 +144,6 @@ const dlrun_platform dlrun_cpu_platform = {
     .copy_box = dlrun_hostexec_copy,
     .fill = dlrun_hostexec_fill,
     .record = dlrun_hostexec_record,
-    .event_query = dlrun_timeline_query,
-    .event_wait = dlrun_timeline_wait,
-    .event_then = dlrun_timeline_then,
     .dlpack_device = cpu_dlpack_device,
     .dlpack_lookup = cpu_dlpack_lookup,
     .transport_view = cpu_transport_view,
@@ -148,3 +152,9 @@ const dlrun_platform dlrun_cpu_platform = {
     .unmap_shared = dlrun_host_region_unmap_peer,
     .inject_failure = dlrun_hostexec_inject,
 };
+
+/* Built in: the registry opens it once, before any use. */
+const dlrun_platform *dlrun_cpu_platform_open(void) {
+  dlrun_hostexec_use_timelines(&cpu_platform);
+  return &cpu_platform;
+}

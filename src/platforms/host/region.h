@@ -1,16 +1,16 @@
-/* Internal: the memory regions of the platforms whose memory is host RAM
+/* The memory regions of the platforms whose memory is host RAM
  * (sim, cpu): one per pool, the bytes in one mapping (`view`), handed out
  * at device addresses that are either the view itself or a second,
  * inaccessible range of the same size (sim's private memory).
  *
  * When other processes of the job run on this host and may map this
- * process's memory (mem/shared_file.h: set when the job is joined), a new
- * region's bytes are a memfd mapped shared, so that a peer maps the same
- * file once (dlrun_host_region_map_peer) and copies straight out of it;
+ * process's memory (known when the job is joined), a new region's bytes
+ * are a memfd mapped shared, so that a peer maps the same file once
+ * (dlrun_host_region_map_peer) and copies straight out of it;
  * otherwise, or when no memfd can be made, anonymous memory that nobody
  * else can map. */
-#ifndef DLRUN_DEVICE_HOST_REGION_H
-#define DLRUN_DEVICE_HOST_REGION_H
+#ifndef DLRUN_HOST_REGION_H
+#define DLRUN_HOST_REGION_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -46,7 +46,7 @@ uint64_t dlrun_host_region_decommit(dlrun_host_region *r, void *data, uint64_t s
 bool dlrun_host_region_share(const dlrun_host_region *r, const void *data, uint64_t n,
                              dlrun_shared_region *out, uint64_t *offset);
 /* The platform slots map_shared and unmap_shared of host-RAM platforms
- * (dlrun_shared_file_map: read-only, checked, keeping the file alive). */
+ * (svc->shared_file_map: read-only, checked, keeping the file alive). */
 dlrun_status dlrun_host_region_map_peer(const dlrun_shared_region *h, int pid,
                                         const void **view);
 void dlrun_host_region_unmap_peer(const dlrun_shared_region *h, const void *view);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "device/buffer.h"
-#include "hostexec.h"
+#include "host_loops.h"
 
 uint64_t dlrun_box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
   uint64_t bytes = esize;

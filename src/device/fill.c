@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "device/buffer.h"
-#include "hostexec.h"
+#include "host_loops.h"
 
 /* A repeated element: written once, then the filled prefix doubles. */
 void dlrun_host_fill(void *data, uint64_t nbytes, const dlrun_fill *f) {

@@ -7,33 +7,42 @@
  * region's view, that only this platform's slots use: copies and fills
  * translate device addresses to it by offset. DLRUN_SIM_MEMORY=shared keeps
  * a single host-readable mapping instead. pinned_host memory is host memory
- * either way. Work runs on the host's threads (host/hostexec.h). */
+ * either way. Work runs on the host's threads (platforms/host/hostexec.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/status_impl.h"
-#include "device/buffer.h"
-#include "device/host/hostexec.h"
-#include "device/host/region.h"
-#include "device/platform_impl.h"
+#include "dlrun/platform.h"
+#include "platforms/common/dlpack_codes.h"
+#include "platforms/host/hostexec.h"
+#include "platforms/host/region.h"
+
+/* Built into libdlrun: its services are the library's. */
+static const dlrun_platform_services *svc(void) { return dlrun_platform_services_get(); }
 
 typedef struct sim_device {
   dlrun_host_queue queue; /* first: host execution reads it */
   bool shared;            /* DLRUN_SIM_MEMORY=shared: device memory host-readable */
+  int32_t index;          /* its local index: the DLPack device_id */
   /* Each memory's region: device memory behind inaccessible addresses
    * unless shared; pinned_host memory is host memory either way. */
   dlrun_host_region regions[DLRUN_MEM_KIND_COUNT];
 } sim_device;
 
-static sim_device *sim_of(const dlrun_device *dev) { return dev->impl; }
+static sim_device *sim_of(const dlrun_device *dev) { return svc()->device_impl(dev); }
 
-dlrun_status dlrun_sim_memory_mode(bool *shared) {
+/* DLRUN_SIM_MEMORY, checked: shared (host-readable sim device memory) or
+ * private (the default). */
+static dlrun_status memory_mode(bool *shared) {
   const char *env = getenv("DLRUN_SIM_MEMORY");
   *shared = env && strcmp(env, "shared") == 0;
   if (!env || !*env || *shared || strcmp(env, "private") == 0) return DLRUN_OK;
-  return dlrun_fail(DLRUN_ERR_VALUE,
-                    "DLRUN_SIM_MEMORY must be \"private\" or \"shared\", got \"%.64s\"", env);
+  return svc()->fail(DLRUN_ERR_VALUE,
+                     "DLRUN_SIM_MEMORY must be \"private\" or \"shared\", got \"%.64s\"", env);
+}
+
+static dlrun_status sim_check_config(void) {
+  bool shared;
+  return memory_mode(&shared);
 }
 
 /* Each memory of a sim device: at most half of host RAM shared among the sim
@@ -42,7 +51,7 @@ dlrun_status dlrun_sim_memory_mode(bool *shared) {
 static uint64_t sim_capacity(const dlrun_device *dev, dlrun_memory_kind kind, size_t ndevices) {
   (void)dev;
   (void)kind;
-  uint64_t share = dlrun_host_ram_bytes() / 2 / (ndevices ? ndevices : 1);
+  uint64_t share = svc()->host_ram() / 2 / (ndevices ? ndevices : 1);
   const uint64_t hi = 16ull << 30;
   if (share > hi) share = hi;
   return share & ~(uint64_t)4095;
@@ -52,7 +61,7 @@ static void sim_memory_info(const dlrun_device *dev, dlrun_memory_kind kind,
                             dlrun_memory_info *out) {
   (void)dev;
   (void)kind;
-  *out = (dlrun_memory_info){.total = dlrun_host_ram_bytes(), .host_ram = true};
+  *out = (dlrun_memory_info){.total = svc()->host_ram(), .host_ram = true};
 }
 
 /* Whether dev's `kind` memory is the inaccessible kind. */
@@ -76,17 +85,19 @@ static void *view_of(const dlrun_device *dev, dlrun_memory_kind kind, const void
 
 static dlrun_status sim_device_init(dlrun_device *dev, size_t local_index, size_t ndevices,
                                     void **impl) {
-  (void)local_index;
   (void)ndevices;
   bool shared;
-  dlrun_status st = dlrun_sim_memory_mode(&shared);
+  dlrun_status st = memory_mode(&shared);
   if (st) return st;
-  sim_device *s = dlrun_calloc(1, sizeof *s);
-  if (!s) return dlrun_fail_oom_host(sizeof *s);
+  sim_device *s = svc()->alloc(sizeof *s);
+  if (!s) return DLRUN_ERR_RESOURCE_EXHAUSTED;
   s->shared = shared;
+  s->index = (int32_t)local_index;
+  if ((st = dlrun_host_queue_init(&s->queue, dev, view_of))) {
+    svc()->free(s);
+    return st;
+  }
   *impl = s;
-  dev->impl = s;
-  dlrun_host_queue_init(&s->queue, dev, view_of);
   return DLRUN_OK;
 }
 
@@ -94,7 +105,7 @@ static void sim_device_destroy(dlrun_device *dev, void *impl) {
   (void)dev;
   sim_device *s = impl;
   dlrun_host_queue_fini(&s->queue);
-  dlrun_free(s);
+  svc()->free(s);
 }
 
 /* Every memory is a recorded region (so that imports naming a sim device
@@ -146,7 +157,7 @@ static void sim_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, i
                               int32_t *id) {
   bool host = kind == DLRUN_MEM_PINNED_HOST;
   *type = host ? DL_CPU : DL_EXT_DEV;
-  *id = host ? 0 : (int32_t)dev->local_index; /* a process-local ordinal, as CUDA's */
+  *id = host ? 0 : sim_of(dev)->index; /* a process-local ordinal, as CUDA's */
 }
 
 static ptrdiff_t sim_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
@@ -155,7 +166,8 @@ static ptrdiff_t sim_dlpack_lookup(int32_t type, int32_t id, size_t ndevices,
   return type == DL_EXT_DEV && id >= 0 && (size_t)id < ndevices ? id : -1;
 }
 
-const dlrun_platform dlrun_sim_platform = {
+/* The event slots are the timelines' (set when opened). */
+static dlrun_platform sim_platform = {
     .abi = DLRUN_PLATFORM_ABI,
     .name = "sim",
     .class_name = "SimDevice",
@@ -174,9 +186,6 @@ const dlrun_platform dlrun_sim_platform = {
     .copy_box = dlrun_hostexec_copy, /* simulated: the host's threads do the work */
     .fill = dlrun_hostexec_fill,
     .record = dlrun_hostexec_record,
-    .event_query = dlrun_timeline_query,
-    .event_wait = dlrun_timeline_wait,
-    .event_then = dlrun_timeline_then,
     .dlpack_device = sim_dlpack_device,
     .dlpack_lookup = sim_dlpack_lookup,
     .transport_view = sim_transport_view,
@@ -184,4 +193,11 @@ const dlrun_platform dlrun_sim_platform = {
     .map_shared = dlrun_host_region_map_peer,
     .unmap_shared = dlrun_host_region_unmap_peer,
     .inject_failure = dlrun_hostexec_inject,
+    .check_config = sim_check_config,
 };
+
+/* Built in: the registry opens it once, before any use. */
+const dlrun_platform *dlrun_sim_platform_open(void) {
+  dlrun_hostexec_use_timelines(&sim_platform);
+  return &sim_platform;
+}

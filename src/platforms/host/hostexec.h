@@ -1,16 +1,16 @@
-/* Internal: host execution, the device queue of platforms whose work runs
- * on the host's threads (cpu, sim). One implementation of the platform's
- * work and event slots: each device's queue is a stream (stream.h) on the
- * runtime's shared workers; a copy is cut into units that idle workers
- * share; the host copy and fill loops do the bytes, through the platform's
+/* Host execution, the device queue of platforms whose work runs on the
+ * host's threads (cpu, sim). One implementation of the platform's work and
+ * event slots: each device's queue is a stream (stream.h) on the runtime's
+ * shared workers; a copy is cut into units that idle workers share; the
+ * library's host copy and fill loops do the bytes, through the platform's
  * view of its memory. */
-#ifndef DLRUN_DEVICE_HOSTEXEC_H
-#define DLRUN_DEVICE_HOSTEXEC_H
+#ifndef DLRUN_HOST_HOSTEXEC_H
+#define DLRUN_HOST_HOSTEXEC_H
 
 #include <stdatomic.h>
 
-#include "device/device_impl.h"
-#include "device/host/stream.h"
+#include "dlrun/platform.h"
+#include "stream.h"
 
 /* The head of every host-executed device's context (its impl begins with
  * one): the stream, and where the host reaches the device's bytes. */
@@ -23,8 +23,10 @@ typedef struct dlrun_host_queue {
   atomic_uint inject[2]; /* failures to inject, per dlrun_work_kind */
 } dlrun_host_queue;
 
-void dlrun_host_queue_init(dlrun_host_queue *q, dlrun_device *dev,
-                           void *(*view)(const dlrun_device *, dlrun_memory_kind, const void *));
+/* Fails only for lack of memory. */
+dlrun_status dlrun_host_queue_init(dlrun_host_queue *q, dlrun_device *dev,
+                                   void *(*view)(const dlrun_device *, dlrun_memory_kind,
+                                                 const void *));
 void dlrun_host_queue_fini(dlrun_host_queue *q); /* waits for its work */
 
 /* The slots (dlrun/platform.h) of a host-executed platform. */
@@ -37,11 +39,8 @@ dlrun_status dlrun_hostexec_record(dlrun_device *dev, const dlrun_event *waits, 
                                    dlrun_event *done);
 dlrun_status dlrun_hostexec_inject(dlrun_device *dev, dlrun_work_kind what, unsigned count);
 
-/* The host loops under them: copy a box between host-addressable blocks;
- * fill host-addressable bytes. */
-void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
-                         const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
-                         const int64_t *src_origin, const int64_t *src_strides);
-void dlrun_host_fill(void *data, uint64_t nbytes, const dlrun_fill *f);
+/* A host-executed platform's event slots and traces_own_work, set in its
+ * vtable when it is opened (the library knows timeline events by them). */
+void dlrun_hostexec_use_timelines(dlrun_platform *pl);
 
 #endif
