@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Specs for arrays on one device: creation, properties, reading back,
 -- deletion and release, and argument checking (issue 2, "Arrays on one
 -- device" and "Errors"; DESIGN.md "Lua API contract").

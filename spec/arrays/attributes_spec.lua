@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Reading a field that a dlrun object lacks (issue 22, item 8) raises an
 -- AttributeError worded as Python's, suggesting the closest known name by
 -- CPython's rule; fields, methods and dlrun's own probing keep working.

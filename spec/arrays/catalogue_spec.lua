@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- A catalogue of bad input (issue 7): every public Lua function and method of
 -- dlrun called with wrong types, nil, missing and extra arguments, negative and
 -- huge sizes, NaN and infinities where integers are expected, unknown dtype

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- Specs for converting Lua values into array elements (issue 2, "Core":
 -- float16 and bfloat16 round to nearest even; integers that do not fit the
 -- dtype and non-integral values for integer dtypes are errors, never a silent

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Error values (DESIGN.md "Lua API contract", issue 2 "Errors" and "The dlrun
 -- command"): the classes, their hierarchy, the values dlrun raises, and how
 -- the dlrun command reports an uncaught one.

@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: python3-numpy
+
 -- Specs for dlrun.format (pure Lua; no native module needed).
 -- Run: busted --lpath='lua/?.lua;lua/?/init.lua' spec/format_spec.lua
 

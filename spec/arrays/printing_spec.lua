@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: mpi
+
 -- The printed forms of dlrun's table results (issue 22, item 7): shapes,
 -- device lists and sets, Shards, indices and index maps, mesh fields and
 -- stats print as JAX and Python print the same values, and stay the same

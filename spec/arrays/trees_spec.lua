@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Trees of tables given to device_put and device_get: cycles, shared
 -- subtrees and any depth (mapped faithfully, never a crash), trees of
 -- targets (a prefix of x's tree, as JAX), and deep or cyclic data elsewhere.

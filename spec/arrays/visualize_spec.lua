@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- Specs for dlrun.visualize (pure Lua; runs against fake devices and
 -- shardings, no native module needed).
 -- Run: busted --lpath='lua/?.lua;lua/?/init.lua' spec/visualize_spec.lua

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- The `dlrun` command: a Lua 5.4 interpreter with dlrun built in.
 -- Runs the executable (DLRUN_EXE, else build/dlrun from the repository root)
 -- through the shell and checks its stdout, stderr and exit status.

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- examples/host/embed.c: a host application that embeds Lua and dlrun, runs
 -- examples/host/embed_pipeline.lua, consumes the tensors the script hands it
 -- through DLPack (checking every value) and calls their deleters.

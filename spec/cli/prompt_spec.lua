@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: python3
+
 -- The dlrun command's prompt, as lua5.4's: on a terminal with no script, no
 -- -e and no -v, or with -i after the script and the -e chunks. Lines are
 -- typed through a pseudo-terminal (spec/data/type_at_prompt.py, python3's

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: mpi, python3
+
 -- dlrun --trace and --stats (issue 5, "The dlrun command, grown up").
 local helpers = require "helpers"
 

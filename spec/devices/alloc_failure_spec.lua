@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Allocation-failure injection (issue 7): a full pipeline run with the k-th
 -- host allocation, then the k-th pool allocation, made to fail, for k = 1, 2,
 -- ... until a run completes with no failure injected. Every run must end with

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- The CUDA platform from Lua (issue 23), in fresh dlrun processes on the
 -- driver double of the tests (tests/cuda-double/libcuda.so.1, DLRUN_CUDA_LIBRARY;
 -- configured by CUDA_DOUBLE_* variables). The whole suite also runs on

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Work that fails on a device (issue 21): a copy or a fill that fails fails
 -- its event, and everything that waits for it (block_until_ready, reads,
 -- export, device_put; copies still queued behind it fail with it) raises a

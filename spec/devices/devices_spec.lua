@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Devices, device specs, configuration and memory statistics (DESIGN.md,
 -- "Devices and memory" and the Lua API contract; issue 2).
 --

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Pools a user can steer and see (issue 14): memory settings per kind, on
 -- every way in and refused once the runtime runs; memory snapshots that
 -- match the live arrays; peak reset; giving unused memory back; the

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: opencl
+
 -- The OpenCL platform from Lua (issue 21, section 2), in fresh dlrun
 -- processes on pocl (POCL_DEVICES); pending when OpenCL is not here. The
 -- whole suite also runs on OpenCL (scripts/run-tests.sh); these are the

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- dl.platforms() and `dlrun --list-devices`: every platform dlrun knows,
 -- in the order "auto" prefers them (modules' platforms, then sim and cpu),
 -- then the modules that did not load, each with why.

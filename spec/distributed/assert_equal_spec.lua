@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: mpi
+
 -- dl.assert_equal compares values as JAX does (np.equal): per dtype, so -0.0 equals 0.0 and a
 -- NaN equals nothing, not even another NaN. Every process reaches the same outcome: it passes
 -- everywhere or raises the same AssertionError everywhere, on 1, 2, 3 and 4 processes.

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: yes
+-- devices: any
+-- needs: mpi
+
 -- Collective entry points check their arguments under the call's agreement: a check that
 -- fails on one process (process 1 here) is its own error there and "<call> failed on
 -- process 1: ..." on every other, and every process stays in step (a barrier and a further

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: yes
+-- devices: any
+-- needs: mpi
+
 -- Global arrays across processes: built from each process's own data, and exported through
 -- dl.export's strategies, the ways out of the fetch error. Each script runs under mpirun
 -- (helpers.mpirun) with 2 sim devices per process.

@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: mpi
+
 -- Numbers that add up between processes (issue 32, items 9 and 10): after
 -- a reshard under mpirun, each device's bytes_moved_in and bytes_moved_out
 -- (dl.stats(), --stats) count what it received from and sent to other

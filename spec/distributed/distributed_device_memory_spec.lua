@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: yes
+-- devices: any
+-- needs: mpi, opencl
+
 -- Device memory between processes (issue 23, item 5): device_put between
 -- processes reaches a memory through its platform's transport view where
 -- the MPI can use it (sim's view; CUDA memory with a CUDA-aware MPI), else

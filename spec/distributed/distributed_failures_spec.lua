@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: yes
+-- devices: any
+-- needs: mpi
+
 -- Many processes, issue 20: a failure on one process after a call is agreed
 -- on reaches every process before any result is returned (no wrong value,
 -- no wait for the timeout); agreements compare whole values; every process

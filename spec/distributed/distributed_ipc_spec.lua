@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: mpi
+
 -- The one-copy path between processes on one host (DLRUN_DISTRIBUTED_IPC):
 -- a cross-process piece between two processes that may map each other's
 -- memory is one copy, by the receiver, straight out of the sender's memory

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: yes
+-- devices: any
+-- needs: mpi
+
 -- Many processes: dlrun under mpirun joins the job before the script runs,
 -- knows its place in it, checks that collectives agree, bounds every wait,
 -- and ends the whole job when one process fails. Runs the same scripts on

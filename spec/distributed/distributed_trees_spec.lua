@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: yes
+-- devices: any
+-- needs: mpi
+
 -- Trees of global arrays across processes: lua_next's order differs from process to process,
 -- so device_put walks every tree in one order (numbers by value, then strings byte-wise, then
 -- false and true): every process puts the same array at the same time, on 2, 3 and 4

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- DLPack from Lua: export (x:__dlpack__, dl.to_dlpack, x:__dlpack_device__),
 -- Capsules, import (dl.from_dlpack) and round trips for every dtype (issue 4;
 -- messages from ../shared/reference/jax.md, protocol from

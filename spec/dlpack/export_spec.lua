@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Export strategies (issue 5): dl.export with strategies gather, replica, host,
 -- shards and auto; dl.try_export; dl.ensure_single_device; dl.is_dlpack_exportable.
 --

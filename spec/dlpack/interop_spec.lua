@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: python3-numpy, python3-torch
+
 -- DLPack interop with real consumers and producers: NumPy (Debian's
 -- python3-numpy) and PyTorch (python3-torch), driven through ctypes and
 -- libdlrun.so by spec/interop/numpy_interop.py and torch_interop.py (their

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: opencl
+
 -- The DLPack stream protocol through the platforms (issue 21): dl.from_dlpack
 -- asks the producer's __dlpack_device__() and, where dlrun's platform for
 -- that device has queues (OpenCL), passes that device's queue as `stream`;

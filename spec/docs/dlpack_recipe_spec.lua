@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: python3-numpy, python3-torch
+
 -- docs/dlpack.md's recipe for NumPy and PyTorch works as written: its Python
 -- blocks run as they are (a block whose paragraph says "Save this as
 -- `NAME.py`" is that module, beside the others) under the interpreter and

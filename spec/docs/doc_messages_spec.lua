@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: mpi, python3-numpy
+
 -- Every error message the docs quote is one dlrun raises. A quote is an
 -- inline code span of README.md or docs/*.md naming an error class
 -- (`ValueError: ...`, `RuntimeError: export failed on process 1: TypeError: ...`);

@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: 8
+-- needs: mpi
+
 -- Every example runs under the dlrun command and says what it checked. Each
 -- example stops with an error (exit status 1) when one of its own checks fails,
 -- so status 0 with empty stderr means every check passed; the key lines below

@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- One list of the dlrun command's options and environment variables: the
 -- README's usage block is `dlrun --help` itself, the man page's OPTIONS and
 -- ENVIRONMENT say the same in the same words, and every variable the code

@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- The README's two commands as a newcomer runs them on a machine missing
 -- every package: `make all` (and so `make test`) installs first, then builds
 -- in a make that sees what was installed (the MPI module); `make demo`

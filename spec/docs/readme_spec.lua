@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- The README's Lua tour runs and prints what its comments say; its C tour is
 -- an excerpt of the example it names.
 local helpers = require "helpers"

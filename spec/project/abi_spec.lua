@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: abigail-tools
+
 -- scripts/check-abi.sh (make check-abi, part of make test) holds libdlrun.so to
 -- its committed baseline abi/libdlrun.abi. Here: the baseline agrees with
 -- include/dlrun/dlrun.h and names no path of the machine it was made on, and

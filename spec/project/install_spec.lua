@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: luarocks, pkg-config, man-db
+
 -- make install / make uninstall and the rockspec, used the way a packager, a
 -- C programmer and a Lua programmer would, from a temporary folder outside
 -- the source tree: the installed files, one version everywhere, the exported

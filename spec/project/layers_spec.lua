@@ -1,3 +1,8 @@
+-- runs: once
+-- ipc-off: no
+-- devices: any
+-- needs: none
+
 -- scripts/check-layers.sh holds the layers of src/: it passes on the tree
 -- and fails, naming file and edge, on each kind of wrong edge.
 local helpers = require "spec.helpers"

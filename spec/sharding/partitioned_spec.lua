@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: mpi
+
 -- The __partitioned__ description (issue 14): x:__partitioned__([opts]) and
 -- dl.from_partitioned(desc [, sharding]). Starts and grid positions are 0-based.
 -- The busted process runs on 8 sim devices (ids 0..7) and the host cpu device.

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Specs for arrays with shardings (issue 3, "Arrays with shardings"; DESIGN.md
 -- "Arrays and transfers" and the Lua API contract; jax.md "Mesh,
 -- PartitionSpec, NamedSharding"): creation onto a sharding, shards and their

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Meshes, PartitionSpecs and shardings: fields, index maps, shard shapes,
 -- replica ids, equivalence, memory kinds, text forms and every validation
 -- message (issue 3, "Meshes, specs, shardings"; semantics and messages from

@@ -1,3 +1,8 @@
+-- runs: every-platform
+-- ipc-off: no
+-- devices: 8
+-- needs: none
+
 -- Specs for moving arrays between layouts (issue 3, "device_put and
 -- device_get" and "The transfer engine"; DESIGN.md "Arrays and transfers";
 -- jax.md "device_put / device_get"): every combination of source and
