@@ -4,9 +4,9 @@
 -- needs: none
 
 -- Specs for arrays on one device: creation, properties, reading back,
--- deletion and release, and argument checking (issue 2, "Arrays on one
--- device" and "Errors"; DESIGN.md "Lua API contract").
--- Run from the repository root: busted spec/array_spec.lua
+-- deletion and release, and argument checking (docs/lua-api.md, "Arrays"
+-- and "Errors").
+-- Run from the repository root: busted spec/arrays/array_spec.lua
 
 local dl = require "dlrun"
 

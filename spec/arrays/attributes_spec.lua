@@ -3,10 +3,10 @@
 -- devices: 8
 -- needs: none
 
--- Reading a field that a dlrun object lacks (issue 22, item 8) raises an
+-- Reading a field that a dlrun object lacks (docs/lua-api.md, "Errors") raises an
 -- AttributeError worded as Python's, suggesting the closest known name by
 -- CPython's rule; fields, methods and dlrun's own probing keep working.
--- Run from the repository root: busted spec/attributes_spec.lua
+-- Run from the repository root: busted spec/arrays/attributes_spec.lua
 
 local helpers = require "helpers"
 local dl = require "dlrun"

@@ -3,13 +3,13 @@
 -- devices: 8
 -- needs: none
 
--- A catalogue of bad input (issue 7): every public Lua function and method of
--- dlrun called with wrong types, nil, missing and extra arguments, negative and
--- huge sizes, NaN and infinities where integers are expected, unknown dtype
--- names, deleted arrays, consumed capsules, foreign userdata, and producers
--- whose __dlpack__ returns garbage or raises. Each case names the error class
--- and the message it must raise (exactly, or {contains = ...} / {pattern = ...}
--- for long or platform-dependent texts).
+-- A catalogue of bad input (README.md, "Development"): every public Lua
+-- function and method of dlrun called with wrong types, nil, missing and
+-- extra arguments, negative and huge sizes, NaN and infinities where integers
+-- are expected, unknown dtype names, deleted arrays, consumed capsules,
+-- foreign userdata, and producers whose __dlpack__ returns garbage or raises.
+-- Each case names the error class and the message it must raise (exactly, or
+-- {contains = ...} / {pattern = ...} for long or platform-dependent texts).
 --
 -- A case is a table:
 --   name     what is called, with what
@@ -29,7 +29,7 @@
 --
 -- The busted process runs on the default devices (8 devices of the default
 -- platform, sim or opencl, and the host cpu device); the catalogue needs at least 2 devices of the default backend.
--- Run from the repository root: busted spec/catalogue_spec.lua
+-- Run from the repository root: busted spec/arrays/catalogue_spec.lua
 
 local helpers = require "helpers"
 local dl = require "dlrun"

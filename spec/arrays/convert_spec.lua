@@ -3,12 +3,12 @@
 -- devices: any
 -- needs: none
 
--- Specs for converting Lua values into array elements (issue 2, "Core":
+-- Specs for converting Lua values into array elements (docs/lua-api.md, "Arrays":
 -- float16 and bfloat16 round to nearest even; integers that do not fit the
 -- dtype and non-integral values for integer dtypes are errors, never a silent
 -- wrap; complex values are {re, im}). Exercised through dl.array / dl.full and
 -- read back with tolist / tobytes.
--- Run from the repository root: busted spec/convert_spec.lua
+-- Run from the repository root: busted spec/arrays/convert_spec.lua
 
 local dl = require "dlrun"
 

@@ -3,9 +3,9 @@
 -- devices: 8
 -- needs: none
 
--- Error values (DESIGN.md "Lua API contract", issue 2 "Errors" and "The dlrun
--- command"): the classes, their hierarchy, the values dlrun raises, and how
--- the dlrun command reports an uncaught one.
+-- Error values (docs/lua-api.md, "Errors"; README.md, "The dlrun command"):
+-- the classes, their hierarchy, the values dlrun raises, and how the dlrun
+-- command reports an uncaught one.
 
 local helpers = require "helpers"
 local dl = require "dlrun"

@@ -4,7 +4,7 @@
 -- needs: python3-numpy
 
 -- Specs for dlrun.format (pure Lua; no native module needed).
--- Run: busted --lpath='lua/?.lua;lua/?/init.lua' spec/format_spec.lua
+-- Run: busted --lpath='lua/?.lua;lua/?/init.lua' spec/arrays/format_spec.lua
 
 local format = require "dlrun.format"
 

@@ -3,11 +3,11 @@
 -- devices: 8
 -- needs: mpi
 
--- The printed forms of dlrun's table results (issue 22, item 7): shapes,
+-- The printed forms of dlrun's table results (docs/lua-api.md, "Printed forms"): shapes,
 -- device lists and sets, Shards, indices and index maps, mesh fields and
 -- stats print as JAX and Python print the same values, and stay the same
 -- tables to code that indexes, counts, iterates or unpacks them.
--- Run from the repository root: busted spec/printing_spec.lua
+-- Run from the repository root: busted spec/arrays/printing_spec.lua
 
 local helpers = require "helpers"
 local dl = require "dlrun"

@@ -5,7 +5,7 @@
 
 -- Specs for dlrun.visualize (pure Lua; runs against fake devices and
 -- shardings, no native module needed).
--- Run: busted --lpath='lua/?.lua;lua/?/init.lua' spec/visualize_spec.lua
+-- Run: busted --lpath='lua/?.lua;lua/?/init.lua' spec/arrays/visualize_spec.lua
 
 local visualize = require "dlrun.visualize"
 local errors = require "dlrun.errors"

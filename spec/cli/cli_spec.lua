@@ -201,7 +201,7 @@ print(arg[-1], arg[-2], arg[-3], arg[-4])
       assert.are.equal("after shebang\tx\n", r.out)
     end)
 
-    -- As lua5.4 does (issue 10, item 14): `echo 'print(1)' | dlrun`.
+    -- As lua5.4 does: `echo 'print(1)' | dlrun`.
     it("with no script, no -e and no -v, come from stdin when it is not a terminal", function()
       local r = run{ stdin = "print('from stdin', arg[0], select('#', ...))\n" }
       assert.are.equal(0, r.code, r.err)

@@ -3,7 +3,8 @@
 -- devices: 8
 -- needs: mpi, python3
 
--- dlrun --trace and --stats (issue 5, "The dlrun command, grown up").
+-- dlrun --trace and --stats (README.md, "The dlrun command"; docs/lua-api.md, "Tracing and
+-- stats").
 local helpers = require "helpers"
 
 local PIPELINE = [[
@@ -147,7 +148,7 @@ describe("dlrun --trace", function()
   end)
 
   -- A script ending with os.exit skips the end of main; the trace must be
-  -- complete all the same (issue 10, item 2).
+  -- complete all the same.
   for _, ending in ipairs{"os.exit(3)", "os.exit(3, true)", "os.exit(true)"} do
     it(("is complete when the script ends with %s"):format(ending), function()
       local trace = os.tmpname()
@@ -221,7 +222,7 @@ end)
 
 describe("dlrun --stats", function()
   -- What is alive at the end of the script, while its globals still hold it,
-  -- then what closing the state released (issue 22, item 6).
+  -- then what closing the state released.
   it("prints memory, traffic and live exports per device at the end of the script", function()
     local code = [[
       local dl = require "dlrun"
@@ -469,7 +470,7 @@ print(dl.process_index(), "done")]]
   end
 end)
 
--- ---- tracing and stats from any Lua (issue 22, item 10) ----
+-- ---- tracing and stats from any Lua (docs/lua-api.md, "Tracing and stats") ----
 
 -- Run lua5.4 with `args` and the suite's module paths, on sim:2 unless env
 -- says otherwise. Returns stdout, stderr, status.

@@ -3,11 +3,12 @@
 -- devices: 8
 -- needs: none
 
--- Allocation-failure injection (issue 7): a full pipeline run with the k-th
--- host allocation, then the k-th pool allocation, made to fail, for k = 1, 2,
--- ... until a run completes with no failure injected. Every run must end with
--- a clean dlrun error, leave every pool as it was, and leave no export alive.
--- Under `make check-asan` the same runs also prove there is no leak.
+-- Allocation-failure injection (README.md, "Development"): a full pipeline
+-- run with the k-th host allocation, then the k-th pool allocation, made to
+-- fail, for k = 1, 2, ... until a run completes with no failure injected.
+-- Every run must end with a clean dlrun error, leave every pool as it was,
+-- and leave no export alive. Under `make check-asan` the same runs also prove
+-- there is no leak.
 local dl = require "dlrun"
 
 local function pipeline()

@@ -3,7 +3,7 @@
 -- devices: any
 -- needs: none
 
--- The CUDA platform from Lua (issue 23), in fresh dlrun processes on the
+-- The CUDA platform from Lua (docs/cuda.md), in fresh dlrun processes on the
 -- driver double of the tests (tests/cuda-double/libcuda.so.1, DLRUN_CUDA_LIBRARY;
 -- configured by CUDA_DOUBLE_* variables). The whole suite also runs on
 -- cuda:8 (scripts/run-tests.sh); these are the checks that only mean

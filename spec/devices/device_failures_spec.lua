@@ -3,11 +3,11 @@
 -- devices: 8
 -- needs: none
 
--- Work that fails on a device (issue 21): a copy or a fill that fails fails
--- its event, and everything that waits for it (block_until_ready, reads,
--- export, device_put; copies still queued behind it fail with it) raises a
--- RuntimeError naming the device, the operation and the driver's error.
--- Failures are injected through the platform's own slot
+-- Work that fails on a device (docs/opencl.md, "Work and failures"): a copy
+-- or a fill that fails fails its event, and everything that waits for it
+-- (block_until_ready, reads, export, device_put; copies still queued behind
+-- it fail with it) raises a RuntimeError naming the device, the operation and
+-- the driver's error. Failures are injected through the platform's own slot
 -- (dl._debug.inject_failure), so they travel the path a real driver's would.
 -- The busted process runs on 8 sim devices plus the host cpu device.
 local helpers = require "helpers"

@@ -3,8 +3,8 @@
 -- devices: 8
 -- needs: none
 
--- Devices, device specs, configuration and memory statistics (DESIGN.md,
--- "Devices and memory" and the Lua API contract; issue 2).
+-- Devices, device specs, configuration and memory statistics (README.md,
+-- "Devices and memory"; docs/lua-api.md, "Runtime and devices").
 --
 -- The busted process itself runs on the default runtime ("auto": 8 sim
 -- devices and the host cpu device; DLRUN_DEVICES unset). Everything that needs
@@ -436,7 +436,7 @@ describe("device specs", function()
       assert.are.same(GOOD_SPECS[4][2], r)
     end)
 
-    -- Checked when dlrun starts, as --devices is (issue 10, item 6): the
+    -- Checked when dlrun starts, as --devices is: the
     -- script never runs.
     for _, case in ipairs(BAD_SPECS) do
       if case[1] ~= "" then
@@ -558,7 +558,8 @@ describe("device specs", function()
       assert.are.equal("SimDevice(id=4095)", r.on)
       assert.are.equal(1, r.ncpu)
       assert(elapsed <= 5, ("sim:4096 took %d s"):format(elapsed))
-      -- No thread per idle device (issue 2): far fewer threads than devices.
+      -- No thread per idle device (docs/architecture.md, "Streams, events and workers"): far fewer
+      -- threads than devices.
       if r.threads then assert(r.threads < 100, ("%d threads"):format(r.threads)) end
     end)
   end)
@@ -757,7 +758,7 @@ local GOOD_SIZES = {
 }
 
 -- Sizes below the 4 KiB minimum, and the byte counts they name: refused on
--- every way in rather than silently rounded (issue 10, item 5).
+-- every way in rather than silently rounded (README.md, "Devices and memory").
 local TOO_SMALL = {
   {"1e3", 1000},
   {"1KB", 1000},
@@ -934,7 +935,7 @@ describe("device memory capacity", function()
 end)
 
 -- ---------------------------------------------------------------------------
--- Default capacities and over-commit (issue 10, item 4): by default the
+-- Default capacities and over-commit (README.md, "Devices and memory"): by default the
 -- memories of all devices together fit in host RAM; an explicit device memory
 -- that over-commits is said once on stderr.
 -- ---------------------------------------------------------------------------

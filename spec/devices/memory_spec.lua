@@ -3,11 +3,11 @@
 -- devices: 8
 -- needs: none
 
--- Pools a user can steer and see (issue 14): memory settings per kind, on
--- every way in and refused once the runtime runs; memory snapshots that
--- match the live arrays; peak reset; giving unused memory back; the
--- out-of-memory advice. Settings need a fresh runtime, so most cases run in
--- a child dlrun.
+-- Pools a user can steer and see (docs/architecture.md, "Pools a user steers
+-- and sees"): memory settings per kind, on every way in and refused once the
+-- runtime runs; memory snapshots that match the live arrays; peak reset;
+-- giving unused memory back; the out-of-memory advice. Settings need a fresh
+-- runtime, so most cases run in a child dlrun.
 local helpers = require "helpers"
 local dl = require "dlrun"
 local expect_error = helpers.expect_error

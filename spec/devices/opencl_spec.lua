@@ -3,7 +3,7 @@
 -- devices: any
 -- needs: opencl
 
--- The OpenCL platform from Lua (issue 21, section 2), in fresh dlrun
+-- The OpenCL platform from Lua (docs/opencl.md), in fresh dlrun
 -- processes on pocl (POCL_DEVICES); pending when OpenCL is not here. The
 -- whole suite also runs on OpenCL (scripts/run-tests.sh); these are the
 -- checks that only mean something there: DLPack's kDLOpenCL with the cl_mem

@@ -3,7 +3,7 @@
 -- devices: any
 -- needs: mpi
 
--- Numbers that add up between processes (issue 32, items 9 and 10): after
+-- Numbers that add up between processes (docs/lua-api.md, "Tracing and stats"): after
 -- a reshard under mpirun, each device's bytes_moved_in and bytes_moved_out
 -- (dl.stats(), --stats) count what it received from and sent to other
 -- processes too, so that summed over the job each equals the processes'

@@ -3,7 +3,7 @@
 -- devices: any
 -- needs: mpi, opencl
 
--- Device memory between processes (issue 23, item 5): device_put between
+-- Device memory between processes (docs/cuda.md, "Many processes"): device_put between
 -- processes reaches a memory through its platform's transport view where
 -- the MPI can use it (sim's view; CUDA memory with a CUDA-aware MPI), else
 -- stages it through host memory on the device's queue, in blocks of at

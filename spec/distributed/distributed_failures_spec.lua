@@ -3,10 +3,10 @@
 -- devices: any
 -- needs: mpi
 
--- Many processes, issue 20: a failure on one process after a call is agreed
--- on reaches every process before any result is returned (no wrong value,
--- no wait for the timeout); agreements compare whole values; every process
--- cuts messages alike. On 2, 3 and 4 processes.
+-- Many processes (README.md, "Many processes"): a failure on one process
+-- after a call is agreed on reaches every process before any result is
+-- returned (no wrong value, no wait for the timeout); agreements compare
+-- whole values; every process cuts messages alike. On 2, 3 and 4 processes.
 local H = require "helpers"
 
 local mpirun, sorted_lines = H.mpirun, H.sorted_lines

@@ -4,16 +4,15 @@
 -- needs: none
 
 -- DLPack from Lua: export (x:__dlpack__, dl.to_dlpack, x:__dlpack_device__),
--- Capsules, import (dl.from_dlpack) and round trips for every dtype (issue 4;
--- messages from ../shared/reference/jax.md, protocol from
--- ../shared/reference/dlpack.md, Lua names from ../shared/DESIGN.md).
+-- Capsules, import (dl.from_dlpack) and round trips for every dtype
+-- (docs/dlpack.md; docs/lua-api.md, "DLPack": JAX's messages).
 --
 -- The busted process runs on 8 devices of the default platform (ids 0..7:
 -- sim, or opencl in the suite's second run) plus the host cpu device
 -- dl.host_device(). Device types: kDLCPU = 1; the default platform's device
 -- memory exports as kDLDevice = helpers.dl_type (sim: kDLExtDev = 12, opencl:
 -- kDLOpenCL = 4).
--- Run from the repository root: busted spec/dlpack_spec.lua
+-- Run from the repository root: busted spec/dlpack/dlpack_spec.lua
 
 local helpers = require "helpers"
 local dl = require "dlrun"
@@ -416,7 +415,7 @@ describe("stream", function()
   end)
 
   -- cuda takes 1 and 2 (its default streams) and refuses 0 in words of its
-  -- own (spec/cuda_spec.lua)
+  -- own (spec/devices/cuda_spec.lua)
   for _, s in ipairs(helpers.platform == "cuda" and {7} or {0, 1, 2, 7}) do
     it("device arrays refuse stream=" .. s .. " with a BufferError naming what they take", function()
       local x = arange6(D[2])
@@ -1230,7 +1229,7 @@ describe("round trips through capsules", function()
 end)
 
 --------------------------------------------------------------------------
-describe("legacy tensors and provenance (issue 15)", function()
+describe("legacy tensors and provenance (docs/dlpack.md)", function()
   it("a legacy export is a copy unless legacy_sharing = 'share'", function()
     local x = arange6(D[1])
     local c = x:__dlpack__()

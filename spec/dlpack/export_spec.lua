@@ -3,14 +3,14 @@
 -- devices: 8
 -- needs: none
 
--- Export strategies (issue 5): dl.export with strategies gather, replica, host,
+-- Export strategies (docs/export.md): dl.export with strategies gather, replica, host,
 -- shards and auto; dl.try_export; dl.ensure_single_device; dl.is_dlpack_exportable.
 --
 -- The busted process runs on 8 devices of the default platform (ids 0..7) plus
 -- the host cpu device dl.host_device(). Device types: kDLCPU = 1; kDLDevice =
 -- helpers.dl_type for the default platform's device memory. The test array is
 -- float32 16x4: N = 256 bytes, 32 bytes (2 rows) per device when split 8 ways.
--- Run from the repository root: busted spec/export_spec.lua
+-- Run from the repository root: busted spec/dlpack/export_spec.lua
 
 local helpers = require "helpers"
 local dl = require "dlrun"

@@ -3,7 +3,8 @@
 -- devices: any
 -- needs: opencl
 
--- The DLPack stream protocol through the platforms (issue 21): dl.from_dlpack
+-- The DLPack stream protocol through the platforms (docs/opencl.md, "DLPack and host
+-- applications"): dl.from_dlpack
 -- asks the producer's __dlpack_device__() and, where dlrun's platform for
 -- that device has queues (OpenCL), passes that device's queue as `stream`;
 -- sim and cpu pass none, as before. A dlrun producer on OpenCL makes the

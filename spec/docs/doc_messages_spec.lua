@@ -510,7 +510,8 @@ helpers.describe_on("sim", "its cases choose their own devices; checked once, in
   it("the man page quotes no message (only class names)", function()
     for n, line in ipairs(markdown.lines(MAN)) do
       assert(not is_message((line:gsub("\\%-", "-"))),
-             ("%s:%d quotes a message: teach spec/doc_messages_spec.lua to read troff"):format(MAN, n))
+             ("%s:%d quotes a message: teach spec/docs/doc_messages_spec.lua to read troff")
+               :format(MAN, n))
     end
   end)
 

@@ -3,7 +3,7 @@
 -- devices: 8
 -- needs: mpi
 
--- The __partitioned__ description (issue 14): x:__partitioned__([opts]) and
+-- The __partitioned__ description (docs/partitioned.md): x:__partitioned__([opts]) and
 -- dl.from_partitioned(desc [, sharding]). Starts and grid positions are 0-based.
 -- The busted process runs on 8 sim devices (ids 0..7) and the host cpu device.
 -- The 2-process runs go through helpers.mpirun with 2 sim devices per process.

@@ -3,27 +3,26 @@
 -- devices: 8
 -- needs: none
 
--- Specs for arrays with shardings (issue 3, "Arrays with shardings"; DESIGN.md
--- "Arrays and transfers" and the Lua API contract; jax.md "Mesh,
--- PartitionSpec, NamedSharding"): creation onto a sharding, shards and their
+-- Specs for arrays with shardings (docs/lua-api.md, "Arrays with shardings" and
+-- "Meshes, specs and shardings"): creation onto a sharding, shards and their
 -- memory, the Array members that describe a layout, and assembling arrays
 -- from per-device pieces (make_array_from_single_device_arrays,
 -- make_array_from_callback).
 --
 -- Every expectation about a layout comes from the reference in
--- spec/layout_model.lua, which applies jax.md's rules directly (it never asks
+-- spec/layout_model.lua, which applies JAX's rules directly (it never asks
 -- the implementation).
 -- The busted process runs on the default runtime: 8 sim devices (ids 0..7)
 -- and the host cpu device.
--- Run from the repository root: busted spec/sharded_array_spec.lua
+-- Run from the repository root: busted spec/sharding/sharded_array_spec.lua
 
 local dl = require "dlrun"
 local helpers = require "helpers"
 
 local expect_error = helpers.expect_error
 
--- The reference (jax.md's layout rules) and the memory utilities shared with
--- spec/transfer_spec.lua live in spec/layout_model.lua.
+-- The reference (JAX's layout rules) and the memory utilities shared with
+-- spec/sharding/transfer_spec.lua live in spec/layout_model.lua.
 local model = require "layout_model"
 local D, HOST, ITEMSIZE, round256 = model.D, model.HOST, model.ITEMSIZE, model.round256
 local mesh_of, named_layout = model.mesh_of, model.named_layout
@@ -260,7 +259,7 @@ describe("sharded array members", function()
   local s_xy = dl.NamedSharding(M42.mesh, dl.P("x", "y"))
   local FLAT16 = iota_values(16, function(i) return i end)
 
-  it("addressable_shards follow the worked example of jax.md (mesh 4x2, P('x','y'), 8x2)", function()
+  it("addressable_shards follow a worked example (mesh 4x2, P('x','y'), 8x2)", function()
     local x = dl.array(nest_values(FLAT16, {8, 2}), "int32", dl.SingleDeviceSharding(D(0)))
     local y = dl.device_put(x, s_xy)
     local shards = y.addressable_shards
@@ -272,7 +271,7 @@ describe("sharded array members", function()
     assert.are.same({{13}, {15}}, shards[8].data:tolist())
   end)
 
-  it("replica ids of P('y') on a 4x2 mesh are 0,0,1,1,2,2,3,3 (jax.md)", function()
+  it("replica ids of P('y') on a 4x2 mesh are 0,0,1,1,2,2,3,3", function()
     local x = dl.zeros({8, 2}, "float32", dl.NamedSharding(M42.mesh, dl.P("y")))
     local ids, first = {}, {}
     for k, sh in ipairs(x.addressable_shards) do

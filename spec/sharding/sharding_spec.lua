@@ -5,16 +5,16 @@
 
 -- Meshes, PartitionSpecs and shardings: fields, index maps, shard shapes,
 -- replica ids, equivalence, memory kinds, text forms and every validation
--- message (issue 3, "Meshes, specs, shardings"; semantics and messages from
--- ../shared/reference/jax.md; Lua names from ../shared/DESIGN.md).
+-- message (docs/lua-api.md, "Meshes, specs and shardings": JAX's semantics and
+-- messages).
 --
 -- The busted process runs on 8 devices of the default platform (ids 0..7)
--- plus the host cpu device. Every expected table below was worked out by hand from jax.md's
+-- plus the host cpu device. Every expected table below was worked out by hand from JAX's
 -- rules: a device's block along a dimension is the mixed-radix number of its
 -- mesh coordinates along that entry's axes (first name most significant);
 -- indices are 1-based inclusive {first, last}; the replica id is the number of
 -- devices earlier in the mesh's flat order holding an identical index.
--- Run from the repository root: busted spec/sharding_spec.lua
+-- Run from the repository root: busted spec/sharding/sharding_spec.lua
 
 local helpers = require "helpers"
 local dl = require "dlrun"
@@ -96,7 +96,7 @@ teardown(function()
 end)
 
 -- ---------------------------------------------------------------------------
-describe("jax.md worked example (mesh 4x2 'x','y' over devices 0..7, array 8x2)", function()
+describe("a worked example (mesh 4x2 'x','y' over devices 0..7, array 8x2)", function()
   it("P('x', 'y'): one 2x1 block per device, every replica id 0", function()
     check_layout(named(M42, dl.P("x", "y")), {8, 2}, {
       indices = {
@@ -463,8 +463,8 @@ describe("zero-size dimensions", function()
     assert.are.same({3, 0}, single:shard_shape({3, 0}))
   end)
 
-  it("count replicas by identical index (jax.md): P('x') on (0,) gives replica ids 0..7", function()
-    -- Every device's index is {{1, 0}}, so by jax.md's rule ("how many devices
+  it("count replicas by identical index: P('x') on (0,) gives replica ids 0..7", function()
+    -- Every device's index is {{1, 0}}, so by JAX's rule ("how many devices
     -- earlier in flat order hold an identical index") they are replicas.
     local replicas = shards_by_id(named(M8, dl.P("x")), {0})
     assert.are.same({0, 1, 2, 3, 4, 5, 6, 7}, replicas)

@@ -3,28 +3,27 @@
 -- devices: 8
 -- needs: none
 
--- Specs for moving arrays between layouts (issue 3, "device_put and
--- device_get" and "The transfer engine"; DESIGN.md "Arrays and transfers";
--- jax.md "device_put / device_get"): every combination of source and
+-- Specs for moving arrays between layouts (docs/lua-api.md, "Transfers";
+-- docs/transfers.md): every combination of source and
 -- target, the statistics that prove each needed byte moves once (and that a
 -- replica already on the destination device is read locally), aliasing,
 -- donation, errors, device_get, randomised round trips, out-of-memory
 -- rollback and asynchrony.
 --
 -- Expected layouts and byte counts come from the reference (in
--- spec/layout_model.lua and below), which applies jax.md's rules directly (it
+-- spec/layout_model.lua and below), which applies JAX's rules directly (it
 -- never asks the implementation).
 -- The busted process runs on the default runtime: 8 sim devices (ids 0..7)
 -- and the host cpu device.
--- Run from the repository root: busted spec/transfer_spec.lua
+-- Run from the repository root: busted spec/sharding/transfer_spec.lua
 
 local dl = require "dlrun"
 local helpers = require "helpers"
 
 local expect_error = helpers.expect_error
 
--- The reference (jax.md's layout rules) and the memory utilities shared with
--- spec/sharded_array_spec.lua live in spec/layout_model.lua.
+-- The reference (JAX's layout rules) and the memory utilities shared with
+-- spec/sharding/sharded_array_spec.lua live in spec/layout_model.lua.
 local model = require "layout_model"
 local D, HOST, ITEMSIZE, round256 = model.D, model.HOST, model.ITEMSIZE, model.round256
 local mesh_of, named, single = model.mesh_of, model.named, model.single
@@ -38,7 +37,7 @@ local DTYPES = {
 }
 
 ---------------------------------------------------------------------------
--- Reference bytes and transfer statistics (jax.md)
+-- Reference bytes and transfer statistics (docs/transfers.md, "Counting")
 ---------------------------------------------------------------------------
 
 -- The bytes of box `index` of a row-major array of `shape` whose bytes are
