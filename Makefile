@@ -373,7 +373,7 @@ $(MAN): docs/dlrun.1.in include/dlrun/dlrun.h
 	@sed 's/@VERSION@/$(VERSION)/g' $< >$@
 
 # `dlrun --help` is the one list of options and variables: this copies it into
-# the README's usage block and the man page's lists (spec/help_spec.lua fails
+# the README's usage block and the man page's lists (spec/docs/help_spec.lua fails
 # until they agree).
 sync-help: $(EXE)
 	@scripts/sync-help.sh $(EXE)
@@ -444,13 +444,6 @@ rock:
 
 CLANG    ?= clang-14
 ASAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
-
-# Stress programs, on the public headers like host applications.
-$(BUILD)/stress/%: spec/stress/%.c $(LIB_A) $(LUA_LIB_A)
-	@mkdir -p $(dir $@)
-	@echo "  CC      $@"
-	@$(CC) -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -I$(LUA_INC) $(LDFLAGS_ALL) \
-	  -o $@ $< $(LUA_LIB_A) $(LIB_A) $(LUA_LIB) $(LIBS) -ldl
 
 # The whole suite (C tests and busted, run inside the instrumented dlrun)
 # under AddressSanitizer and UndefinedBehaviorSanitizer, leak checking on.

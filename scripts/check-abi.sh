@@ -11,7 +11,7 @@
 #                                                   (make abi-baseline)
 #        scripts/check-abi.sh [--update] --lib FILE --headers DIR --baseline FILE --out FILE
 #            the same on any library, its public headers' folder, a baseline
-#            and where to write the current ABI (spec/abi_spec.lua uses it)
+#            and where to write the current ABI (spec/project/abi_spec.lua uses it)
 # --update refuses a break under the baseline's soname, unless ABI_UNRELEASED=1:
 # that soname was never released, so the break joins the bump that made it.
 set -u

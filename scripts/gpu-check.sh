@@ -11,8 +11,9 @@
 #                dlrun and dlrun <-> a CUDA build of PyTorch or CuPy
 #   lua          the busted suite on cuda:N (N = the GPU count, at most 8),
 #                one spec file at a time, with what time is left; with fewer
-#                than 8 GPUs the files written for 8 devices (NEEDS_8 below)
-#                are skipped, and any other file that fails is a failure
+#                than 8 GPUs the files written for 8 devices ("devices: 8" in
+#                their declarations, spec/README.md) are skipped, and any
+#                other file that fails is a failure
 # Each phase prints a header and PASS, FAIL or SKIP with the reason; the last
 # line is "gpu-check: N passed, N failed, N skipped in S s". Exit status 1
 # when a phase failed, 2 when the CUDA platform is not available, else 0.
@@ -76,7 +77,7 @@ if [ -n "$double" ]; then
   DLRUN_CUDA_LIBRARY=$(cd "$BUILD/tests/cuda-double" 2>/dev/null && pwd)/libcuda.so.1
   CUDA_DOUBLE_DEVICES=${CUDA_DOUBLE_DEVICES:-2}
   GPU_CHECK_BYTES=${GPU_CHECK_BYTES:-1MiB}
-  GPU_CHECK_SPECS=${GPU_CHECK_SPECS:-spec/cuda_spec.lua spec/stream_protocol_spec.lua}
+  GPU_CHECK_SPECS=${GPU_CHECK_SPECS:-spec/devices/cuda_spec.lua spec/dlpack/stream_protocol_spec.lua}
   export CUDA_DOUBLE_DEVICES
 fi
 DLRUN_CUDA_LIBRARY=${DLRUN_CUDA_LIBRARY:-libcuda.so.1}
@@ -184,13 +185,12 @@ fi
 
 # ---- the Lua suite on cuda:N, file by file, in the time left
 # The spec files written for 8 default devices (they fail on fewer: meshes
-# of 8, device ids up to 7); every other file passes on cuda:1 (checked on
-# the driver double with CUDA_DOUBLE_DEVICES=1).
-NEEDS_8="alloc_failure array attributes catalogue device_failures devices dlpack errors examples
-  export memory partitioned printing sharded_array sharding trace transfer trees"
+# of 8, device ids up to 7), as their declarations say ("devices: 8",
+# scripts/spec-list.sh); every other file passes on cuda:1 (checked on the
+# driver double with CUDA_DOUBLE_DEVICES=1).
+NEEDS_8=$(scripts/spec-list.sh devices-8)
 needs_8() { # spec file: true when it is written for 8 devices
-  b=$(basename "$1" _spec.lua)
-  for x in $NEEDS_8; do [ "$x" = "$b" ] && return 0; done
+  for x in $NEEDS_8; do [ "$x" = "$1" ] && return 0; done
   return 1
 }
 header "Lua suite on cuda:$n"
@@ -201,7 +201,8 @@ bad_files=""
 skip_files=""
 unrun=""
 totals="0 0 0 0"
-for f in ${GPU_CHECK_SPECS:-spec/cuda_spec.lua $(ls spec/*_spec.lua | grep -v '^spec/cuda_spec.lua$')}; do
+CUDA_SPEC=spec/devices/cuda_spec.lua
+for f in ${GPU_CHECK_SPECS:-$CUDA_SPEC $(scripts/spec-list.sh all | grep -vxF "$CUDA_SPEC")}; do
   if [ "$n" -lt 8 ] && needs_8 "$f"; then skip_files="$skip_files $f"; continue; fi
   t=$(allow 600 5)
   if [ "$t" -lt 10 ]; then unrun="$unrun $f"; continue; fi

@@ -1,5 +1,5 @@
 # Rewrites the man page template's OPTIONS and ENVIRONMENT lists from
-# `dlrun --help` (make sync-help runs it; spec/help_spec.lua fails when they
+# `dlrun --help` (make sync-help runs it; spec/docs/help_spec.lua fails when they
 # differ):
 #   awk -f scripts/man-from-help.awk HELP_FILE docs/dlrun.1.in >NEW
 # The lines between a template's `.\" BEGIN OPTIONS` and `.\" END OPTIONS`

@@ -6,11 +6,14 @@
 # BUSTED_RUNNER, when set, runs busted through that program (e.g. an
 # instrumented dlrun: "build-asan/dlrun"). ABI_CHECK=off skips the ABI check,
 # for builds that are not the one shipped (check-asan's: clang, instrumented).
-# The busted suite runs on the default devices (then its cross-process specs
-# again with DLRUN_DISTRIBUTED_IPC=off), then on opencl:8 when the OpenCL
-# platform is here (OPENCL_SUITE, below) and on cuda:8 over the driver double
-# of the tests (CUDA_SUITE, below), those two without the spec files that do
-# not depend on the devices (ONCE).
+# The busted suite runs on the default devices (then the spec files that
+# declare "ipc-off: yes" again with DLRUN_DISTRIBUTED_IPC=off), then on
+# opencl:8 when the OpenCL platform is here (OPENCL_SUITE, below) and on
+# cuda:8 over the driver double of the tests (CUDA_SUITE, below), those two
+# with the spec files that declare "runs: every-platform". Each spec file
+# declares where it runs in its first lines (spec/README.md, "Declaring a
+# spec"; scripts/spec-list.sh reads them); one with no declaration, or a wrong
+# one, is a failure.
 set -u
 build=${1:-build}
 passed=0
@@ -83,10 +86,15 @@ done
 
 # The busted suite in this process's environment; $1 names the run in the
 # line that says it printed no summary; the spec files to run follow (none:
-# every one).
+# a failure, as scripts/spec-list.sh listed none).
 run_busted() {
   name=$1
   shift
+  if [ $# -eq 0 ]; then
+    echo "$name: no spec files to run (scripts/spec-list.sh)"
+    add_counts 0 1
+    return
+  fi
   if [ -n "${BUSTED_RUNNER:-}" ]; then
     DLRUN_EXE="$build/dlrun" "$BUSTED_RUNNER" "$(command -v busted)" --cpath="$build/lua/?.so" \
       -o utfTerminal "$@" >"$log" 2>&1
@@ -108,30 +116,29 @@ run_busted() {
   fi
 }
 
-# Spec files whose cases do not depend on the devices a pass sets (they name
-# their own, inject host allocation failures, or check the sources, the
-# docs, the ABI or the install): the first pass runs them, the OpenCL and
-# CUDA passes do not run them again.
-ONCE="abi distributed_counts distributed_device_memory distributed_failures distributed_ipc
-  dlpack_recipe doc_messages examples format help install layers newcomer prompt"
-
-# Every spec file but those.
-device_specs() {
-  for f in spec/*_spec.lua; do
-    b=$(basename "$f" _spec.lua)
-    case " $(echo $ONCE) " in *" $b "*) ;; *) echo "$f" ;; esac
-  done
-}
+# The spec files of each pass, from their declarations (scripts/spec-list.sh):
+# every one for the first pass; those declaring "runs: every-platform" for the
+# OpenCL and CUDA passes (the others name their own devices, inject host
+# allocation failures, or check the sources, the docs, the ABI or the
+# install); those declaring "ipc-off: yes" for the pass with
+# DLRUN_DISTRIBUTED_IPC=off. A spec file without a right declaration still
+# runs in the first pass, and counts as one failure here.
+all_specs=$(scripts/spec-list.sh all 2>/dev/null)
+platform_specs=$(scripts/spec-list.sh every-platform 2>/dev/null)
+ipc_off_specs=$(scripts/spec-list.sh ipc-off 2>/dev/null)
+if [ "${2:-}" != "--c-only" ] && ! scripts/spec-list.sh check >"$log" 2>&1; then
+  cat "$log"
+  echo "spec declarations: failed (spec/README.md, \"Declaring a spec\")"
+  add_counts 0 1
+fi
 
 # The cross-process specs once more with DLRUN_DISTRIBUTED_IPC=off, so that
 # every job also runs with each piece between processes an MPI message
 # (distributed_ipc_spec and distributed_counts_spec run both ways themselves).
 ipc_off_pass() {
   echo "busted (cross-process specs) with DLRUN_DISTRIBUTED_IPC=off"
-  DLRUN_DISTRIBUTED_IPC=off run_busted "busted with DLRUN_DISTRIBUTED_IPC=off" \
-    spec/distributed_spec.lua spec/distributed_arrays_spec.lua spec/distributed_failures_spec.lua \
-    spec/distributed_trees_spec.lua spec/distributed_device_memory_spec.lua \
-    spec/collective_checks_spec.lua
+  # shellcheck disable=SC2086 # one path a word
+  DLRUN_DISTRIBUTED_IPC=off run_busted "busted with DLRUN_DISTRIBUTED_IPC=off" $ipc_off_specs
 }
 
 # Whether a platform's pass runs ($1 its name, $2 its variable, $3 the
@@ -152,7 +159,7 @@ suite_wanted() {
 # here: pocl's CPU devices in CI ("pthread" driver, never "basic", which
 # deadlocks), a GPU's elsewhere. On opencl:8, not opencl:4: the specs are
 # written for 8 default devices (meshes of 8, device ids up to 7), as on
-# sim:8. Every spec file but the ONCE ones runs; cases about one platform
+# sim:8. The spec files declaring "runs: every-platform" run; cases about one platform
 # are pending there with their reason (helpers.it_on / describe_on). Children inherit DLRUN_DEVICES
 # unless a spec sets their devices itself. Not under an instrumented runner
 # (BUSTED_RUNNER) unless OPENCL_SUITE=on; OPENCL_SUITE=off skips it anywhere.
@@ -174,7 +181,8 @@ opencl_suite() {
   echo "busted on opencl:8"
   DLRUN_DEVICES=opencl:8
   export DLRUN_DEVICES
-  run_busted "busted on opencl:8" $(device_specs)
+  # shellcheck disable=SC2086 # one path a word
+  run_busted "busted on opencl:8" $platform_specs
 }
 
 # The suite on CUDA (docs/cuda.md): cuda:8 on the driver double of the
@@ -200,11 +208,13 @@ cuda_suite() {
   echo "busted on cuda:8"
   DLRUN_DEVICES=cuda:8
   export DLRUN_DEVICES
-  run_busted "busted on cuda:8" $(device_specs)
+  # shellcheck disable=SC2086 # one path a word
+  run_busted "busted on cuda:8" $platform_specs
 }
 
 if [ "${2:-}" != "--c-only" ]; then
-  run_busted busted
+  # shellcheck disable=SC2086 # one path a word
+  run_busted busted $all_specs
   ipc_off_pass
   opencl_suite
   cuda_suite

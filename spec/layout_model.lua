@@ -1,6 +1,6 @@
--- A Lua model of jax.md's layout rules ("Mesh, PartitionSpec, NamedSharding")
--- and the test utilities that spec/sharded_array_spec.lua and
--- spec/transfer_spec.lua share: meshes built from device ids, the shards
+-- A Lua model of JAX's layout rules (docs/lua-api.md, "Meshes, specs and shardings")
+-- and the test utilities that spec/sharding/sharded_array_spec.lua and
+-- spec/sharding/transfer_spec.lua share: meshes built from device ids, the shards
 -- (index, replica id) a sharding gives an array, the values of a block, and
 -- the memory pools of every device. It applies the rules directly and never
 -- asks the implementation what a layout is.
@@ -31,7 +31,7 @@ M.ITEMSIZE = {
 function M.round256(n) return (n + 255) // 256 * 256 end
 
 ---------------------------------------------------------------------------
--- Reference layouts (jax.md): meshes built from device ids, shard indices,
+-- Reference layouts (JAX's rules): meshes built from device ids, shard indices,
 -- replica ids.
 ---------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@
 /* The one place the release version is written: the Makefile reads it from
  * here for the library's file name, dlrun.pc and the man page, `dlrun
  * --version` prints it, and `make rock` names the rock after it
- * (spec/install_spec.lua checks them all). */
+ * (spec/project/install_spec.lua checks them all). */
 #define DLRUN_VERSION_STRING "0.2.0"
 
 /* The ABI number, the N of the soname libdlrun.so.N, apart from the release

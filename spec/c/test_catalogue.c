@@ -1,9 +1,10 @@
-/* A catalogue of bad input at the C API (issue 7): every public function of
- * include/dlrun/ called with NULL pointers (arrays, shardings, meshes,
- * devices, runtimes, out pointers, names, data), invalid enum values (dtype
- * 99, memory kind 7, ...), out-of-range indices, and deleted arrays. Each
- * case asserts the status code and the text of dlrun_last_error(); functions
- * without a status must not crash (release functions with NULL are no-ops).
+/* A catalogue of bad input at the C API (README.md, "Development"): every
+ * public function of include/dlrun/ called with NULL pointers (arrays,
+ * shardings, meshes, devices, runtimes, out pointers, names, data), invalid
+ * enum values (dtype 99, memory kind 7, ...), out-of-range indices, and
+ * deleted arrays. Each case asserts the status code and the text of
+ * dlrun_last_error(); functions without a status must not crash (release
+ * functions with NULL are no-ops).
  *
  * Every bad call runs in a forked child, so that a crash fails one case (a
  * CHECK naming the function and the signal) instead of the whole binary. The
@@ -14,7 +15,7 @@
  *
  * The C API for host applications that embed Lua (include/dlrun/lua.h) needs
  * Lua, which the C tests do not link; its functions are covered through the
- * Lua specs (spec/catalogue_spec.lua, spec/host_spec.lua). */
+ * Lua specs (spec/arrays/catalogue_spec.lua, spec/cli/host_spec.lua). */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>

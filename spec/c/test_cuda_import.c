@@ -1,9 +1,9 @@
-/* Import of foreign CUDA memory (issue 23, item 4): memory a producer
- * allocated itself with cuMemAlloc, as PyTorch or CuPy would, handed over
- * as a kDLCUDA tensor. The CUDA platform recognises it with
- * cuPointerGetAttribute and wraps it without a copy (the deleter runs when
- * the array goes); memory of another ordinal, and a range past the
- * allocation, are BufferErrors. On the driver double of the tests
+/* Import of foreign CUDA memory (docs/cuda.md, "DLPack and the CUDA Array
+ * Interface"): memory a producer allocated itself with cuMemAlloc, as PyTorch
+ * or CuPy would, handed over as a kDLCUDA tensor. The CUDA platform
+ * recognises it with cuPointerGetAttribute and wraps it without a copy (the
+ * deleter runs when the array goes); memory of another ordinal, and a range
+ * past the allocation, are BufferErrors. On the driver double of the tests
  * (tests/cuda-double/libcuda.so.1 beside this test); skipped without it. */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* The CUDA platform against what the driver double says (issue 32):
+/* The CUDA platform against what the driver double says (docs/cuda.md):
  * what the driver holds around release_unused (its cuMemGetInfo), on VMM
  * granules and on cuMemAlloc segments (CUDA_DOUBLE_NO_VMM, in a child:
  * the double reads its configuration once); and a consumer's unknown

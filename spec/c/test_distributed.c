@@ -1,5 +1,5 @@
 /* C tests of dlrun/distributed.h in a process that runs alone (the specs in
- * spec/distributed_spec.lua run jobs under mpirun): options are checked,
+ * spec/distributed/ run jobs under mpirun): options are checked,
  * zero options are the defaults, and alone every call is a cheap no-op. */
 #include <stdlib.h>
 #include <string.h>

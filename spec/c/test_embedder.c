@@ -1,4 +1,4 @@
-/* C tests of the DLPack API as a host application meets it (issue 15):
+/* C tests of the DLPack API as a host application meets it (docs/dlpack.md):
  * all-zero options are the defaults; every import says who owns the
  * producer's tensor afterwards and whether it wrapped or copied; a second
  * deleter call through a saved pointer does nothing, even when a newer
@@ -103,7 +103,7 @@ static int read_f32(dlrun_array *a, float *out, int64_t n) {
 /* ---- item 1: zero options are the defaults ------------------------------ */
 
 static void test_zero_options(void) {
-  TEST("issue 15.1: an all-zero import options struct copies a strided view, as NULL does") {
+  TEST("an all-zero import options struct copies a strided view, as NULL does") {
     float buf[12];
     for (int i = 0; i < 12; i++) buf[i] = (float)i;
     int64_t shape[1] = {6}, strides[1] = {2}; /* a[::2] */
@@ -123,7 +123,7 @@ static void test_zero_options(void) {
         dlrun_array_release(a);
       }
   }
-  TEST("issue 15.1: an all-zero export options struct copies if needed, as NULL does") {
+  TEST("an all-zero export options struct copies if needed, as NULL does") {
     dlrun_array *a = iota(on_sim0, 4);
     /* only dl_device set: the host copy it needs is made (zero copy mode is
      * "if needed", not "never") */
@@ -144,7 +144,7 @@ static void test_zero_options(void) {
     dlrun_array_release(a);
     CHECK(dlrun_live_exports(rt) == 0, "live exports %lld", (long long)dlrun_live_exports(rt));
   }
-  TEST("issue 15.1: out-of-range modes are ValueErrors naming the accepted values") {
+  TEST("out-of-range modes are ValueErrors naming the accepted values") {
     dlrun_array *a = iota(on_host, 4);
     dlrun_exported e;
     dlrun_export_options bad_copy = {.copy = (dlrun_copy_mode)3};
@@ -223,7 +223,7 @@ static const refusal refusals[] = {
 };
 
 static void test_ownership(void) {
-  TEST("issue 15.2: every refusal says the caller still owns the tensor (legacy and versioned)") {
+  TEST("every refusal says the caller still owns the tensor (legacy and versioned)") {
     for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++)
       for (int v = 0; v < 2; v++) {
         float buf[4] = {1, 2, 3, 4};
@@ -243,7 +243,7 @@ static void test_ownership(void) {
               refusals[i].what, dlrun_last_error());
       }
   }
-  TEST("issue 15.2: an unknown major version is released, and says so") {
+  TEST("an unknown major version is released, and says so") {
     float buf[4] = {0};
     int64_t shape[1] = {4};
     hand h;
@@ -255,7 +255,7 @@ static void test_ownership(void) {
     CHECK(how == DLRUN_IMPORT_RELEASED && calls(&h) == 1, "outcome %d, deleter calls %d",
           (int)how, calls(&h));
   }
-  TEST("issue 15.2: bad arguments and a failed allocation leave the tensor with the caller") {
+  TEST("bad arguments and a failed allocation leave the tensor with the caller") {
     float buf[4] = {0};
     int64_t shape[1] = {4};
     hand h, g;
@@ -283,7 +283,7 @@ static void test_ownership(void) {
     dlrun_array_release(a);
     CHECK(calls(&h) == 1, "deleter calls %d", calls(&h));
   }
-  TEST("issue 15.3: the import and the array say whether it wrapped or copied") {
+  TEST("the import and the array say whether it wrapped or copied") {
     float buf[6] = {0, 1, 2, 3, 4, 5};
     int64_t shape[1] = {6};
     for (int v = 0; v < 2; v++) {
@@ -322,7 +322,7 @@ static void test_ownership(void) {
 /* ---- item 4: a second deleter call -------------------------------------- */
 
 static void test_second_call(void) {
-  TEST("issue 15.4: a second call through a saved deleter leaves a newer export alone") {
+  TEST("a second call through a saved deleter leaves a newer export alone") {
     for (int v = 0; v < 2; v++) {
       dlrun_array *a = iota(on_host, 8);
       dlrun_export_options o = {.has_max_version = v, .max_major = 1};
@@ -345,7 +345,7 @@ static void test_second_call(void) {
       dlrun_array_release(a);
     }
   }
-  TEST("issue 15.4: released addresses stay out of use for DLRUN_EXPORT_REUSE_DELAY releases") {
+  TEST("released addresses stay out of use for DLRUN_EXPORT_REUSE_DELAY releases") {
     enum { N = 64 };
     dlrun_array *a = iota(on_host, 8);
     void *seen[N];
@@ -364,7 +364,7 @@ static void test_second_call(void) {
 /* ---- item 5: legacy exports and writes ---------------------------------- */
 
 static void test_legacy_writes(void) {
-  TEST("issue 15.5: a consumer writing a legacy export does not change dlrun's arrays") {
+  TEST("a consumer writing a legacy export does not change dlrun's arrays") {
     dlrun_array *a = iota(on_host, 4), *alias = NULL;
     CHECK(dlrun_array_shard_data(a, 0, &alias) == DLRUN_OK, "%s", dlrun_last_error());
     dlrun_exported e;
@@ -409,7 +409,7 @@ static void test_legacy_writes(void) {
 /* ---- item 6: kDLExtDev memory that is not dlrun's ----------------------- */
 
 static void test_foreign_ext_dev(void) {
-  TEST("issue 15.6: kDLExtDev tensors outside dlrun's pools are refused, even empty ones") {
+  TEST("kDLExtDev tensors outside dlrun's pools are refused, even empty ones") {
     float buf[4] = {0};
     int64_t empty[1] = {0}, four[1] = {4};
     for (int v = 0; v < 2; v++) {
@@ -459,7 +459,7 @@ static void test_foreign_ext_dev(void) {
 /* ---- item 7: 0-d exports ------------------------------------------------- */
 
 static void test_scalar_export(void) {
-  TEST("issue 15.7: 0-d exports set shape and strides (never NULL), legacy and versioned") {
+  TEST("0-d exports set shape and strides (never NULL), legacy and versioned") {
     dlrun_array *s = iota(on_sim0, -1);
     for (int v = 0; v < 2; v++) {
       dlrun_export_options o = {.has_max_version = v, .max_major = 1};

@@ -1,7 +1,8 @@
-/* C tests of what users steer and see of device memory (issue 14): memory
- * given back shows in the process's RSS (anonymous pools and sim's private
- * two-mapping memory), snapshots match the live arrays and exports, the
- * out-of-memory text, per-kind settings and preallocation. */
+/* C tests of what users steer and see of device memory (docs/architecture.md,
+ * "Pools a user steers and sees"): memory given back shows in the process's
+ * RSS (anonymous pools and sim's private two-mapping memory), snapshots match
+ * the live arrays and exports, the out-of-memory text, per-kind settings and
+ * preallocation. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

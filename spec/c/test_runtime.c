@@ -283,7 +283,7 @@ static void test_arrays(void) {
     CHECK(dlrun_array_read(a, 0, sizeof back, back) == DLRUN_OK, "read");
     CHECK(back[0] == 1 && back[5] == 6, "values %g %g", back[0], back[5]);
     CHECK(dlrun_array_size(a) == 6 && dlrun_array_nbytes(a) == 24 && dlrun_array_ndim(a) == 2, "meta");
-    /* alone, every array is held whole (jobs: spec/distributed_arrays_spec.lua) */
+    /* alone, every array is held whole (jobs: spec/distributed/distributed_arrays_spec.lua) */
     CHECK(dlrun_array_has_full_value(a) && !dlrun_array_has_full_value(NULL), "has_full_value");
     CHECK(dlrun_array_read(a, 20, 8, back) == DLRUN_ERR_VALUE, "read past the end accepted");
     dlrun_memory_stats s;
@@ -387,7 +387,7 @@ static void test_arrays(void) {
   dlrun_runtime_release(rt);
 }
 
-/* ---- configuration and default capacities (issue 10, items 4-6) ---- */
+/* ---- configuration and default capacities (README.md, "Devices and memory") ---- */
 
 static uint64_t pool_limit(dlrun_device *d, dlrun_memory_kind k) {
   dlrun_pool_stats s;
