@@ -24,7 +24,7 @@ CFLAGS_ALL += $(DLPACK_CFLAGS)
 VERSION  := $(shell sed -n 's/.*DLRUN_VERSION_STRING "\(.*\)".*/\1/p' include/dlrun/dlrun.h)
 ABI      := $(shell sed -n 's/.*define DLRUN_ABI_VERSION \([0-9][0-9]*\).*/\1/p' include/dlrun/dlrun.h)
 
-CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*.c src/device/*/*.c \
+CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/distributed/*.c src/device/*.c src/device/*/*.c \
               src/shard/*.c \
               src/array/*.c src/dlpack/*.c))
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
@@ -118,7 +118,7 @@ _all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) examples
       $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD) $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA) \
       $(GPU_BW)
 
-$(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
+$(MPI_MOD): src/mpi/transport_mpi.c src/distributed/transport.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \

@@ -14,7 +14,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device/copy.h"
-#include "dist/dist.h"
+#include "distributed/distributed_impl.h"
 #include "grid.h"
 #include "transfer_impl.h"
 
@@ -244,7 +244,7 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
   dlrun_status st = validate_put(src, dst, &o);
   /* Between processes: collective. Where both shardings are another single
    * process's, this one takes no part: its result holds no shard. */
-  int owner = src && dst && dlrun_dist_transport() ? only_process(src->sharding, dst)
+  int owner = src && dst && dlrun_distributed_job_transport() ? only_process(src->sharding, dst)
                                                    : dlrun_process_index();
   if (owner < 0) return dlrun_device_put_global(src, dst, &o, st, out);
   if (st) return st;

@@ -12,7 +12,7 @@
  * transport views) or, where the transport cannot reach a memory, staged
  * through a host block of at most one message (messages.c); between two
  * processes that may map each other's memory (one host), one copy by the
- * receiver straight out of the holder's memory instead (message_ipc.c);
+ * receiver straight out of the holder's memory instead (message_pulls.c);
  * never through process 0 or a host copy of the array.
  * Both ends list a pair's messages in the same (plan) order, which is the
  * order MPI matches them in. */
@@ -23,7 +23,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device/copy.h"
-#include "dist/dist.h"
+#include "distributed/distributed_impl.h"
 #include "grid.h"
 #include "messages.h"
 #include "transfer_impl.h"
@@ -211,11 +211,11 @@ static dlrun_status agree(dlrun_array *src, dlrun_sharding *dst, const dlrun_put
   dlrun_sharding_describe(src->sharding, from, sizeof from);
   dlrun_sharding_describe(dst, to, sizeof to);
   snprintf(opts, sizeof opts, "may_alias=%d donate=%d", (int)o->may_alias, (int)o->donate);
-  dlrun_dist_field fields[] = {{"the array", array},
+  dlrun_distributed_field fields[] = {{"the array", array},
                                {"the source sharding", from},
                                {"the target sharding", to},
                                {"the options", opts}};
-  return dlrun_dist_agree_call("device_put", mine, sizeof fields / sizeof *fields, fields);
+  return dlrun_distributed_agree_call("device_put", mine, sizeof fields / sizeof *fields, fields);
 }
 
 /* Wait until the sources the messages read are written; a failure to
@@ -257,7 +257,7 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
   }
   size_t n = dlrun_sharding_device_count(dst);
   gplanner p = {.src = src, .dst = dst, .me = dlrun_process_index(),
-                .esize = dlrun_dtype_get(src->dtype)->size, .limit = dlrun_dist_message_bytes()};
+                .esize = dlrun_dtype_get(src->dtype)->size, .limit = dlrun_distributed_message_bytes()};
   /* Two references to the sources: the engine's plan takes one set, the
    * messages read through the other until they are sent. Every failure
    * from here on still reaches the second agreement. */
@@ -354,7 +354,7 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
                               .dst_shard_dims = shard_dims, .src_sharding = src->sharding,
                               .src_bufs = p.src_bufs, .nshards = src->nshards};
   if (!st) st = dlrun_message_exchange_prepare(&x);
-  dlrun_status planned = dlrun_dist_agree_call("device_put (planned)", st, 0, NULL);
+  dlrun_status planned = dlrun_distributed_agree_call("device_put (planned)", st, 0, NULL);
   if (!st) st = planned;
   if (!st) st = exchange(&p, &x);
   p.stats.ipc_bytes = x.pulled;

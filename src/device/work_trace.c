@@ -5,7 +5,7 @@
 #include "core/alloc.h"
 #include "core/trace_impl.h"
 #include "host/hostexec.h"
-#include "ipc.h"
+#include "peer_memory.h"
 
 /* One event to record once the work completes: what it was, and when it
  * was enqueued. Names are devices' (they outlive their queued work). */
@@ -54,7 +54,7 @@ static traced_work *traced_new(size_t n) {
 const char *dlrun_trace_end(const dlrun_box_end *e, int *process) {
   *process = -1;
   if (e->dev) return e->dev->name;
-  const dlrun_device *peer = dlrun_ipc_view_device(e->data);
+  const dlrun_device *peer = dlrun_peer_memory_device(e->data);
   if (!peer) return "host";
   *process = peer->process_index;
   return peer->name;

@@ -12,8 +12,8 @@
 #include "core/alloc.h"
 #include "core/module.h"
 #include "core/status_impl.h"
-#include "dist/dist.h"
-#include "dist/transport.h"
+#include "distributed/distributed_impl.h"
+#include "distributed/transport.h"
 #include "dlrun/distributed.h"
 
 #define DEFAULT_TIMEOUT_S 300.0
@@ -26,8 +26,8 @@ static dlrun_transport transport; /* .name set once joined */
 static bool joined, left;
 static double timeout_s = DEFAULT_TIMEOUT_S;
 static uint64_t message_bytes = DEFAULT_MESSAGE_BYTES;
-static dlrun_dist_device_memory device_memory = DLRUN_DIST_DEVICE_MEMORY_AUTO;
-/* What runs when this process leaves the job (dlrun_dist_at_leave). */
+static dlrun_distributed_device_memory device_memory = DLRUN_DISTRIBUTED_DEVICE_MEMORY_AUTO;
+/* What runs when this process leaves the job (dlrun_distributed_at_leave). */
 #define MAX_LEAVE_HOOKS 4
 static void (*leave_hooks[MAX_LEAVE_HOOKS])(void);
 static _Atomic int nleave_hooks;
@@ -73,14 +73,14 @@ static dlrun_status env_message_bytes(uint64_t *out) {
 }
 
 /* $DLRUN_DISTRIBUTED_DEVICE_MEMORY, checked: auto, direct or staged. */
-static dlrun_status env_device_memory(dlrun_dist_device_memory *out) {
+static dlrun_status env_device_memory(dlrun_distributed_device_memory *out) {
   static const char *const names[] = {"auto", "direct", "staged"};
   const char *text = getenv("DLRUN_DISTRIBUTED_DEVICE_MEMORY");
-  *out = DLRUN_DIST_DEVICE_MEMORY_AUTO;
+  *out = DLRUN_DISTRIBUTED_DEVICE_MEMORY_AUTO;
   if (!text || !*text) return DLRUN_OK;
   for (int i = 0; i < 3; i++)
     if (!strcmp(text, names[i])) {
-      *out = (dlrun_dist_device_memory)i;
+      *out = (dlrun_distributed_device_memory)i;
       return DLRUN_OK;
     }
   return dlrun_fail(DLRUN_ERR_VALUE,
@@ -151,7 +151,7 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
   uint64_t msg = o.message_bytes;
   dlrun_status st = timeout > 0 ? DLRUN_OK : env_timeout(&timeout);
   if (!st && !msg) st = env_message_bytes(&msg);
-  dlrun_dist_device_memory reach = DLRUN_DIST_DEVICE_MEMORY_AUTO;
+  dlrun_distributed_device_memory reach = DLRUN_DISTRIBUTED_DEVICE_MEMORY_AUTO;
   if (!st) st = env_device_memory(&reach);
   bool ipc = true;
   if (!st) st = env_ipc(&ipc);
@@ -173,8 +173,8 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
    * that cut them otherwise would read a piece into the wrong place. */
   char text[24];
   snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
-  st = dlrun_dist_agree("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
-  return st ? st : dlrun_dist_ipc_probe(ipc);
+  st = dlrun_distributed_agree_one("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
+  return st ? st : dlrun_distributed_probe_peers(ipc);
 }
 
 bool dlrun_distributed_joined(void) { return joined; }
@@ -183,24 +183,24 @@ int dlrun_process_count(void) { return joined ? transport.size : 1; }
 const char *dlrun_distributed_transport(void) { return joined ? transport.name : NULL; }
 double dlrun_distributed_timeout(void) { return timeout_s; }
 
-const dlrun_transport *dlrun_dist_transport(void) {
+const dlrun_transport *dlrun_distributed_job_transport(void) {
   return joined && transport.size > 1 ? &transport : NULL;
 }
 
-uint64_t dlrun_dist_message_bytes(void) { return message_bytes; }
-dlrun_dist_device_memory dlrun_dist_device_memory_mode(void) { return device_memory; }
-int dlrun_dist_device_aware(void) { return joined ? transport.device_memory : 0; }
+uint64_t dlrun_distributed_message_bytes(void) { return message_bytes; }
+dlrun_distributed_device_memory dlrun_distributed_device_memory_mode(void) { return device_memory; }
+int dlrun_distributed_device_aware(void) { return joined ? transport.device_memory : 0; }
 
 /* Every process at its end leaves on its own: an abort there races their
  * leaving (mpirun can then wait forever for processes already gone). */
 void dlrun_distributed_abort(int code) {
   fflush(NULL);
-  if (joined && dlrun_dist_all_at_end()) dlrun_distributed_shutdown();
+  if (joined && dlrun_distributed_all_at_end()) dlrun_distributed_shutdown();
   else if (joined) transport.abort(code);
   exit(code);
 }
 
-void dlrun_dist_at_leave(void (*fn)(void)) {
+void dlrun_distributed_at_leave(void (*fn)(void)) {
   int n = atomic_load(&nleave_hooks);
   for (int i = 0; i < n; i++)
     if (leave_hooks[i] == fn) return;
@@ -213,7 +213,7 @@ void dlrun_dist_at_leave(void (*fn)(void)) {
 void dlrun_distributed_shutdown(void) {
   int n = atomic_load(&nleave_hooks);
   for (int i = 0; i < n; i++) leave_hooks[i]();
-  dlrun_dist_ipc_end();
+  dlrun_distributed_peers_end();
   pthread_mutex_lock(&mu);
   if (joined && !left) transport.finalize();
   left = joined || left;
@@ -225,6 +225,6 @@ dlrun_status dlrun_distributed_agree(const char *call, const char *what, const c
                                      dlrun_status mine, const char *message) {
   if (mine < DLRUN_OK || mine >= DLRUN_STATUS_COUNT) mine = DLRUN_ERR_RUNTIME;
   if (mine) dlrun_fail(mine, "%s", message ? message : "");
-  dlrun_dist_field field = {what, value ? value : ""};
-  return dlrun_dist_agree_call(call ? call : "", mine, what ? 1 : 0, &field);
+  dlrun_distributed_field field = {what, value ? value : ""};
+  return dlrun_distributed_agree_call(call ? call : "", mine, what ? 1 : 0, &field);
 }
