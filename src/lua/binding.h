@@ -192,10 +192,11 @@ void dlrun_lua_push_device_set(lua_State *L, dlrun_sharding *s);
 void dlrun_lua_sharding_open(lua_State *L);
 
 /* ---- arrays (larray.c, ltransfer.c) ---- */
-/* Push a new Array userdata taking over one reference to a; its sharding
- * userdata (for x.sharding) is the value at sharding_idx, or made anew when
- * sharding_idx is 0. */
-void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
+/* Push a new Array userdata that owns a: it takes over the caller's
+ * reference (the public dlrun_lua_pusharray retains one of its own instead).
+ * Its sharding userdata (for x.sharding) is the value at sharding_idx, or
+ * made anew when sharding_idx is 0. */
+void dlrun_lua_push_array_owned(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
 /* dlrun_lua_check_array for callers that hold Array's metatable at mt_idx
