@@ -11,7 +11,7 @@
 #include "core/status_impl.h"
 #include "device/peer_memory.h"
 #include "distributed/distributed_impl.h"
-#include "messages.h"
+#include "message_pulls.h"
 
 #define SHARD_WORDS (sizeof(dlrun_shared_source) / sizeof(uint64_t))
 

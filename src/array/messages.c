@@ -13,7 +13,7 @@
 #include "device/buffer.h"
 #include "device/work_trace.h"
 #include "distributed/distributed_impl.h"
-#include "messages.h"
+#include "message_pulls.h"
 
 static dlrun_reach job_reach(void) {
   switch (dlrun_distributed_device_memory_mode()) {

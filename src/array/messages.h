@@ -76,20 +76,12 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x);
 void dlrun_message_exchange_free(dlrun_message_exchange *x);
 void dlrun_message_list_free(dlrun_message_list *l);
 
-/* The one-copy path (message_pulls.c), for messages.c: the layout of
- * x->all with this process's part written (its rounds and staging, then,
- * in a job whose processes may map each other's memory, its switch and
- * where each of its source shards is shared: 4 words a shard); after the
- * exchange of x->all, which messages are pulls (both ends decide alike,
- * from x->all) and whether any process shares a shard (every process
- * then agrees that the pulls are done); and this process's pulls. */
+/* The layout of x->all (message_pulls.h): a header per process, then its
+ * shards' words. */
 #define DLRUN_MESSAGE_HEADER_WORDS 3
 /* Process r's words of x->all, its header first. */
 static inline uint64_t *dlrun_message_words(const dlrun_message_exchange *x, size_t r) {
   return x->all + x->displs[r] / sizeof *x->all;
 }
-dlrun_status dlrun_message_pulls_layout(dlrun_message_exchange *x, uint64_t rounds, bool staged);
-bool dlrun_message_pulls_mark(dlrun_message_exchange *x);
-dlrun_status dlrun_message_pulls_run(dlrun_message_exchange *x);
 
 #endif
