@@ -105,7 +105,7 @@ CUDA_DOUBLE_NOGPA := $(BUILD)/tests/cuda-double-nogpa/libcuda.so.1
 CUDA_DOUBLE_OBJ := $(BUILD)/obj/src/core/dtype.o $(BUILD)/obj/src/core/status.o
 GPU_BW := $(BUILD)/bench/gpu_bandwidth
 
-.PHONY: check-cuda-h check-ptx
+.PHONY: check-cuda-h check-ptx check-cycles
 .PHONY: all _all sync-help deps deps-hardening test demo examples clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
         install-lua-module rock
@@ -296,6 +296,10 @@ test: all check-cuda-h check-ptx
 # The allowed include edges between the folders of src/ (also run by test).
 check-layers:
 	@scripts/check-layers.sh
+
+# No circles among the C files of src/ (also run by test).
+check-cycles:
+	@scripts/check-cycles.sh
 
 # The public ABI of the installed libdlrun.so against abi/libdlrun.abi (also
 # run by test; README, "ABI"); abi-baseline records it after a soname bump

@@ -12,7 +12,7 @@
 #include "core/status_impl.h"
 #include "host/stream.h"
 #include "timeline.h"
-#include "work_trace.h"
+#include "enqueue.h"
 
 /* A run of a task's pieces that one device queue copies: the task's own
  * destination queue in the common case; the source's for device memory

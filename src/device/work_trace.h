@@ -1,8 +1,7 @@
-/* Enqueueing copies and fills on a device's queue, with their trace events
- * for platforms that do not record their own: a module's queue (opencl,
- * cuda) runs work the host does not see run, so the library records each
- * piece when the work's event completes, from when it was enqueued. Host
- * execution (sim, cpu) records each unit as it runs (host/hostexec.c). */
+/* Trace events of device work, for whoever records it: the library, for
+ * work a module's queue runs (enqueue.c), and host execution (sim, cpu),
+ * which records each unit as it runs (host/hostexec.c); the messages of a
+ * put between processes (array/messages.c). */
 #ifndef DLRUN_DEVICE_WORK_TRACE_H
 #define DLRUN_DEVICE_WORK_TRACE_H
 
@@ -16,13 +15,5 @@ const char *dlrun_trace_end(const dlrun_box_end *e, int *process);
  * now; src_process (>= 0) says src is that process's device. */
 void dlrun_trace_transfer(const char *track, const char *name, uint64_t start, uint64_t bytes,
                           const char *src, int src_process, const char *dst);
-
-/* queue->platform->copy_box, traced. */
-dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
-                                  size_t nwaits, dlrun_event *done);
-/* dev->platform->fill, traced. */
-dlrun_status dlrun_queue_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data,
-                              uint64_t nbytes, const dlrun_fill *f, const dlrun_event *waits,
-                              size_t nwaits, dlrun_event *done);
 
 #endif
