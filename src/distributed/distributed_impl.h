@@ -8,6 +8,10 @@
 #include "distributed/transport.h"
 #include "dlrun/distributed.h"
 
+/* The defaults of a wait's bound and of the largest message (also its most). */
+#define DLRUN_DISTRIBUTED_DEFAULT_TIMEOUT_S 300.0
+#define DLRUN_DISTRIBUTED_DEFAULT_MESSAGE_BYTES ((uint64_t)1 << 30)
+
 /* The transport of a job of more than one process, or NULL (alone, or a
  * job of one): collectives have nothing to exchange then. */
 const dlrun_transport *dlrun_distributed_job_transport(void);
@@ -27,6 +31,16 @@ dlrun_distributed_device_memory dlrun_distributed_device_memory_mode(void);
 /* Whether the transport reads device addresses (a CUDA-aware MPI): 1, 0,
  * or -1 when it cannot say. */
 int dlrun_distributed_device_aware(void);
+
+/* The job (job.c), for joining and leaving it (distributed.c): enter it
+ * once, through the transport module (connect; module NULL: the installed
+ * one) or alone, with its settings (RuntimeError when this process already
+ * joined or left); leave it (the transport finalized once); the transport's
+ * abort, when joined. */
+dlrun_status dlrun_distributed_job_enter(bool connect, const char *module, double timeout,
+                                        uint64_t msg, dlrun_distributed_device_memory reach);
+void dlrun_distributed_job_leave(void);
+void dlrun_distributed_job_abort(int code);
 
 /* The one-copy path between processes on one host (host_peers.c). Collective,
  * at the join: find which processes may read each other's memory
