@@ -87,8 +87,8 @@ describe("a newcomer's first make", function()
     local others = {}
     for _, f in ipairs(r.files) do
       local folder = f:match("^obj/src/([^/]+)/.+%.[od]$")
-      local needed = {core = true, mem = true, dist = true, device = true, shard = true, array = true,
-                      dlpack = true, lua = true, cli = true}
+      local needed = {core = true, mem = true, distributed = true, device = true, shard = true,
+                      array = true, dlpack = true, lua = true, cli = true}
       if not (folder and needed[folder]) then others[#others + 1] = f end
     end
     assert.are.same({"dlrun", "libdlrun.a"}, others)
