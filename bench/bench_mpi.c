@@ -25,7 +25,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "distributed/distributed_impl.h" /* dlrun_distributed_set_one_copy: the reshard with the one-copy path off */
+/* dlrun_distributed_set_one_copy: the reshard with the one-copy path off */
+#include "distributed/distributed_impl.h"
 #include "dlrun/dlrun.h"
 #include "median.h"
 

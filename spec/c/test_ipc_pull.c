@@ -84,7 +84,8 @@ static void test_pull(void) {
     CHECK(strstr(dlrun_last_error(), "process 0 shared a shard of 512 bytes at"), "%s",
           dlrun_last_error());
     dlrun_peer_memory_unmap_all();
-    CHECK(dlrun_peer_memory_mapped_count() == 0, "%zu mappings left", dlrun_peer_memory_mapped_count());
+    CHECK(dlrun_peer_memory_mapped_count() == 0, "%zu mappings left",
+          dlrun_peer_memory_mapped_count());
     dlrun_buffer_release(dst);
     dlrun_array_release(a);
     dlrun_runtime_release(rt);

@@ -72,8 +72,9 @@ static const dlrun_shared_source *source_of(const dlrun_message_exchange *x, siz
 
 /* Whether the piece of `shard` from `sender` to `receiver` is a pull. */
 static bool is_pull(const dlrun_message_exchange *x, int sender, int receiver, size_t shard) {
-  return dlrun_distributed_peer_readable(receiver, sender) && dlrun_message_words(x, (size_t)sender)[2] &&
-         dlrun_message_words(x, (size_t)receiver)[2] && source_of(x, shard)->size != 0;
+  return dlrun_distributed_peer_readable(receiver, sender) &&
+         dlrun_message_words(x, (size_t)sender)[2] && dlrun_message_words(x, (size_t)receiver)[2] &&
+         source_of(x, shard)->size != 0;
 }
 
 bool dlrun_message_pulls_mark(dlrun_message_exchange *x) {

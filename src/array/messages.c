@@ -21,7 +21,8 @@ static dlrun_reach job_reach(void) {
     return dlrun_distributed_device_aware() ? DLRUN_REACH_DIRECT : DLRUN_REACH_DIRECT_HOST;
   case DLRUN_DISTRIBUTED_DEVICE_MEMORY_STAGED: return DLRUN_REACH_STAGED;
   default:
-    return dlrun_distributed_device_aware() == 1 ? DLRUN_REACH_DEVICE_VIEWS : DLRUN_REACH_HOST_VIEWS;
+    return dlrun_distributed_device_aware() == 1 ? DLRUN_REACH_DEVICE_VIEWS
+                                                 : DLRUN_REACH_HOST_VIEWS;
   }
 }
 
@@ -141,7 +142,8 @@ static dlrun_status stage_round(const dlrun_message_exchange *x, const dlrun_mes
 static dlrun_status transport_exchange(size_t nsends, const dlrun_transport_piece *sends,
                                        size_t nrecvs, const dlrun_transport_piece *recvs) {
   char err[320] = "";
-  if (dlrun_distributed_exchange(sends, nsends, recvs, nrecvs, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (dlrun_distributed_exchange(sends, nsends, recvs, nrecvs, err, sizeof err) !=
+      DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
   return DLRUN_OK;
 }
@@ -165,7 +167,7 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
   size_t n = (size_t)dlrun_process_count();
   char err[320] = "";
   if (dlrun_distributed_allgatherv(dlrun_message_words(x, (size_t)dlrun_process_index()), x->all,
-                            x->counts, x->displs, err, sizeof err) != DLRUN_TRANSPORT_OK)
+                                   x->counts, x->displs, err, sizeof err) != DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
   uint64_t rounds = 0, staged = 0;
   for (size_t r = 0; r < n; r++) {

@@ -81,7 +81,7 @@ static dlrun_status gather_into(dlrun_array *x, const char *call, unsigned char 
   size_t nbytes = (size_t)x->nbytes;
   char err[320] = "";
   if (dlrun_distributed_allgather(all + (size_t)dlrun_process_index() * nbytes, nbytes, all, err,
-                           sizeof err) != DLRUN_TRANSPORT_OK)
+                                  sizeof err) != DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
   return DLRUN_OK;
 }

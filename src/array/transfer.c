@@ -233,7 +233,7 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
   /* Between processes: collective. Where both shardings are another single
    * process's, this one takes no part: its result holds no shard. */
   int owner = src && dst && dlrun_distributed_job_transport() ? only_process(src->sharding, dst)
-                                                   : dlrun_process_index();
+                                                              : dlrun_process_index();
   if (owner < 0) return dlrun_device_put_global(src, dst, &o, st, out);
   if (st) return st;
   bool may_share = o.may_alias != DLRUN_ALIAS_NEVER;

@@ -212,9 +212,9 @@ static dlrun_status agree(dlrun_array *src, dlrun_sharding *dst, const dlrun_put
   dlrun_sharding_describe(dst, to, sizeof to);
   snprintf(opts, sizeof opts, "may_alias=%d donate=%d", (int)o->may_alias, (int)o->donate);
   dlrun_distributed_field fields[] = {{"the array", array},
-                               {"the source sharding", from},
-                               {"the target sharding", to},
-                               {"the options", opts}};
+                                      {"the source sharding", from},
+                                      {"the target sharding", to},
+                                      {"the options", opts}};
   return dlrun_distributed_agree_call("device_put", mine, sizeof fields / sizeof *fields, fields);
 }
 

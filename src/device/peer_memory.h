@@ -2,9 +2,9 @@
  * on one host. A process says where a buffer's memory can be mapped by its
  * peers (dlrun_buffer_share); a peer copies a box straight out of that
  * memory into its own buffer (dlrun_buffer_pull), having mapped each region
- * once, through the platform's map_shared, until dlrun_peer_memory_unmap_all (the
- * end of the job). The peer's memory is read only here, as host memory the
- * copy engine reads: no layer above sees the mapping. */
+ * once, through the platform's map_shared, until dlrun_peer_memory_unmap_all
+ * (the end of the job). The peer's memory is read only here, as host memory
+ * the copy engine reads: no layer above sees the mapping. */
 #ifndef DLRUN_DEVICE_PEER_MEMORY_H
 #define DLRUN_DEVICE_PEER_MEMORY_H
 

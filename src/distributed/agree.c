@@ -240,14 +240,14 @@ static size_t parts_of(const char *call, size_t nfields, const dlrun_distributed
 }
 
 dlrun_status dlrun_distributed_agree_call(const char *call, dlrun_status mine_st, size_t nfields,
-                                   const dlrun_distributed_field *fields) {
+                                          const dlrun_distributed_field *fields) {
   part parts[MAX_PARTS];
   size_t nparts = parts_of(call, nfields, fields, parts);
   return agree(call, mine_st, nparts, parts, fields, (agreement_style){0}, NULL);
 }
 
 dlrun_status dlrun_distributed_agree_one(const char *call, const char *label, const char *what,
-                              const char *value, bool as_value_error) {
+                                         const char *value, bool as_value_error) {
   dlrun_distributed_field field = {what, value};
   part parts[MAX_PARTS];
   size_t nparts = parts_of(call, 1, &field, parts);

@@ -9,7 +9,7 @@
 #include "distributed/transport.h"
 
 int dlrun_distributed_allgatherv(const void *send, void *recv, const size_t *counts,
-                          const size_t *displs, char *err, size_t errlen) {
+                                 const size_t *displs, char *err, size_t errlen) {
   const dlrun_transport *t = dlrun_distributed_job_transport();
   return t->allgatherv(send, recv, counts, displs, dlrun_distributed_timeout(), err, errlen);
 }
@@ -39,13 +39,14 @@ static int gather_even(const void *send, void *recv, size_t nbytes, int root, ch
   return rc;
 }
 
-int dlrun_distributed_allgather(const void *send, size_t nbytes, void *recv, char *err, size_t errlen) {
+int dlrun_distributed_allgather(const void *send, size_t nbytes, void *recv, char *err,
+                                size_t errlen) {
   return gather_even(send, recv, nbytes, -1, err, errlen);
 }
 
 int dlrun_distributed_exchange(const dlrun_transport_piece *sends, size_t nsends,
-                        const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
-                        size_t errlen) {
+                               const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
+                               size_t errlen) {
   const dlrun_transport *t = dlrun_distributed_job_transport();
   return t->exchange(sends, nsends, recvs, nrecvs, dlrun_distributed_timeout(), err, errlen);
 }

@@ -115,7 +115,8 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
    * that cut them otherwise would read a piece into the wrong place. */
   char text[24];
   snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
-  st = dlrun_distributed_agree_one("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
+  st = dlrun_distributed_agree_one("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text,
+                                   true);
   return st ? st : dlrun_distributed_probe_peers(ipc);
 }
 

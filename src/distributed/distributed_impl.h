@@ -38,7 +38,7 @@ int dlrun_distributed_device_aware(void);
  * joined or left); leave it (the transport finalized once); the transport's
  * abort, when joined. */
 dlrun_status dlrun_distributed_job_enter(bool connect, const char *module, double timeout,
-                                        uint64_t msg, dlrun_distributed_device_memory reach);
+                                         uint64_t msg, dlrun_distributed_device_memory reach);
 void dlrun_distributed_job_leave(void);
 void dlrun_distributed_job_abort(int code);
 
@@ -81,7 +81,7 @@ dlrun_status dlrun_distributed_agree_config(const char *what, const char *value)
  * (ValueError or RuntimeError), "<label or call>: ... did not arrive ..." on
  * a timeout; another call met instead is dlrun_distributed_agree_call's error. */
 dlrun_status dlrun_distributed_agree_one(const char *call, const char *label, const char *what,
-                              const char *value, bool as_value_error);
+                                         const char *value, bool as_value_error);
 
 /* One argument of a collective call, as text that must be equal on every
  * process ("float32[8,4]"), compared whole, byte for byte. */
@@ -105,7 +105,7 @@ typedef struct dlrun_distributed_field {
  * dlrun_distributed_bcast) let a caller prepare everything that may fail first and
  * share the outcome here, in `mine`. */
 dlrun_status dlrun_distributed_agree_call(const char *call, dlrun_status mine, size_t nfields,
-                                   const dlrun_distributed_field *fields);
+                                          const dlrun_distributed_field *fields);
 
 /* Joined only (dlrun_distributed_job_transport() not NULL). They return
  * DLRUN_TRANSPORT_OK, or a transport code with a message in err (a timeout
@@ -115,14 +115,15 @@ dlrun_status dlrun_distributed_agree_call(const char *call, dlrun_status mine, s
  * (send holds this process's); every process passes the same counts and
  * displs. */
 int dlrun_distributed_allgatherv(const void *send, void *recv, const size_t *counts,
-                          const size_t *displs, char *err, size_t errlen);
+                                 const size_t *displs, char *err, size_t errlen);
 /* The same with nbytes from every process, in process order. */
-int dlrun_distributed_allgather(const void *send, size_t nbytes, void *recv, char *err, size_t errlen);
+int dlrun_distributed_allgather(const void *send, size_t nbytes, void *recv, char *err,
+                                size_t errlen);
 /* The transport's exchange (transport.h): every piece is at most
  * dlrun_distributed_message_bytes(). */
 int dlrun_distributed_exchange(const dlrun_transport_piece *sends, size_t nsends,
-                        const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
-                        size_t errlen);
+                               const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
+                               size_t errlen);
 /* nbytes at buf on process `root` into buf on every other process. Neither
  * this nor dlrun_distributed_allgather allocates for jobs of up to 64 processes,
  * so that no process agreed on an exchange fails to make it. */

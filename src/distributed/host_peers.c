@@ -89,12 +89,14 @@ dlrun_status dlrun_distributed_probe_peers(bool wanted) {
   /* Every process learns whether every other could prepare its probe. */
   st = dlrun_distributed_agree_call("joining the job (memory between processes)", st, 0, NULL);
   char err[320] = "";
-  if (!st && dlrun_distributed_allgather(&mine, sizeof mine, all, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (!st &&
+      dlrun_distributed_allgather(&mine, sizeof mine, all, err, sizeof err) != DLRUN_TRANSPORT_OK)
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "joining the job: %s", err);
   for (int s = 0; s < n && !st; s++)
     row[s] = s != me && mine.wanted && all[s].wanted && all[s].host == mine.host &&
              can_map(&all[s]);
-  if (!st && dlrun_distributed_allgather(row, (size_t)n, readable, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (!st &&
+      dlrun_distributed_allgather(row, (size_t)n, readable, err, sizeof err) != DLRUN_TRANSPORT_OK)
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "joining the job: %s", err);
   if (mine.fd >= 0) close((int)mine.fd); /* every peer is done with it */
   for (int r = 0; r < n && !st; r++) pids[r] = all[r].pid;

@@ -58,7 +58,7 @@ static dlrun_status join(const char *module) {
 }
 
 dlrun_status dlrun_distributed_job_enter(bool connect, const char *module, double timeout,
-                                        uint64_t msg, dlrun_distributed_device_memory reach) {
+                                         uint64_t msg, dlrun_distributed_device_memory reach) {
   dlrun_status st = DLRUN_OK;
   pthread_mutex_lock(&mu);
   if (joined || left)
