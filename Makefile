@@ -25,7 +25,7 @@ VERSION  := $(shell sed -n 's/.*DLRUN_VERSION_STRING "\(.*\)".*/\1/p' include/dl
 ABI      := $(shell sed -n 's/.*define DLRUN_ABI_VERSION \([0-9][0-9]*\).*/\1/p' include/dlrun/dlrun.h)
 
 # The built-in platforms (sim, cpu, and host execution under both) are in libdlrun.
-CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/dist/*.c src/device/*.c \
+CORE_SRC := $(sort $(wildcard src/core/*.c src/mem/*.c src/distributed/*.c src/device/*.c \
               src/platforms/host/*.c src/platforms/sim/*.c src/platforms/cpu/*.c src/shard/*.c \
               src/array/*.c src/dlpack/*.c))
 LUA_SRC  := $(sort $(wildcard src/lua/*.c))
@@ -113,7 +113,7 @@ CUDA_DOUBLE_NOGPA := $(BUILD)/tests/cuda-double-nogpa/libcuda.so.1
 CUDA_DOUBLE_OBJ := $(BUILD)/obj/src/core/dtype.o $(BUILD)/obj/src/core/status.o
 GPU_BW := $(BUILD)/bench/gpu_bandwidth
 
-.PHONY: check-cuda-h check-ptx
+.PHONY: check-cuda-h check-ptx check-cycles
 .PHONY: all _all sync-help deps deps-hardening test demo examples clean c-tests check-asan check-tsan check-valgrind \
         check-all check-layers check-abi abi-baseline check-fresh install uninstall lua-module \
         install-lua-module rock
@@ -126,7 +126,7 @@ _all: $(LIB_A) $(LIB_SO) $(LUA_LIB_A) $(LUA_MOD) $(EXE) $(MAN) $(TESTS) examples
       $(LIB_MODULES) $(TEST_PLATFORM_MOD) $(TEST_NATIVE_MOD) $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA) \
       $(GPU_BW)
 
-$(MPI_MOD): src/mpi/transport_mpi.c src/dist/transport.h
+$(MPI_MOD): src/mpi/transport_mpi.c src/distributed/transport.h
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -fvisibility=hidden -shared -Isrc \
@@ -308,6 +308,10 @@ test: all check-cuda-h check-ptx
 # The allowed include edges between the folders of src/ (also run by test).
 check-layers:
 	@scripts/check-layers.sh
+
+# No circles among the C files of src/ (also run by test).
+check-cycles:
+	@scripts/check-cycles.sh
 
 # The public ABI of the installed libdlrun.so against abi/libdlrun.abi (also
 # run by test; README, "ABI"); abi-baseline records it after a soname bump

@@ -25,7 +25,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "dist/dist.h" /* dlrun_dist_ipc_set_enabled: the reshard with the one-copy path off */
+/* dlrun_distributed_set_one_copy: the reshard with the one-copy path off */
+#include "distributed/distributed_impl.h"
 #include "dlrun/dlrun.h"
 #include "median.h"
 
@@ -395,14 +396,14 @@ static bool bench_reshard(dlrun_runtime *rt, dlrun_array *x, dlrun_sharding *col
     p2p_strided_run(shards, rows, cols, &recvs, 9);
     double ts = job_time(now_s() - t0);
     /* The same reshard with processes on this host copying through MPI. */
-    dlrun_dist_ipc_set_enabled(false);
+    dlrun_distributed_set_one_copy(false);
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = now_s();
     CHECK(dlrun_device_put(x, cols_s, NULL, &y));
     CHECK(dlrun_array_block_until_ready(y));
     double to = job_time(now_s() - t0);
     dlrun_array_release(y);
-    dlrun_dist_ipc_set_enabled(true);
+    dlrun_distributed_set_one_copy(true);
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = now_s();
     memcpy(lim_dst, lim_src, mine_bytes);

@@ -15,7 +15,7 @@ pub=${2:-include/dlrun}
 
 # The layers, lowest first. A layer may include the public headers of its own
 # layer and of every layer below it.
-order="core mem dist device shard array dlpack lua cli mpi platforms"
+order="core mem distributed device shard array dlpack lua cli mpi platforms"
 
 # Internal headers (src/LAYER/*.h) a layer may include besides its own:
 # the layers whose internals it is built on. The Lua binding and the command
@@ -24,14 +24,14 @@ internal() {
   case $1 in
   core) echo "" ;;
   mem) echo "core" ;;
-  dist) echo "core mem" ;; # mem: the memory files of processes on one host
-  device) echo "core mem dist" ;;
+  distributed) echo "core mem" ;; # mem: the memory files of processes on one host
+  device) echo "core mem distributed" ;;
   shard) echo "core" ;;
-  array) echo "core dist device shard" ;;
+  array) echo "core distributed device shard" ;;
   dlpack) echo "core device shard array" ;;
   lua) echo "" ;;
   cli) echo "" ;;
-  mpi) echo "dist" ;; # the transport module: transport.h alone
+  mpi) echo "distributed" ;; # the transport module: transport.h alone
   platforms) echo "" ;; # platforms: public headers (platform.h) alone
   esac
 }
@@ -50,7 +50,7 @@ platform_shares() {
 public_layer() {
   case $1 in
   status | dtype | shape | debug | trace | export) echo core ;;
-  distributed) echo dist ;;
+  distributed) echo distributed ;;
   device | runtime | stats | platform | opencl) echo device ;;
   sharding) echo shard ;;
   multihost) echo array ;;

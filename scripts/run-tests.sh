@@ -60,6 +60,8 @@ one_check() { # $1 name, then the command
 
 # The layers of src/ (scripts/check-layers.sh).
 one_check check-layers scripts/check-layers.sh
+# No circles among the C files of src/ (scripts/check-cycles.sh).
+one_check check-cycles scripts/check-cycles.sh
 # The public ABI against abi/libdlrun.abi (scripts/check-abi.sh).
 [ "${ABI_CHECK:-on}" = off ] || one_check check-abi scripts/check-abi.sh "$build"
 

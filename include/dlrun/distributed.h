@@ -5,7 +5,8 @@
  * The `dlrun` command joins by itself when it finds an MPI launch (see
  * `dlrun --help`, --distributed). A host application calls
  * dlrun_distributed_init once, before it creates a runtime, and
- * dlrun_distributed_shutdown before it exits. */
+ * dlrun_distributed_shutdown before it exits. Collectives over arrays of
+ * host values (JAX's multihost_utils) are in multihost.h. */
 #ifndef DLRUN_DISTRIBUTED_H
 #define DLRUN_DISTRIBUTED_H
 

@@ -1,9 +1,11 @@
-/* Collectives over the processes of a job, with the semantics of JAX's
- * multihost_utils: every process calls them, in the same order, with the
- * same shapes and dtypes (checked: a mismatch is a RuntimeError on every
- * process, never a hang). Results are new host arrays (on this process's
- * host device) that the caller owns and releases with dlrun_array_release.
- * Alone (one process) they work as a job of one. */
+/* Collectives over the processes of a distributed job (distributed.h: the
+ * processes it joined), with the semantics and names of JAX's
+ * multihost_utils, kept so that JAX users find them. Every process calls
+ * them, in the same order, with the same shapes and dtypes (checked: a
+ * mismatch is a RuntimeError on every process, never a hang). Results are
+ * new host arrays (on this process's host device) that the caller owns and
+ * releases with dlrun_array_release. Alone (one process) they work as a job
+ * of one. */
 #ifndef DLRUN_MULTIHOST_H
 #define DLRUN_MULTIHOST_H
 

@@ -1,11 +1,11 @@
-/* C tests of the copy out of another process's memory (src/device/ipc.c),
+/* C tests of the copy out of another process's memory (src/device/peer_memory.c),
  * with this process standing in for both ends (its own pid): sim memory
  * made shareable, a shard shared (dlrun_buffer_share), a strided box of it
  * copied into a buffer of another device (dlrun_buffer_pull, through the
  * sim platform's map_shared), the region mapped once however many copies
  * read it, a failed mapping (the DLRUN_FAIL_IPC_MAP hook) and a shard that
  * is not inside its region refused with the reason, and every mapping
- * undone by dlrun_ipc_unmap_all. Runs under ASan and valgrind with the
+ * undone by dlrun_peer_memory_unmap_all. Runs under ASan and valgrind with the
  * other C tests. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 
 #include "array/array_impl.h"
 #include "check.h"
-#include "device/ipc.h"
+#include "device/peer_memory.h"
 #include "dlrun/dlrun.h"
 #include "mem/shared_file.h"
 
@@ -37,7 +37,7 @@ static dlrun_array *iota(dlrun_device *dev) {
 /* Copy rows [4, 12) and columns [2, 6) of a's shard into dst (a block of
  * shape [8, 4] at (4, 2)). */
 static dlrun_status pull(dlrun_buffer *dst, const dlrun_device *from,
-                         const dlrun_ipc_source *src) {
+                         const dlrun_shared_source *src) {
   const int64_t dst_dims[2] = {8, 4}, dst_origin[2] = {4, 2}, lo[2] = {4, 2}, hi[2] = {12, 6};
   const int64_t src_dims[2] = {ROWS, COLS}, src_origin[2] = {0, 0};
   return dlrun_buffer_pull(dst, sizeof(float), 2, dst_dims, dst_origin, lo, hi, from, 0,
@@ -53,7 +53,7 @@ static void test_pull(void) {
     CHECK(dlrun_runtime_create(&cfg, &rt) == DLRUN_OK, "%s", dlrun_last_error());
     dlrun_device *d0 = dlrun_device_get(rt, "sim", 0), *d1 = dlrun_device_get(rt, "sim", 1);
     dlrun_array *a = iota(d0);
-    dlrun_ipc_source src;
+    dlrun_shared_source src;
     CHECK(a && dlrun_buffer_share(a->bufs[0], &src), "the shard is not shared");
     CHECK(src.size == (1 << 20) && src.offset + ROWS * COLS * 4 <= src.size,
           "region %llu offset %llu", (unsigned long long)src.size,
@@ -64,12 +64,12 @@ static void test_pull(void) {
     CHECK(pull(dst, d0, &src) == DLRUN_ERR_RUNTIME, "the injected failure did not fail");
     CHECK(strstr(dlrun_last_error(), "cannot map the memory of process 0: injected failure"),
           "%s", dlrun_last_error());
-    CHECK(dlrun_ipc_mapped_count() == 0, "%zu mappings after a failed one",
-          dlrun_ipc_mapped_count());
+    CHECK(dlrun_peer_memory_mapped_count() == 0, "%zu mappings after a failed one",
+          dlrun_peer_memory_mapped_count());
     for (int k = 0; k < 3; k++)
       CHECK(pull(dst, d0, &src) == DLRUN_OK, "%s", dlrun_last_error());
-    CHECK(dlrun_ipc_mapped_count() == 1, "%zu mappings for 3 copies from one region",
-          dlrun_ipc_mapped_count());
+    CHECK(dlrun_peer_memory_mapped_count() == 1, "%zu mappings for 3 copies from one region",
+          dlrun_peer_memory_mapped_count());
     float got[32] = {0};
     CHECK(dlrun_device_copy_to_host(d1, DLRUN_MEM_DEVICE, dst->data, sizeof got, got) ==
               DLRUN_OK, "%s", dlrun_last_error());
@@ -78,13 +78,14 @@ static void test_pull(void) {
       for (int j = 0; j < 4; j++) wrong += got[i * 4 + j] != (float)((4 + i) * COLS + 2 + j);
     CHECK(wrong == 0, "%d of 32 values wrong (first %g, want %g)", wrong, got[0],
           (float)(4 * COLS + 2));
-    dlrun_ipc_source past = src;
+    dlrun_shared_source past = src;
     past.offset = src.size - 64;
     CHECK(pull(dst, d0, &past) == DLRUN_ERR_RUNTIME, "a shard past its region was read");
     CHECK(strstr(dlrun_last_error(), "process 0 shared a shard of 512 bytes at"), "%s",
           dlrun_last_error());
-    dlrun_ipc_unmap_all();
-    CHECK(dlrun_ipc_mapped_count() == 0, "%zu mappings left", dlrun_ipc_mapped_count());
+    dlrun_peer_memory_unmap_all();
+    CHECK(dlrun_peer_memory_mapped_count() == 0, "%zu mappings left",
+          dlrun_peer_memory_mapped_count());
     dlrun_buffer_release(dst);
     dlrun_array_release(a);
     dlrun_runtime_release(rt);

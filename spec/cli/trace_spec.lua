@@ -56,7 +56,7 @@ end
 describe("dlrun --trace", function()
   -- Host execution records each unit as it runs; a module's queue (cuda,
   -- opencl) has its work recorded by the library when it completes
-  -- (src/device/work_trace.c): the same events, on the same tracks.
+  -- (src/device/enqueue.c): the same events, on the same tracks.
   it("records the pipeline's work on the tracks of what auto gives (" .. helpers.auto().spec .. ")",
      function()
     local trace = os.tmpname()

@@ -92,7 +92,7 @@ describe("a newcomer's first make", function()
     local others = {}
     for _, f in ipairs(r.files) do
       local folder = f:match("^obj/src/([^/]+)/.+%.[od]$")
-      local needed = {core = true, mem = true, dist = true, device = true, shard = true, array = true,
+      local needed = {core = true, mem = true, distributed = true, device = true, shard = true, array = true,
                       dlpack = true, lua = true, cli = true}
       needed.platforms = true -- the built-in ones: sim, cpu, host execution
       if not (folder and needed[folder]) then others[#others + 1] = f end

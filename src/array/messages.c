@@ -12,16 +12,17 @@
 #include "core/trace_impl.h"
 #include "device/buffer.h"
 #include "device/work_trace.h"
-#include "dist/dist.h"
-#include "messages.h"
+#include "distributed/distributed_impl.h"
+#include "message_pulls.h"
 
 static dlrun_reach job_reach(void) {
-  switch (dlrun_dist_device_memory_mode()) {
-  case DLRUN_DIST_DEVICE_MEMORY_DIRECT:
-    return dlrun_dist_device_aware() ? DLRUN_REACH_DIRECT : DLRUN_REACH_DIRECT_HOST;
-  case DLRUN_DIST_DEVICE_MEMORY_STAGED: return DLRUN_REACH_STAGED;
+  switch (dlrun_distributed_device_memory_mode()) {
+  case DLRUN_DISTRIBUTED_DEVICE_MEMORY_DIRECT:
+    return dlrun_distributed_device_aware() ? DLRUN_REACH_DIRECT : DLRUN_REACH_DIRECT_HOST;
+  case DLRUN_DISTRIBUTED_DEVICE_MEMORY_STAGED: return DLRUN_REACH_STAGED;
   default:
-    return dlrun_dist_device_aware() == 1 ? DLRUN_REACH_DEVICE_VIEWS : DLRUN_REACH_HOST_VIEWS;
+    return dlrun_distributed_device_aware() == 1 ? DLRUN_REACH_DEVICE_VIEWS
+                                                 : DLRUN_REACH_HOST_VIEWS;
   }
 }
 
@@ -104,7 +105,7 @@ dlrun_status dlrun_message_exchange_prepare(dlrun_message_exchange *x) {
   size_t b = rounds_of(x->recvs, sizes, &staged);
   if (!st) st = alloc_blocks(x->recv_blocks, sizes, n);
   dlrun_free(sizes);
-  if (!st) st = dlrun_message_ipc_layout(x, a > b ? a : b, staged);
+  if (!st) st = dlrun_message_pulls_layout(x, a > b ? a : b, staged);
   return st;
 }
 
@@ -141,7 +142,8 @@ static dlrun_status stage_round(const dlrun_message_exchange *x, const dlrun_mes
 static dlrun_status transport_exchange(size_t nsends, const dlrun_transport_piece *sends,
                                        size_t nrecvs, const dlrun_transport_piece *recvs) {
   char err[320] = "";
-  if (dlrun_dist_exchange(sends, nsends, recvs, nrecvs, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (dlrun_distributed_exchange(sends, nsends, recvs, nrecvs, err, sizeof err) !=
+      DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
   return DLRUN_OK;
 }
@@ -164,8 +166,8 @@ static void trace_receives(const dlrun_message_exchange *x, size_t round, uint64
 dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
   size_t n = (size_t)dlrun_process_count();
   char err[320] = "";
-  if (dlrun_dist_allgatherv(dlrun_message_words(x, (size_t)dlrun_process_index()), x->all,
-                            x->counts, x->displs, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (dlrun_distributed_allgatherv(dlrun_message_words(x, (size_t)dlrun_process_index()), x->all,
+                                   x->counts, x->displs, err, sizeof err) != DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "device_put: %s", err);
   uint64_t rounds = 0, staged = 0;
   for (size_t r = 0; r < n; r++) {
@@ -174,11 +176,11 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
     staged |= h[1];
   }
   dlrun_status st = DLRUN_OK;
-  if (dlrun_message_ipc_mark(x)) {
+  if (dlrun_message_pulls_mark(x)) {
     /* Every pull is done, or every process learns which failed, before
      * the senders go on (they may free or reuse what was read). */
-    st = dlrun_message_ipc_pull(x);
-    if ((st = dlrun_dist_agree_call("device_put (copied between processes)", st, 0, NULL)))
+    st = dlrun_message_pulls_run(x);
+    if ((st = dlrun_distributed_agree_call("device_put (copied between processes)", st, 0, NULL)))
       return st;
   }
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
@@ -193,7 +195,7 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
     if (!st) st = stage_round(x, x->sends, round, x->send_blocks, true, x->src_shard_dims);
     /* A copy that failed here, now or in the last round, is every
      * process's error before any message of this round goes. */
-    if ((st = dlrun_dist_agree_call("device_put (staged)", st, 0, NULL))) return st;
+    if ((st = dlrun_distributed_agree_call("device_put (staged)", st, 0, NULL))) return st;
     size_t ns = round_pieces(x->sends, round, x->send_blocks, x->round_sends);
     size_t nr = round_pieces(x->recvs, round, x->recv_blocks, x->round_recvs);
     if (dlrun_trace_enabled()) start = dlrun_trace_now();
@@ -201,7 +203,7 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
     trace_receives(x, round, start);
     st = stage_round(x, x->recvs, round, x->recv_blocks, false, x->dst_shard_dims);
   }
-  return dlrun_dist_agree_call("device_put (staged)", st, 0, NULL);
+  return dlrun_distributed_agree_call("device_put (staged)", st, 0, NULL);
 }
 
 void dlrun_message_exchange_free(dlrun_message_exchange *x) {

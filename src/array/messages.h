@@ -6,7 +6,7 @@
 #define DLRUN_MESSAGES_H
 
 #include "array_impl.h"
-#include "dist/transport.h"
+#include "distributed/transport.h"
 
 /* One message: the box [lo, hi) of buf (whose block starts at `origin`),
  * read from source shard `shard` (whose block starts at src_origin). */
@@ -14,7 +14,7 @@ typedef struct dlrun_message {
   dlrun_transport_piece piece; /* staged: base is set per round */
   dlrun_buffer *buf;           /* read from (a send) or written (a receive) */
   bool staged;                 /* through a host block, not buf's own memory */
-  bool pull;                   /* copied straight out of the sender's memory (ipc) */
+  bool pull;                   /* copied straight out of the sender's memory */
   size_t shard;
   int64_t origin[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
   int64_t src_origin[DLRUN_MAX_NDIM];
@@ -32,7 +32,7 @@ typedef struct dlrun_message_list {
  * origin) to or from `peer`, whose bytes are those of source shard `shard`
  * (block at src_origin): direct or staged as dlrun_buffer_reach says for
  * this job (or, decided at the exchange, copied straight between the two
- * memories: message_ipc.c). */
+ * memories: message_pulls.c). */
 dlrun_status dlrun_message_add(dlrun_message_list *l, dlrun_buffer *b, size_t esize, int ndim,
                                const int64_t *shard_dims, const int64_t *origin,
                                const int64_t *lo, const int64_t *hi, int peer, size_t shard,
@@ -52,13 +52,13 @@ typedef struct dlrun_message_exchange {
   size_t nshards;
   dlrun_transport_piece *round_sends, *round_recvs;
   unsigned char **send_blocks, **recv_blocks; /* per process, reused by every round */
-  /* What every process says before the messages go (message_ipc.c lays
+  /* What every process says before the messages go (message_pulls.c lays
    * it out): how many rounds its messages need, whether any is staged,
    * and where its shards are in memory its peers may map. */
   uint64_t *all;
   size_t *counts, *displs; /* bytes, per process, of `all` */
-  size_t *slot;            /* per source shard: its words in `all` (NULL: no ipc) */
-  bool ipc;                /* the job has processes that may map each other's memory */
+  size_t *slot;            /* per source shard: its words in `all` (NULL: no pulls) */
+  bool any_peers;          /* the job has processes that may map each other's memory */
   uint64_t pulled;         /* bytes this process copied out of its peers' memory */
 } dlrun_message_exchange;
 
@@ -76,20 +76,12 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x);
 void dlrun_message_exchange_free(dlrun_message_exchange *x);
 void dlrun_message_list_free(dlrun_message_list *l);
 
-/* The one-copy path (message_ipc.c), for messages.c: the layout of
- * x->all with this process's part written (its rounds and staging, then,
- * in a job whose processes may map each other's memory, its switch and
- * where each of its source shards is shared: 4 words a shard); after the
- * exchange of x->all, which messages are pulls (both ends decide alike,
- * from x->all) and whether any process shares a shard (every process
- * then agrees that the pulls are done); and this process's pulls. */
+/* The layout of x->all (message_pulls.h): a header per process, then its
+ * shards' words. */
 #define DLRUN_MESSAGE_HEADER_WORDS 3
 /* Process r's words of x->all, its header first. */
 static inline uint64_t *dlrun_message_words(const dlrun_message_exchange *x, size_t r) {
   return x->all + x->displs[r] / sizeof *x->all;
 }
-dlrun_status dlrun_message_ipc_layout(dlrun_message_exchange *x, uint64_t rounds, bool staged);
-bool dlrun_message_ipc_mark(dlrun_message_exchange *x);
-dlrun_status dlrun_message_ipc_pull(dlrun_message_exchange *x);
 
 #endif

@@ -8,7 +8,7 @@
 #include "core/alloc.h"
 #include "core/dtype_impl.h"
 #include "core/status_impl.h"
-#include "dist/dist.h"
+#include "distributed/distributed_impl.h"
 #include "dlrun/multihost.h"
 
 static dlrun_runtime *runtime_of(const dlrun_array *x) {
@@ -70,18 +70,18 @@ static dlrun_status agree(const char *call, dlrun_status mine, dlrun_array *x,
                           const char *what, const char *value) {
   char array[320] = "no array";
   if (x) dlrun_shape_string(x->dtype, x->ndim, x->dims, array, sizeof array);
-  dlrun_dist_field fields[] = {{"the array", array}, {what, value}};
-  return dlrun_dist_agree_call(call, mine, value ? 2 : 1, fields);
+  dlrun_distributed_field fields[] = {{"the array", array}, {what, value}};
+  return dlrun_distributed_agree_call(call, mine, value ? 2 : 1, fields);
 }
 
 /* Every process's bytes of x into `all`, which holds this process's at its
  * index already; a RuntimeError naming the call on a transport failure. */
 static dlrun_status gather_into(dlrun_array *x, const char *call, unsigned char *all) {
-  if (!dlrun_dist_transport()) return DLRUN_OK;
+  if (!dlrun_distributed_job_transport()) return DLRUN_OK;
   size_t nbytes = (size_t)x->nbytes;
   char err[320] = "";
-  if (dlrun_dist_allgather(all + (size_t)dlrun_process_index() * nbytes, nbytes, all, err,
-                           sizeof err) != DLRUN_TRANSPORT_OK)
+  if (dlrun_distributed_allgather(all + (size_t)dlrun_process_index() * nbytes, nbytes, all, err,
+                                  sizeof err) != DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", call, err);
   return DLRUN_OK;
 }
@@ -115,7 +115,7 @@ static dlrun_status gather_global(dlrun_array *x, dlrun_sharding *s, dlrun_array
   dlrun_status st = dlrun_device_put(x, s, NULL, &all);
   if (!st) st = dlrun_array_shard_data(all, (size_t)dlrun_process_index(), out);
   dlrun_array_release(all);
-  if ((st = dlrun_dist_agree_call("process_allgather (gathered)", st, 0, NULL))) {
+  if ((st = dlrun_distributed_agree_call("process_allgather (gathered)", st, 0, NULL))) {
     dlrun_array_release(*out);
     *out = NULL;
   }
@@ -178,8 +178,8 @@ static dlrun_status find_source(int is_source, unsigned char *flags, int *root) 
   int n = dlrun_process_count(), me = dlrun_process_index();
   flags[me] = (unsigned char)is_source;
   char err[320] = "";
-  if (dlrun_dist_transport() &&
-      dlrun_dist_allgather(&flags[me], 1, flags, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (dlrun_distributed_job_transport() &&
+      dlrun_distributed_allgather(&flags[me], 1, flags, err, sizeof err) != DLRUN_TRANSPORT_OK)
     return dlrun_fail(DLRUN_ERR_RUNTIME, "broadcast_one_to_all: %s", err);
   char who[256] = "";
   size_t len = 0;
@@ -218,8 +218,8 @@ dlrun_status dlrun_broadcast_one_to_all(dlrun_array *x, int is_source, dlrun_arr
   if (!(st = agree("broadcast_one_to_all", st, st ? NULL : x, "the source", how)))
     st = find_source(is_source, flags, &root);
   char err[320] = "";
-  if (!st && dlrun_dist_transport() &&
-      dlrun_dist_bcast(buf, (size_t)x->nbytes, root, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (!st && dlrun_distributed_job_transport() &&
+      dlrun_distributed_bcast(buf, (size_t)x->nbytes, root, err, sizeof err) != DLRUN_TRANSPORT_OK)
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "broadcast_one_to_all: %s", err);
   dlrun_free(flags);
   if (st) {

@@ -12,7 +12,7 @@
  * transport views) or, where the transport cannot reach a memory, staged
  * through a host block of at most one message (messages.c); between two
  * processes that may map each other's memory (one host), one copy by the
- * receiver straight out of the holder's memory instead (message_ipc.c);
+ * receiver straight out of the holder's memory instead (message_pulls.c);
  * never through process 0 or a host copy of the array.
  * Both ends list a pair's messages in the same (plan) order, which is the
  * order MPI matches them in. */
@@ -23,7 +23,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device/copy.h"
-#include "dist/dist.h"
+#include "distributed/distributed_impl.h"
 #include "grid.h"
 #include "messages.h"
 #include "transfer_impl.h"
@@ -211,11 +211,11 @@ static dlrun_status agree(dlrun_array *src, dlrun_sharding *dst, const dlrun_put
   dlrun_sharding_describe(src->sharding, from, sizeof from);
   dlrun_sharding_describe(dst, to, sizeof to);
   snprintf(opts, sizeof opts, "may_alias=%d donate=%d", (int)o->may_alias, (int)o->donate);
-  dlrun_dist_field fields[] = {{"the array", array},
-                               {"the source sharding", from},
-                               {"the target sharding", to},
-                               {"the options", opts}};
-  return dlrun_dist_agree_call("device_put", mine, sizeof fields / sizeof *fields, fields);
+  dlrun_distributed_field fields[] = {{"the array", array},
+                                      {"the source sharding", from},
+                                      {"the target sharding", to},
+                                      {"the options", opts}};
+  return dlrun_distributed_agree_call("device_put", mine, sizeof fields / sizeof *fields, fields);
 }
 
 /* Wait until the sources the messages read are written; a failure to
@@ -243,6 +243,162 @@ static dlrun_status exchange(gplanner *p, dlrun_message_exchange *x) {
   return DLRUN_OK;
 }
 
+/* A put between processes, planned whole before its second agreement
+ * (global_plan_make, global_plan_start), then run and freed whatever
+ * happened (global_plan_free). */
+typedef struct global_plan {
+  gplanner p;
+  dlrun_sharding *dst;
+  size_t n;       /* destination shards */
+  bool may_share; /* a destination shard may be a source shard */
+  bool holds;     /* this process holds a source shard */
+  dlrun_buffer **dst_bufs;  /* the result's, until the array takes them */
+  size_t *twin;             /* gplanner */
+  dlrun_buffer **twin_srcs; /* the second plan's sources (the plan owns them) */
+  dlrun_grid grid;
+  int64_t shard_dims[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM];
+  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  uint64_t shard_nbytes;
+  dlrun_message_exchange x;
+} global_plan;
+
+static void global_plan_init(global_plan *g, dlrun_array *src, dlrun_sharding *dst,
+                             bool may_share) {
+  *g = (global_plan){.dst = dst, .n = dlrun_sharding_device_count(dst), .may_share = may_share};
+  gplanner *p = &g->p;
+  *p = (gplanner){.src = src, .dst = dst, .me = dlrun_process_index(),
+                  .esize = dlrun_dtype_get(src->dtype)->size,
+                  .limit = dlrun_distributed_message_bytes()};
+  uint64_t nbytes;
+  dlrun_array_layout(dst, src->dtype, src->ndim, src->dims, g->shard_dims, &nbytes,
+                     &g->shard_nbytes);
+  dlrun_row_major_strides(src->ndim, g->shard_dims, g->dst_strides);
+  p->dst_shard_dims = g->shard_dims;
+  p->dst_strides = g->dst_strides;
+  p->dst_lo = g->lo;
+  p->dst_kind = dlrun_sharding_memory_kind(dst);
+  g->x = (dlrun_message_exchange){.sends = &p->sends, .recvs = &p->recvs, .esize = p->esize,
+                                  .ndim = src->ndim, .src_shard_dims = src->shard_dims,
+                                  .dst_shard_dims = g->shard_dims,
+                                  .src_sharding = src->sharding, .nshards = src->nshards};
+}
+
+/* The sources, referenced twice (the engine's plan takes one set, the
+ * messages read through the other until they are sent), the twins, the
+ * grid of the sources and both copy plans. */
+static dlrun_status plan_sources(global_plan *g) {
+  gplanner *p = &g->p;
+  dlrun_array *src = p->src;
+  size_t n = g->n;
+  dlrun_buffer **plan_srcs = dlrun_malloc(src->nshards * sizeof *plan_srcs);
+  p->src_bufs = dlrun_calloc(src->nshards, sizeof *p->src_bufs);
+  g->dst_bufs = dlrun_calloc(n, sizeof *g->dst_bufs);
+  g->twin = dlrun_malloc(n * sizeof *g->twin);
+  p->twin = g->twin;
+  p->dst_bufs = g->dst_bufs;
+  g->x.src_bufs = p->src_bufs;
+  dlrun_status st = DLRUN_OK;
+  if (!plan_srcs || !p->src_bufs || !g->dst_bufs || !g->twin)
+    st = dlrun_fail_oom_host(2 * src->nshards * sizeof(void *) + 2 * n * sizeof(void *));
+  if (!st) st = find_twins(src, p->dst, n, g->twin);
+  if (!st && !(st = dlrun_array_acquire_buffers(src, p->src_bufs)) &&
+      (st = dlrun_array_acquire_buffers(src, plan_srcs))) {
+    for (size_t i = 0; i < src->nshards; i++) dlrun_buffer_release(p->src_bufs[i]);
+    memset(p->src_bufs, 0, src->nshards * sizeof *p->src_bufs);
+  }
+  if (st) {
+    dlrun_free(plan_srcs);
+    return st;
+  }
+  g->holds = holds_any(p->src_bufs, src->nshards);
+  /* The plan takes plan_srcs, whatever happens. */
+  if ((st = dlrun_copy_plan_create(n, src->ndim, p->esize, src->shard_dims, plan_srcs,
+                                   src->nshards, &p->copies)) ||
+      (st = dlrun_grid_build(src, &g->grid)))
+    return st;
+  /* The second plan reads the destination buffers (a reference each, taken
+   * once they are all made: global_plan_make). */
+  if (!(g->twin_srcs = dlrun_calloc(n, sizeof *g->twin_srcs)))
+    return dlrun_fail_oom_host(n * sizeof *g->twin_srcs);
+  return dlrun_copy_plan_create(n, src->ndim, p->esize, g->shard_dims, g->twin_srcs, n,
+                                &p->copies2);
+}
+
+/* Destination shard i: a source shard shared, or (on this process) a new
+ * buffer, and its pieces: copies within this process, copies from its
+ * twin, messages to or from other processes. */
+static dlrun_status plan_destination(global_plan *g, size_t i) {
+  gplanner *p = &g->p;
+  dlrun_array *src = p->src;
+  p->dst_dev = dlrun_sharding_device(g->dst, i);
+  p->dst_proc = dlrun_device_process_index(p->dst_dev);
+  p->dst_buf = NULL;
+  p->task = p->task2 = NULL;
+  p->spread = p->i = i;
+  bool here = p->dst_proc == p->me;
+  if (!here && !g->holds) return DLRUN_OK; /* nothing to send from here */
+  dlrun_sharding_shard_index(g->dst, i, src->ndim, src->dims, g->lo, g->hi);
+  if (here) {
+    ptrdiff_t j = g->may_share ? dlrun_put_shareable(src, g->dst, i, g->lo, g->hi) : -1;
+    if (j >= 0) { /* every piece's holder is on this device: no messages either */
+      g->dst_bufs[i] = p->src_bufs[j];
+      dlrun_buffer_retain(g->dst_bufs[i]);
+      p->stats.shares++;
+      return DLRUN_OK;
+    }
+    dlrun_status st = dlrun_buffer_create(p->dst_dev, p->dst_kind, g->shard_nbytes,
+                                          &g->dst_bufs[i]);
+    if (st) return st;
+    p->dst_buf = g->dst_bufs[i];
+  }
+  if (g->shard_nbytes == 0) return DLRUN_OK;
+  dlrun_grid_cover(&g->grid, g->lo, g->hi, plan_piece, p);
+  dlrun_status st = p->st;
+  dlrun_copy_task *tasks[2] = {p->task, p->task2};
+  for (size_t k = 0; k < 2 && !st; k++)
+    if (tasks[k] && !(st = dlrun_copy_task_seal(tasks[k])))
+      p->stats.copies += dlrun_copy_task_piece_count(tasks[k]);
+  return st;
+}
+
+/* Every allocation and every piece's place. */
+static dlrun_status global_plan_make(global_plan *g) {
+  dlrun_status st = plan_sources(g);
+  for (size_t i = 0; i < g->n && !st; i++) st = plan_destination(g, i);
+  for (size_t i = 0; i < g->n && !st; i++) {
+    g->twin_srcs[i] = g->dst_bufs[i];
+    if (g->twin_srcs[i]) dlrun_buffer_retain(g->twin_srcs[i]);
+  }
+  dlrun_grid_free(&g->grid);
+  return st;
+}
+
+/* Everything else that can fail on this process alone, before the second
+ * agreement: the result made, the copies within this process queued (they
+ * hold what they read and write), the sources the messages read written,
+ * the exchange prepared. */
+static dlrun_status global_plan_start(global_plan *g, dlrun_array **out) {
+  dlrun_array *src = g->p.src;
+  dlrun_buffer **bufs = g->dst_bufs;
+  g->dst_bufs = NULL; /* the array takes them, whatever happens */
+  dlrun_status st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, g->dst, bufs, out);
+  if (st) return st;
+  st = dlrun_copy_plan_run(g->p.copies);
+  g->p.copies = NULL;
+  if (st || (st = sources_written(&g->p))) return st;
+  return dlrun_message_exchange_prepare(&g->x);
+}
+
+static void global_plan_free(global_plan *g) {
+  dlrun_copy_plan_free(g->p.copies);
+  dlrun_copy_plan_free(g->p.copies2);
+  dlrun_free(g->twin);
+  dlrun_buffers_release(g->dst_bufs, g->n);
+  if (g->p.src_bufs) dlrun_buffers_release(g->p.src_bufs, g->p.src->nshards);
+  dlrun_message_list_free(&g->p.sends);
+  dlrun_message_list_free(&g->p.recvs);
+}
+
 dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
                                      const dlrun_put_options *o, dlrun_status valid,
                                      dlrun_array **out) {
@@ -255,128 +411,32 @@ dlrun_status dlrun_device_put_global(dlrun_array *src, dlrun_sharding *dst,
     *out = src;
     return DLRUN_OK;
   }
-  size_t n = dlrun_sharding_device_count(dst);
-  gplanner p = {.src = src, .dst = dst, .me = dlrun_process_index(),
-                .esize = dlrun_dtype_get(src->dtype)->size, .limit = dlrun_dist_message_bytes()};
-  /* Two references to the sources: the engine's plan takes one set, the
-   * messages read through the other until they are sent. Every failure
-   * from here on still reaches the second agreement. */
-  dlrun_buffer **plan_srcs = dlrun_malloc(src->nshards * sizeof *plan_srcs);
-  p.src_bufs = dlrun_calloc(src->nshards, sizeof *p.src_bufs);
-  dlrun_buffer **dst_bufs = dlrun_calloc(n, sizeof *dst_bufs);
-  size_t *twin = dlrun_malloc(n * sizeof *twin);
-  p.twin = twin;
-  p.dst_bufs = dst_bufs;
-  if (!plan_srcs || !p.src_bufs || !dst_bufs || !twin)
-    st = dlrun_fail_oom_host(2 * src->nshards * sizeof(void *) + 2 * n * sizeof(void *));
-  if (!st) st = find_twins(src, dst, n, twin);
-  if (!st && !(st = dlrun_array_acquire_buffers(src, p.src_bufs)) &&
-      (st = dlrun_array_acquire_buffers(src, plan_srcs))) {
-    for (size_t i = 0; i < src->nshards; i++) dlrun_buffer_release(p.src_bufs[i]);
-    memset(p.src_bufs, 0, src->nshards * sizeof *p.src_bufs);
-  }
-  if (st) {
-    dlrun_free(plan_srcs);
-    plan_srcs = NULL;
-  }
-  int64_t shard_dims[DLRUN_MAX_NDIM], lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
-  int64_t dst_strides[DLRUN_MAX_NDIM];
-  uint64_t nbytes, shard_nbytes;
-  dlrun_array_layout(dst, src->dtype, src->ndim, src->dims, shard_dims, &nbytes, &shard_nbytes);
-  dlrun_row_major_strides(src->ndim, shard_dims, dst_strides);
-  p.dst_shard_dims = shard_dims;
-  p.dst_strides = dst_strides;
-  p.dst_lo = lo;
-  p.dst_kind = dlrun_sharding_memory_kind(dst);
-  bool holds = !st && holds_any(p.src_bufs, src->nshards);
-  dlrun_grid grid = {0};
-  if (!st && !(st = dlrun_copy_plan_create(n, src->ndim, p.esize, src->shard_dims, plan_srcs,
-                                           src->nshards, &p.copies)))
-    st = dlrun_grid_build(src, &grid);
-  /* The second plan reads the destination buffers (a reference each, taken
-   * once they are all made). */
-  dlrun_buffer **twin_srcs = st ? NULL : dlrun_calloc(n, sizeof *twin_srcs);
-  if (!st && !twin_srcs) st = dlrun_fail_oom_host(n * sizeof *twin_srcs);
-  if (!st)
-    st = dlrun_copy_plan_create(n, src->ndim, p.esize, shard_dims, twin_srcs, n, &p.copies2);
-  for (size_t i = 0; i < n && !st; i++) {
-    p.dst_dev = dlrun_sharding_device(dst, i);
-    p.dst_proc = dlrun_device_process_index(p.dst_dev);
-    p.dst_buf = NULL;
-    p.task = p.task2 = NULL;
-    p.spread = p.i = i;
-    bool here = p.dst_proc == p.me;
-    if (!here && !holds) continue; /* nothing to send from here */
-    dlrun_sharding_shard_index(dst, i, src->ndim, src->dims, lo, hi);
-    if (here) {
-      ptrdiff_t j = may_share || o->donate
-                        ? dlrun_put_shareable(src, dst, i, lo, hi) : -1;
-      if (j >= 0) { /* every piece's holder is on this device: no messages either */
-        dst_bufs[i] = p.src_bufs[j];
-        dlrun_buffer_retain(dst_bufs[i]);
-        p.stats.shares++;
-        continue;
-      }
-      if ((st = dlrun_buffer_create(p.dst_dev, p.dst_kind, shard_nbytes, &dst_bufs[i]))) break;
-      p.dst_buf = dst_bufs[i];
-    }
-    if (shard_nbytes == 0) continue;
-    dlrun_grid_cover(&grid, lo, hi, plan_piece, &p);
-    if ((st = p.st)) break;
-    dlrun_copy_task *tasks[2] = {p.task, p.task2};
-    for (size_t k = 0; k < 2 && !st; k++)
-      if (tasks[k] && !(st = dlrun_copy_task_seal(tasks[k])))
-        p.stats.copies += dlrun_copy_task_piece_count(tasks[k]);
-  }
-  for (size_t i = 0; i < n && !st; i++) {
-    twin_srcs[i] = dst_bufs[i];
-    if (twin_srcs[i]) dlrun_buffer_retain(twin_srcs[i]);
-  }
-  dlrun_grid_free(&grid);
-  /* Everything that can fail on this process alone happens before the
-   * second agreement (the result made, the copies within it queued: they
-   * hold what they read and write), so that every process reaches the
-   * exchange, or every one learns there why not; after it only the
-   * transport can fail, and then its peers' waits fail too (and the
-   * queueing of the second plan, when no worker thread can run at all). */
-  if (!st) {
-    dlrun_buffer **bufs = dst_bufs;
-    dst_bufs = NULL;
-    st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, dst, bufs, out);
-  }
-  if (!st) {
-    st = dlrun_copy_plan_run(p.copies);
-    p.copies = NULL;
-  }
-  if (!st) st = sources_written(&p);
-  dlrun_message_exchange x = {.sends = &p.sends, .recvs = &p.recvs, .esize = p.esize,
-                              .ndim = src->ndim, .src_shard_dims = src->shard_dims,
-                              .dst_shard_dims = shard_dims, .src_sharding = src->sharding,
-                              .src_bufs = p.src_bufs, .nshards = src->nshards};
-  if (!st) st = dlrun_message_exchange_prepare(&x);
-  dlrun_status planned = dlrun_dist_agree_call("device_put (planned)", st, 0, NULL);
+  global_plan g;
+  global_plan_init(&g, src, dst, may_share || o->donate);
+  /* Every failure on this process alone reaches the second agreement, so
+   * that every process reaches the exchange, or every one learns there why
+   * not; after it only the transport can fail, and then its peers' waits
+   * fail too (and the queueing of the second plan, when no worker thread
+   * can run at all). */
+  st = global_plan_make(&g);
+  if (!st) st = global_plan_start(&g, out);
+  dlrun_status planned = dlrun_distributed_agree_call("device_put (planned)", st, 0, NULL);
   if (!st) st = planned;
-  if (!st) st = exchange(&p, &x);
-  p.stats.ipc_bytes = x.pulled;
-  dlrun_message_exchange_free(&x);
+  if (!st) st = exchange(&g.p, &g.x);
+  g.p.stats.ipc_bytes = g.x.pulled;
+  dlrun_message_exchange_free(&g.x);
   if (!st) { /* what came from other processes is in the twins now */
-    st = dlrun_copy_plan_run(p.copies2);
-    p.copies2 = NULL;
+    st = dlrun_copy_plan_run(g.p.copies2);
+    g.p.copies2 = NULL;
   }
-  dlrun_copy_plan_free(p.copies);
-  dlrun_copy_plan_free(p.copies2);
-  dlrun_free(twin);
-  dlrun_buffers_release(dst_bufs, n);
-  if (p.src_bufs) dlrun_buffers_release(p.src_bufs, src->nshards);
-  dlrun_message_list_free(&p.sends);
-  dlrun_message_list_free(&p.recvs);
+  global_plan_free(&g);
   if (st) {
     dlrun_array_release(*out);
     *out = NULL;
     return st;
   }
-  dlrun_count_transfer(dlrun_sharding_device(dst, 0)->rt, &p.stats);
-  if (o->stats) *o->stats = p.stats;
+  dlrun_count_transfer(dlrun_sharding_device(dst, 0)->rt, &g.p.stats);
+  if (o->stats) *o->stats = g.p.stats;
   if (o->donate) dlrun_array_delete(src);
   return DLRUN_OK;
 }

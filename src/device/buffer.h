@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 
 #include "device/device_impl.h"
-#include "dist/transport.h"
+#include "distributed/transport.h"
 #include "dlrun/dtype.h"
 #include "dlrun/shape.h"
 
@@ -139,7 +139,7 @@ dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f);
  * device counts the other end. */
 void dlrun_buffer_count_message(const dlrun_buffer *b, uint64_t bytes, bool in);
 
-/* The message (dist/transport.h) that sends or receives the non-empty box
+/* The message (distributed/transport.h) that sends or receives the non-empty box
  * [lo, hi) (global coordinates) of b, whose block of shape shard_dims
  * starts at `origin`, straight from or into b's memory through its
  * platform's transport view; to or from process `peer`. Dimensions are
@@ -150,8 +150,8 @@ dlrun_status dlrun_buffer_piece(const dlrun_buffer *b, size_t esize, int ndim,
                                 const int64_t *lo, const int64_t *hi, int peer,
                                 dlrun_transport_piece *out);
 
-/* How the transport reaches a memory (dist's $DLRUN_DISTRIBUTED_DEVICE_MEMORY
- * with what the transport says of itself). */
+/* How the transport reaches a memory (the distributed layer's
+ * $DLRUN_DISTRIBUTED_DEVICE_MEMORY with what the transport says of itself). */
 typedef enum dlrun_reach {
   DLRUN_REACH_HOST_VIEWS,   /* views that are host memory; stage the rest */
   DLRUN_REACH_DEVICE_VIEWS, /* device views too (a CUDA-aware transport) */

@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "timeline.h"
+#include "enqueue.h"
 #include "work_trace.h"
 #include "workers.h"
 

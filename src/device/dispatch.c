@@ -9,7 +9,7 @@
 #include "core/status_impl.h"
 #include "host_loops.h"
 #include "timeline.h"
-#include "work_trace.h"
+#include "enqueue.h"
 
 dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
                                const int64_t *strides) {

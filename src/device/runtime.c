@@ -11,7 +11,7 @@
 #include "device_impl.h"
 #include "timeline.h"
 #include "workers.h"
-#include "dist/dist.h"
+#include "distributed/distributed_impl.h"
 #include "dlrun/stats.h"
 #include "dlrun/trace.h"
 
@@ -354,7 +354,7 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   char canonical[128];
   dlrun_complete_device_spec(&full);
   dlrun_format_device_spec(&full, canonical, sizeof canonical);
-  if ((st = dlrun_dist_agree_config("device spec", canonical))) return st;
+  if ((st = dlrun_distributed_agree_config("device spec", canonical))) return st;
 
   dlrun_runtime *rt = dlrun_calloc(1, sizeof *rt);
   if (!rt) return dlrun_fail_oom_host(sizeof *rt);

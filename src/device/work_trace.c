@@ -1,59 +1,13 @@
-/* Trace events of work that a module's queue runs (work_trace.h). */
+/* Trace events of device work (work_trace.h). */
 #include "work_trace.h"
 
-#include "buffer.h"
-#include "core/alloc.h"
 #include "core/trace_impl.h"
-#include "ipc.h"
-
-/* One event to record once the work completes: what it was, and when it
- * was enqueued. Names are devices' (they outlive their queued work). */
-typedef struct traced_piece {
-  const char *track, *category, *name, *src, *dst;
-  uint64_t start, bytes;
-  int src_process;
-  bool copy;
-} traced_piece;
-
-typedef struct traced_work {
-  size_t n;
-  traced_piece pieces[];
-} traced_work;
-
-static void record(void *ctx) {
-  traced_work *w = ctx;
-  for (size_t i = 0; i < w->n; i++) {
-    const traced_piece *p = &w->pieces[i];
-    if (p->copy)
-      dlrun_trace_transfer(p->track, p->name, p->start, p->bytes, p->src, p->src_process, p->dst);
-    else
-      dlrun_trace_event(p->track, p->category, p->name, p->start, "\"bytes\": %llu",
-                        (unsigned long long)p->bytes);
-  }
-  dlrun_free(w);
-  dlrun_trace_pending(-1);
-}
-
-/* Record w's pieces when `done` completes; without memory for that, the
- * work goes unrecorded (tracing never fails the work). */
-static void record_when_done(traced_work *w, dlrun_event done) {
-  dlrun_trace_pending(1);
-  if (dlrun_event_then(done, record, w)) {
-    dlrun_free(w);
-    dlrun_trace_pending(-1);
-  }
-}
-
-static traced_work *traced_new(size_t n) {
-  traced_work *w = dlrun_malloc(sizeof *w + n * sizeof w->pieces[0]);
-  if (w) w->n = n;
-  return w;
-}
+#include "peer_memory.h"
 
 const char *dlrun_trace_end(const dlrun_box_end *e, int *process) {
   *process = -1;
   if (e->dev) return e->dev->name;
-  const dlrun_device *peer = dlrun_ipc_view_device(e->data);
+  const dlrun_device *peer = dlrun_peer_memory_device(e->data);
   if (!peer) return "host";
   *process = peer->process_index;
   return peer->name;
@@ -83,44 +37,4 @@ void dlrun_trace_work(const dlrun_device *dev, const char *name, uint64_t start,
                       uint64_t bytes) {
   dlrun_trace_event(dev->name, "compute", name, start, "\"bytes\": %llu",
                     (unsigned long long)bytes);
-}
-
-dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
-                                  size_t nwaits, dlrun_event *done) {
-  traced_work *w = NULL;
-  /* the op may be gone once enqueued: what it copies is read first */
-  if (dlrun_trace_enabled() && !queue->platform->traces_own_work && op->npieces &&
-      (w = traced_new(op->npieces))) {
-    uint64_t start = dlrun_trace_now();
-    for (size_t i = 0; i < op->npieces; i++) {
-      const dlrun_copy_piece *p = &op->pieces[i];
-      int ignored;
-      w->pieces[i] = (traced_piece){
-          .track = queue->name, .category = "transfer", .name = "copy", .start = start,
-          .bytes = dlrun_box_bytes(op->esize, op->ndim, p->lo, p->hi), .copy = true};
-      w->pieces[i].src = dlrun_trace_end(&p->src, &w->pieces[i].src_process);
-      w->pieces[i].dst = dlrun_trace_end(&op->dst, &ignored);
-    }
-  }
-  dlrun_status st = queue->platform->copy_box(queue, op, waits, nwaits, done);
-  if (!w) return st;
-  if (st) dlrun_free(w);
-  else record_when_done(w, *done);
-  return st;
-}
-
-dlrun_status dlrun_queue_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data,
-                              uint64_t nbytes, const dlrun_fill *f, const dlrun_event *waits,
-                              size_t nwaits, dlrun_event *done) {
-  traced_work *w = NULL;
-  if (dlrun_trace_enabled() && !dev->platform->traces_own_work && nbytes &&
-      (w = traced_new(1)))
-    w->pieces[0] = (traced_piece){.track = dev->name, .category = "compute",
-                                  .name = f->sequence ? "arange" : "fill",
-                                  .start = dlrun_trace_now(), .bytes = nbytes};
-  dlrun_status st = dev->platform->fill(dev, kind, data, nbytes, f, waits, nwaits, done);
-  if (!w) return st;
-  if (st) dlrun_free(w);
-  else record_when_done(w, *done);
-  return st;
 }

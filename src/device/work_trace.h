@@ -1,9 +1,7 @@
-/* Enqueueing copies and fills on a device's queue, with their trace events
- * for platforms that do not record their own: a module's queue (opencl,
- * cuda) runs work the host does not see run, so the library records each
- * piece when the work's event completes, from when it was enqueued. A
- * platform that traces its own work (traces_own_work: host execution, sim
- * and cpu) records each unit as it runs, through the services below. */
+/* Trace events of device work, for whoever records it: the library, for
+ * work a module's queue runs (enqueue.c); host execution (sim, cpu), which
+ * records each unit as it runs through the services below (traces_own_work);
+ * the messages of a put between processes (array/messages.c). */
 #ifndef DLRUN_DEVICE_WORK_TRACE_H
 #define DLRUN_DEVICE_WORK_TRACE_H
 
@@ -24,13 +22,5 @@ void dlrun_trace_copy(const dlrun_device *dev, uint64_t start, uint64_t bytes,
                       const dlrun_box_end *src, const dlrun_box_end *dst);
 void dlrun_trace_work(const dlrun_device *dev, const char *name, uint64_t start,
                       uint64_t bytes);
-
-/* queue->platform->copy_box, traced. */
-dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
-                                  size_t nwaits, dlrun_event *done);
-/* dev->platform->fill, traced. */
-dlrun_status dlrun_queue_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data,
-                              uint64_t nbytes, const dlrun_fill *f, const dlrun_event *waits,
-                              size_t nwaits, dlrun_event *done);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "dlrun/dlrun.h"
 #include "dlrun/lua.h"
+#include "lhelpers.h"
 
 #define DLRUN_DEVICE_MT "dlrun.Device"
 #define DLRUN_ARRAY_MT "dlrun.Array"
@@ -67,14 +68,6 @@ const char *dlrun_lua_field_name(lua_State *L, int idx);
 int dlrun_lua_released_error(lua_State *L, int idx);
 void dlrun_lua_errors_open(lua_State *L);
 
-/* Push require(name): a Lua module of dlrun. */
-void dlrun_lua_require(lua_State *L, const char *name);
-
-/* Create the metatable `tname` with the metamethods `meta` and __name
- * `shown` (what messages call the type); leaves it on the stack. */
-void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
-                             const luaL_Reg *meta);
-
 /* AttributeError for reading the field at key_idx that the object at idx
  * does not have: "'<shown>' object has no attribute '<key>'. Did you mean:
  * '<name>'?", the name suggested from `fields` (NULL terminated) and the
@@ -97,6 +90,8 @@ void dlrun_lua_set_ordered(lua_State *L, int keys_idx);
 /* Whether the value at idx carries one of those metatables (it is then
  * still a plain table to trees and specs). */
 int dlrun_lua_is_printed(lua_State *L, int idx);
+/* A table without a metatable, or with a printed form's only. */
+int dlrun_lua_is_plain_table(lua_State *L, int idx);
 void dlrun_lua_printing_open(lua_State *L);
 
 /* ---- DLPack (ldlpack.c, lpartitioned.c) ---- */
@@ -122,6 +117,8 @@ void dlrun_lua_agree_open(lua_State *L);
 /* ---- runtime and devices (lruntime.c, ldevice.c) ---- */
 /* The runtime of this Lua state (the process default), created on first use. */
 dlrun_runtime *dlrun_lua_runtime(lua_State *L);
+/* Make rt, a host's, L's runtime (L holds a reference of its own). */
+void dlrun_lua_bind_host_runtime(lua_State *L, dlrun_runtime *rt);
 void dlrun_lua_push_device(lua_State *L, dlrun_device *dev);
 dlrun_device *dlrun_lua_test_device(lua_State *L, int idx); /* NULL if not a Device */
 /* "device" (also for nil) or "pinned_host" at idx; ValueError otherwise. */
@@ -192,10 +189,11 @@ void dlrun_lua_push_device_set(lua_State *L, dlrun_sharding *s);
 void dlrun_lua_sharding_open(lua_State *L);
 
 /* ---- arrays (larray.c, ltransfer.c) ---- */
-/* Push a new Array userdata taking over one reference to a; its sharding
- * userdata (for x.sharding) is the value at sharding_idx, or made anew when
- * sharding_idx is 0. */
-void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx);
+/* Push a new Array userdata that owns a: it takes over the caller's
+ * reference (the public dlrun_lua_pusharray retains one of its own instead).
+ * Its sharding userdata (for x.sharding) is the value at sharding_idx, or
+ * made anew when sharding_idx is 0. */
+void dlrun_lua_push_array_owned(lua_State *L, dlrun_array *a, int sharding_idx);
 dlrun_array *dlrun_lua_check_array(lua_State *L, int idx, const char *fn);
 dlrun_array *dlrun_lua_test_array(lua_State *L, int idx); /* NULL if not one */
 /* dlrun_lua_check_array for callers that hold Array's metatable at mt_idx
@@ -218,8 +216,6 @@ int dlrun_lua_cuda_array_interface(lua_State *L);
 dlrun_array *dlrun_lua_push_put(lua_State *L, int idx, dlrun_array *x, int sharding_idx,
                                 const dlrun_put_options *o);
 /* ---- trees of tables (ltree.c) ---- */
-/* A table without a metatable. */
-int dlrun_lua_is_plain_table(lua_State *L, int idx);
 /* Pushes the value mapped from the leaf at idx; may raise. */
 typedef void (*dlrun_lua_leaf_fn)(lua_State *L, int idx, void *ctx);
 /* Push the tree at idx mapped leaf by leaf: a new table for every plain

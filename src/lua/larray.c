@@ -25,13 +25,14 @@ static array_ud *new_array_ud(lua_State *L, int sharding_idx) {
   return u;
 }
 
-void dlrun_lua_push_array(lua_State *L, dlrun_array *a, int sharding_idx) {
+void dlrun_lua_push_array_owned(lua_State *L, dlrun_array *a, int sharding_idx) {
   /* Take ownership only once the userdata exists. */
   if (sharding_idx) sharding_idx = lua_absindex(L, sharding_idx);
   array_ud *u = new_array_ud(L, sharding_idx);
   u->a = a;
 }
 
+/* The host keeps its reference: the userdata retains one of its own. */
 void dlrun_lua_pusharray(lua_State *L, dlrun_array *a) {
   array_ud *u = new_array_ud(L, 0);
   dlrun_array_retain(a);

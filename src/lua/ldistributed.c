@@ -51,7 +51,7 @@ static dlrun_array *host_input(lua_State *L, int idx, const char *fn, const char
   void *data = dlrun_lua_nested_to_host(L, idx, fn, &dtype, &ndim, dims, &nbytes);
   dlrun_lua_check_in(L, fn, dlrun_array_from_host(host, dtype, ndim, dims, data, nbytes, &a));
   lua_pop(L, 1); /* the bytes */
-  dlrun_lua_push_array(L, a, sharding_idx);
+  dlrun_lua_push_array_owned(L, a, sharding_idx);
   return a;
 }
 
@@ -67,13 +67,13 @@ static int l_from_process_local_data(lua_State *L) {
   dlrun_array *local = host_input(L, 2, fn, "local_data");
   dlrun_array *out;
   dlrun_lua_check_in(L, fn, dlrun_array_from_process_local_data(s, local, ndim, ndim < 0 ? NULL : dims, &out));
-  dlrun_lua_push_array(L, out, 1);
+  dlrun_lua_push_array_owned(L, out, 1);
   return 1;
 }
 
 /* Push a result (a host array the caller owns). */
 static int push_result(lua_State *L, dlrun_array *out) {
-  dlrun_lua_push_array(L, out, 0);
+  dlrun_lua_push_array_owned(L, out, 0);
   return 1;
 }
 

@@ -447,7 +447,7 @@ static int import_capsule(lua_State *L, int idx, const dlrun_import_options *o) 
   if (how != DLRUN_IMPORT_REFUSED) c->used = true;
   c->import = how;
   dlrun_lua_check(L, st);
-  dlrun_lua_push_array(L, out, 0);
+  dlrun_lua_push_array_owned(L, out, 0);
   return 1;
 }
 

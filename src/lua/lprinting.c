@@ -36,3 +36,12 @@ int dlrun_lua_is_printed(lua_State *L, int idx) {
   lua_pop(L, 2);
   return is;
 }
+
+/* A table whose metatable only gives it a printed form (x.shape, a
+ * Shard) is plain too. */
+int dlrun_lua_is_plain_table(lua_State *L, int idx) {
+  if (!lua_istable(L, idx)) return 0;
+  if (!lua_getmetatable(L, idx)) return 1;
+  lua_pop(L, 1);
+  return dlrun_lua_is_printed(L, idx);
+}

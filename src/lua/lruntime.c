@@ -69,17 +69,11 @@ dlrun_runtime *dlrun_lua_runtime(lua_State *L) {
   return rt;
 }
 
-int dlrun_lua_open(lua_State *L, dlrun_runtime *rt) {
+void dlrun_lua_bind_host_runtime(lua_State *L, dlrun_runtime *rt) {
   runtime_ref *r = new_holder(L);
   dlrun_runtime_retain(rt);
   r->rt = rt;
   bind_holder(L, true);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_dlrun_core);
-  lua_setfield(L, -2, "dlrun.core");
-  lua_pop(L, 1);
-  dlrun_lua_require(L, "dlrun");
-  return 1;
 }
 
 /* A capacity option: bytes (a whole number or a size string) or a share of

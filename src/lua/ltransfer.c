@@ -33,7 +33,7 @@ dlrun_array *dlrun_lua_push_put(lua_State *L, int idx, dlrun_array *x, int shard
     dlrun_array_release(out);
     lua_pushvalue(L, idx);
   } else {
-    dlrun_lua_push_array(L, out, sharding_idx);
+    dlrun_lua_push_array_owned(L, out, sharding_idx);
   }
   return out;
 }
@@ -352,7 +352,7 @@ static void get_global(lua_State *L, dlrun_array *x, int host_idx) {
                                            dlrun_array_shape(x), data, dlrun_array_nbytes(x),
                                            &out));
   lua_pop(L, 1); /* the bytes */
-  dlrun_lua_push_array(L, out, host_idx);
+  dlrun_lua_push_array_owned(L, out, host_idx);
 }
 
 /* dl.device_get(x): arrays materialised on the host cpu device (the
@@ -405,7 +405,7 @@ static int l_from_single_device_arrays(lua_State *L) {
   }
   dlrun_array *out;
   dlrun_lua_check(L, dlrun_array_from_single_device_arrays(s, ndim, dims, arrays, n, &out));
-  dlrun_lua_push_array(L, out, 2);
+  dlrun_lua_push_array_owned(L, out, 2);
   return 1;
 }
 
@@ -462,7 +462,7 @@ static int l_from_callback(lua_State *L) {
                                dlrun_dtype_get(dtype)->name, dlrun_dtype_get(got)->name);
       dlrun_array *out;
       dlrun_lua_check(L, dlrun_device_put(dlrun_lua_test_array(L, target - 1), single, NULL, &out));
-      dlrun_lua_push_array(L, out, target);
+      dlrun_lua_push_array_owned(L, out, target);
     } else {
       int shard_ndim;
       int64_t shard_dims[DLRUN_MAX_NDIM];
@@ -473,7 +473,7 @@ static int l_from_callback(lua_State *L) {
       void *data = dlrun_lua_nested_to_host(L, target - 1, fn, &dt, &shard_ndim, shard_dims, &nbytes);
       dlrun_array *out;
       dlrun_lua_check(L, dlrun_array_from_host(single, dt, shard_ndim, shard_dims, data, nbytes, &out));
-      dlrun_lua_push_array(L, out, target);
+      dlrun_lua_push_array_owned(L, out, target);
     }
     lua_rawseti(L, 5, (lua_Integer)++n);
     lua_settop(L, top);
@@ -488,7 +488,7 @@ static int l_from_callback(lua_State *L) {
     /* None of the devices is this process's: the array holds no shard. */
     dlrun_scalar zero = {.kind = DLRUN_SCALAR_INT};
     dlrun_lua_check(L, dlrun_array_full(s, dtype, ndim, dims, &zero, &out));
-    dlrun_lua_push_array(L, out, 2);
+    dlrun_lua_push_array_owned(L, out, 2);
     return 1;
   }
   dlrun_array **arrays = lua_newuserdatauv(L, n * sizeof *arrays + 1, 0);
@@ -499,7 +499,7 @@ static int l_from_callback(lua_State *L) {
   }
   dlrun_status st = dlrun_array_from_single_device_arrays(s, ndim, dims, arrays, n, &out);
   dlrun_lua_check(L, st);
-  dlrun_lua_push_array(L, out, 2);
+  dlrun_lua_push_array_owned(L, out, 2);
   return 1;
 }
 

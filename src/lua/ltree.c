@@ -10,16 +10,7 @@
  * putting a global array is a collective. */
 #include "binding.h"
 
-/* A table whose metatable only gives it a printed form (x.shape, a
- * Shard) is plain too. */
-static int is_plain_table(lua_State *L, int idx) {
-  if (!lua_istable(L, idx)) return 0;
-  if (!lua_getmetatable(L, idx)) return 1;
-  lua_pop(L, 1);
-  return dlrun_lua_is_printed(L, idx);
-}
-
-int dlrun_lua_is_plain_table(lua_State *L, int idx) { return is_plain_table(L, idx); }
+static int is_plain_table(lua_State *L, int idx) { return dlrun_lua_is_plain_table(L, idx); }
 
 /* Slots of the work tables, relative to the walk's base. */
 enum {

@@ -1,23 +1,10 @@
-/* luaopen_dlrun_core: the C half of `require "dlrun"`. Areas open in a fixed
- * order: errors first (every other area raises through them). */
+/* The module's entries: luaopen_dlrun_core, the C half of `require "dlrun"`
+ * (areas open in a fixed order: errors first, every other area raises
+ * through them), and dlrun_lua_open, a host's way in with its runtime. */
 #include <limits.h>
 #include <stdlib.h>
 
 #include "binding.h"
-
-void dlrun_lua_require(lua_State *L, const char *name) {
-  lua_getglobal(L, "require");
-  lua_pushstring(L, name);
-  lua_call(L, 1, 1);
-}
-
-void dlrun_lua_new_metatable(lua_State *L, const char *tname, const char *shown,
-                             const luaL_Reg *meta) {
-  luaL_newmetatable(L, tname);
-  luaL_setfuncs(L, meta, 0);
-  lua_pushstring(L, shown);
-  lua_setfield(L, -2, "__name");
-}
 
 int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_errors_open(L);
@@ -44,5 +31,15 @@ int luaopen_dlrun_core(lua_State *L) {
   dlrun_lua_agree_open(L);
   lua_pushliteral(L, DLRUN_VERSION_STRING);
   lua_setfield(L, -2, "_version");
+  return 1;
+}
+
+int dlrun_lua_open(lua_State *L, dlrun_runtime *rt) {
+  dlrun_lua_bind_host_runtime(L, rt);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, luaopen_dlrun_core);
+  lua_setfield(L, -2, "dlrun.core");
+  lua_pop(L, 1);
+  dlrun_lua_require(L, "dlrun");
   return 1;
 }

@@ -23,9 +23,16 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/trace_impl.h"
 #include "dlrun/debug.h"
 
 #define HUMAN_CAP 32
+
+/* With the mutex held: a trace sample of bytes_in_use, when tracing. */
+static void trace_in_use(const dlrun_pool *pool) {
+  if (pool->counter && dlrun_trace_enabled())
+    dlrun_trace_counter(pool->counter, "bytes_in_use", pool->bytes_in_use);
+}
 
 /* ---- Free index: an intrusive AVL tree keyed by (size, offset). ---- */
 
@@ -380,21 +387,6 @@ static void free_locked(dlrun_pool *pool, dlrun_block *c) {
 
 /* ---- Public functions. ---- */
 
-dlrun_status dlrun_map_range(uint64_t size, bool accessible, void **base) {
-  char human[HUMAN_CAP];
-  void *p = mmap(NULL, (size_t)size, accessible ? PROT_READ | PROT_WRITE : PROT_NONE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    return dlrun_fail(DLRUN_ERR_RESOURCE_EXHAUSTED,
-                      "cannot reserve %llu bytes (%s) of address space: %s",
-                      (unsigned long long)size, dlrun_format_bytes(size, human, sizeof human),
-                      strerror(errno));
-  *base = p;
-  return DLRUN_OK;
-}
-
-void dlrun_unmap_range(void *base, uint64_t size) { munmap(base, (size_t)size); }
-
 /* The default region source: anonymous memory. */
 static dlrun_status anon_reserve(void *ctx, uint64_t size, void **base) {
   (void)ctx;
@@ -485,7 +477,7 @@ dlrun_status dlrun_pool_alloc_tagged(dlrun_pool *pool, uint64_t size, void *tag,
                       pool->label, (unsigned long long)size);
   pthread_mutex_lock(&pool->mu);
   dlrun_status st = alloc_locked(pool, size, tag, out_block);
-  if (!st) dlrun_pool_trace(pool);
+  if (!st) trace_in_use(pool);
   pthread_mutex_unlock(&pool->mu);
   return st;
 }
@@ -496,7 +488,7 @@ void dlrun_pool_free(dlrun_pool *pool, dlrun_block *block) {
   /* A second free of a chunk that still exists would corrupt the index. */
   if (block->pool == pool && block->in_use) {
     free_locked(pool, block);
-    dlrun_pool_trace(pool);
+    trace_in_use(pool);
   }
   pthread_mutex_unlock(&pool->mu);
 }

@@ -42,8 +42,6 @@ struct dlrun_pool {
   uint64_t requested_bytes_in_use;
 };
 
-/* With the mutex held: a trace sample of bytes_in_use, when tracing. */
-void dlrun_pool_trace(const dlrun_pool *pool);
 /* With the mutex held: map the range on first use (one free chunk). */
 dlrun_status dlrun_pool_ensure_mapped(dlrun_pool *pool);
 /* With the mutex held: the largest free chunk (when unmapped: the capacity,

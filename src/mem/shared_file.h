@@ -2,7 +2,7 @@
  * layer's part of the one-copy path between processes: making one, and
  * mapping another process's through /proc/<pid>/fd. Whether regions made
  * from now on should be such files is one switch, set when a job finds
- * processes on this host that can map each other's (dist/ipc.c). */
+ * processes on this host that can map each other's (distributed/host_peers.c). */
 #ifndef DLRUN_MEM_SHARED_FILE_H
 #define DLRUN_MEM_SHARED_FILE_H
 

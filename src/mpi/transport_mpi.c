@@ -1,6 +1,6 @@
-/* The MPI transport (libdlrun_mpi.so): dist/transport.h on standard MPI-3.1
+/* The MPI transport (libdlrun_mpi.so): distributed/transport.h on standard MPI-3.1
  * calls only, so that Open MPI and MPICH both serve. Loaded by
- * src/dist/distributed.c when a job is joined; nothing else links MPI.
+ * src/distributed/distributed.c when a job is joined; nothing else links MPI.
  *
  * Waits are bounded by polling nonblocking requests against a deadline.
  * The small exchanges are point to point between every pair, so that a
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "dist/transport.h"
+#include "distributed/transport.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

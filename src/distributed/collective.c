@@ -1,16 +1,16 @@
-/* The exchanges of a joined job (dist/dist.h), under the agreements of
+/* The exchanges of a joined job (distributed/distributed_impl.h), under the agreements of
  * agree.c. Every wait is the transport's, bounded by the job's timeout. */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "dist/dist.h"
-#include "dist/transport.h"
+#include "distributed/distributed_impl.h"
+#include "distributed/transport.h"
 
-int dlrun_dist_allgatherv(const void *send, void *recv, const size_t *counts,
-                          const size_t *displs, char *err, size_t errlen) {
-  const dlrun_transport *t = dlrun_dist_transport();
+int dlrun_distributed_allgatherv(const void *send, void *recv, const size_t *counts,
+                                 const size_t *displs, char *err, size_t errlen) {
+  const dlrun_transport *t = dlrun_distributed_job_transport();
   return t->allgatherv(send, recv, counts, displs, dlrun_distributed_timeout(), err, errlen);
 }
 
@@ -34,24 +34,25 @@ static int gather_even(const void *send, void *recv, size_t nbytes, int root, ch
     counts[r] = sends ? nbytes : 0;
     counts[n + r] = root < 0 ? r * nbytes : 0;
   }
-  int rc = dlrun_dist_allgatherv(send, recv, counts, counts + n, err, errlen);
+  int rc = dlrun_distributed_allgatherv(send, recv, counts, counts + n, err, errlen);
   if (counts != stack) dlrun_free(counts);
   return rc;
 }
 
-int dlrun_dist_allgather(const void *send, size_t nbytes, void *recv, char *err, size_t errlen) {
+int dlrun_distributed_allgather(const void *send, size_t nbytes, void *recv, char *err,
+                                size_t errlen) {
   return gather_even(send, recv, nbytes, -1, err, errlen);
 }
 
-int dlrun_dist_exchange(const dlrun_transport_piece *sends, size_t nsends,
-                        const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
-                        size_t errlen) {
-  const dlrun_transport *t = dlrun_dist_transport();
+int dlrun_distributed_exchange(const dlrun_transport_piece *sends, size_t nsends,
+                               const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
+                               size_t errlen) {
+  const dlrun_transport *t = dlrun_distributed_job_transport();
   return t->exchange(sends, nsends, recvs, nrecvs, dlrun_distributed_timeout(), err, errlen);
 }
 
 /* An allgather in which only the root contributes: no list of messages to
  * allocate once every process is committed to it. */
-int dlrun_dist_bcast(void *buf, size_t nbytes, int root, char *err, size_t errlen) {
+int dlrun_distributed_bcast(void *buf, size_t nbytes, int root, char *err, size_t errlen) {
   return gather_even(buf, buf, nbytes, root, err, errlen);
 }

@@ -1,4 +1,4 @@
-/* Agreeing on a collective call before it runs (dist/dist.h): every
+/* Agreeing on a collective call before it runs (distributed/distributed_impl.h): every
  * process's record of the call, compared whole on every process, so that a
  * misuse or a failure on one process is an error on all, never a hang. */
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "dist/dist.h"
+#include "distributed/distributed_impl.h"
 
 /* Collective calls made so far by this process (every one agrees on it). */
 static _Atomic uint64_t collectives;
@@ -16,7 +16,7 @@ static _Atomic uint64_t collectives;
  * fixed part up to this many bytes in all; longer ones are compared in a
  * second exchange of the whole text. */
 #define INLINE_BYTES 512
-#define MAX_PARTS (1 + DLRUN_DIST_MAX_FIELDS)
+#define MAX_PARTS (1 + DLRUN_DISTRIBUTED_MAX_FIELDS)
 /* Records on the stack for jobs up to this size: an agreement that one
  * process cannot make for want of memory would leave its peers waiting. */
 #define STACK_RECORDS 32
@@ -94,7 +94,7 @@ typedef struct agreement_style {
 /* The message of parts that differ (index p, 0 the call's name) between
  * this process (me, with `a`) and process r (with `b`); `at` where they
  * first differ (-2: unknown), named when the quoted starts look alike. */
-static dlrun_status mismatch(const char *call, size_t p, const dlrun_dist_field *fields,
+static dlrun_status mismatch(const char *call, size_t p, const dlrun_distributed_field *fields,
                              agreement_style style, part a, int r, part b, ptrdiff_t at) {
   char qa[400], qb[400], where[64] = "";
   int me = dlrun_process_index();
@@ -120,7 +120,7 @@ static dlrun_status mismatch(const char *call, size_t p, const dlrun_dist_field 
  * error: another call, another point in the order, a failure there, a
  * field that differs; DLRUN_OK when they agree as far as the texts at hand
  * go (text_mine and text_o, at most `avail` bytes of each). */
-static dlrun_status compare(const char *call, const dlrun_dist_field *fields, size_t nparts,
+static dlrun_status compare(const char *call, const dlrun_distributed_field *fields, size_t nparts,
                             agreement_style style, const call_record *mine,
                             const char *text_mine, const call_record *o, const char *text_o,
                             size_t avail, int r) {
@@ -161,10 +161,10 @@ static size_t elsewhere_count(const call_record *mine, const call_record *all, s
  * `elsewhere`, when not NULL, is set to how many processes made another
  * call (0 when the exchange itself failed). */
 static dlrun_status agree(const char *call, dlrun_status mine_st, size_t nparts,
-                          const part *parts, const dlrun_dist_field *fields,
+                          const part *parts, const dlrun_distributed_field *fields,
                           agreement_style style, size_t *elsewhere) {
   if (elsewhere) *elsewhere = 0;
-  if (!dlrun_dist_transport()) return mine_st;
+  if (!dlrun_distributed_job_transport()) return mine_st;
   size_t n = (size_t)dlrun_process_count();
   call_record mine = {.seq = ++collectives, .status = (int32_t)mine_st};
   size_t total = 0;
@@ -195,7 +195,7 @@ static dlrun_status agree(const char *call, dlrun_status mine_st, size_t nparts,
     return mine_st ? mine_st : dlrun_fail_oom_host(n * sizeof *all);
   }
   char err[320] = "";
-  int rc = dlrun_dist_allgather(&mine, sizeof mine, all, err, sizeof err);
+  int rc = dlrun_distributed_allgather(&mine, sizeof mine, all, err, sizeof err);
   if (elsewhere && rc == DLRUN_TRANSPORT_OK) *elsewhere = elsewhere_count(&mine, all, n);
   const char *label = style.label ? style.label : call;
   dlrun_status st = DLRUN_OK;
@@ -215,7 +215,7 @@ static dlrun_status agree(const char *call, dlrun_status mine_st, size_t nparts,
       st = compare(call, fields, nparts, style, &mine, mine.text, &all[r], all[r].text,
                    INLINE_BYTES, (int)r);
   } else {
-    rc = dlrun_dist_allgather(whole, total, all_whole, err, sizeof err);
+    rc = dlrun_distributed_allgather(whole, total, all_whole, err, sizeof err);
     if (rc != DLRUN_TRANSPORT_OK) st = dlrun_fail(DLRUN_ERR_RUNTIME, "%s: %s", label, err);
     for (size_t r = 0; r < n && !st; r++)
       st = compare(call, fields, nparts, style, &mine, whole, &all[r], all_whole + r * total,
@@ -228,9 +228,9 @@ static dlrun_status agree(const char *call, dlrun_status mine_st, size_t nparts,
 }
 
 /* The parts of a call: its name, then its fields' values. */
-static size_t parts_of(const char *call, size_t nfields, const dlrun_dist_field *fields,
+static size_t parts_of(const char *call, size_t nfields, const dlrun_distributed_field *fields,
                        part *parts) {
-  if (nfields > DLRUN_DIST_MAX_FIELDS) nfields = DLRUN_DIST_MAX_FIELDS;
+  if (nfields > DLRUN_DISTRIBUTED_MAX_FIELDS) nfields = DLRUN_DISTRIBUTED_MAX_FIELDS;
   parts[0] = (part){call, strlen(call)};
   for (size_t f = 0; f < nfields; f++) {
     const char *v = fields[f].value ? fields[f].value : "";
@@ -239,16 +239,16 @@ static size_t parts_of(const char *call, size_t nfields, const dlrun_dist_field 
   return nfields + 1;
 }
 
-dlrun_status dlrun_dist_agree_call(const char *call, dlrun_status mine_st, size_t nfields,
-                                   const dlrun_dist_field *fields) {
+dlrun_status dlrun_distributed_agree_call(const char *call, dlrun_status mine_st, size_t nfields,
+                                          const dlrun_distributed_field *fields) {
   part parts[MAX_PARTS];
   size_t nparts = parts_of(call, nfields, fields, parts);
   return agree(call, mine_st, nparts, parts, fields, (agreement_style){0}, NULL);
 }
 
-dlrun_status dlrun_dist_agree(const char *call, const char *label, const char *what,
-                              const char *value, bool as_value_error) {
-  dlrun_dist_field field = {what, value};
+dlrun_status dlrun_distributed_agree_one(const char *call, const char *label, const char *what,
+                                         const char *value, bool as_value_error) {
+  dlrun_distributed_field field = {what, value};
   part parts[MAX_PARTS];
   size_t nparts = parts_of(call, 1, &field, parts);
   agreement_style style = {.label = label, .what = what, .value_error = as_value_error};
@@ -260,7 +260,7 @@ dlrun_status dlrun_sync_global_n(const char *name, size_t len) {
   char label[400], q[400];
   snprintf(label, sizeof label, "sync_global_devices(%s)", quoted((part){name, len}, q, sizeof q));
   const char *what = "sync_global_devices name";
-  dlrun_dist_field field = {what, name}; /* its name, for messages */
+  dlrun_distributed_field field = {what, name}; /* its name, for messages */
   part parts[] = {{"sync_global_devices", strlen("sync_global_devices")}, {name, len}};
   agreement_style style = {.label = label, .what = what};
   return agree(parts[0].text, DLRUN_OK, 2, parts, &field, style, NULL);
@@ -279,7 +279,7 @@ static double monotonic_s(void) {
 /* Whether the last finish met every process at its end. */
 static bool all_at_end;
 
-bool dlrun_dist_all_at_end(void) { return all_at_end; }
+bool dlrun_distributed_all_at_end(void) { return all_at_end; }
 
 /* Met at another call, a process fails there and goes on; this one waits at
  * its end, meeting again until every process is at its end, so that ending
@@ -301,7 +301,7 @@ dlrun_status dlrun_distributed_finish(const char *what) {
   return dlrun_fail(st, "%s", first);
 }
 
-dlrun_status dlrun_dist_agree_config(const char *what, const char *value) {
-  return dlrun_dist_agree(what, NULL, what, value, true);
+dlrun_status dlrun_distributed_agree_config(const char *what, const char *value) {
+  return dlrun_distributed_agree_one(what, NULL, what, value, true);
 }
 

@@ -1,5 +1,5 @@
 /* Which processes of the job copy straight out of each other's memory
- * (dist.h: the one-copy path between processes on one host).
+ * (distributed_impl.h: the one-copy path between processes on one host).
  *
  * At the join, every process on a host with others (the transport's host,
  * MPI's shared-memory communicator) shares a one-page probe region holding
@@ -18,7 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "dist/dist.h"
+#include "distributed/distributed_impl.h"
 #include "mem/shared_file.h"
 
 /* What each process says of itself in the probe. */
@@ -72,8 +72,8 @@ static void forget(void) {
   any_pair = false;
 }
 
-dlrun_status dlrun_dist_ipc_probe(bool wanted) {
-  const dlrun_transport *t = dlrun_dist_transport();
+dlrun_status dlrun_distributed_probe_peers(bool wanted) {
+  const dlrun_transport *t = dlrun_distributed_job_transport();
   forget();
   if (!t) return DLRUN_OK;
   int n = t->size, me = t->rank;
@@ -87,14 +87,16 @@ dlrun_status dlrun_dist_ipc_probe(bool wanted) {
   dlrun_status st = all && row && readable && pids
                         ? DLRUN_OK : dlrun_fail_oom_host((size_t)n * (size_t)n + 64 * (size_t)n);
   /* Every process learns whether every other could prepare its probe. */
-  st = dlrun_dist_agree_call("joining the job (memory between processes)", st, 0, NULL);
+  st = dlrun_distributed_agree_call("joining the job (memory between processes)", st, 0, NULL);
   char err[320] = "";
-  if (!st && dlrun_dist_allgather(&mine, sizeof mine, all, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (!st &&
+      dlrun_distributed_allgather(&mine, sizeof mine, all, err, sizeof err) != DLRUN_TRANSPORT_OK)
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "joining the job: %s", err);
   for (int s = 0; s < n && !st; s++)
     row[s] = s != me && mine.wanted && all[s].wanted && all[s].host == mine.host &&
              can_map(&all[s]);
-  if (!st && dlrun_dist_allgather(row, (size_t)n, readable, err, sizeof err) != DLRUN_TRANSPORT_OK)
+  if (!st &&
+      dlrun_distributed_allgather(row, (size_t)n, readable, err, sizeof err) != DLRUN_TRANSPORT_OK)
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "joining the job: %s", err);
   if (mine.fd >= 0) close((int)mine.fd); /* every peer is done with it */
   for (int r = 0; r < n && !st; r++) pids[r] = all[r].pid;
@@ -107,19 +109,19 @@ dlrun_status dlrun_dist_ipc_probe(bool wanted) {
   return st;
 }
 
-bool dlrun_dist_ipc_job(void) { return any_pair; }
+bool dlrun_distributed_any_peers(void) { return any_pair; }
 
-bool dlrun_dist_ipc_readable(int receiver, int sender) {
+bool dlrun_distributed_peer_readable(int receiver, int sender) {
   return any_pair && receiver >= 0 && sender >= 0 && receiver < nproc && sender < nproc &&
          readable[receiver * nproc + sender];
 }
 
-int dlrun_dist_ipc_pid(int process) { return pids && process < nproc ? pids[process] : 0; }
+int dlrun_distributed_peer_pid(int process) { return pids && process < nproc ? pids[process] : 0; }
 
-void dlrun_dist_ipc_set_enabled(bool on) { enabled = on; }
-bool dlrun_dist_ipc_enabled(void) { return enabled; }
+void dlrun_distributed_set_one_copy(bool on) { enabled = on; }
+bool dlrun_distributed_one_copy(void) { return enabled; }
 
-void dlrun_dist_ipc_end(void) {
+void dlrun_distributed_peers_end(void) {
   dlrun_shared_files_set_wanted(false);
   forget();
 }

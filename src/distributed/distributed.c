@@ -1,8 +1,6 @@
-/* Joining a job (dlrun/distributed.h): finds the launch, loads the
- * transport module, keeps the process's place in the job. */
-#include <dlfcn.h>
+/* Joining a job (dlrun/distributed.h): finds the launch and the settings,
+ * enters the job (job.c) and agrees on it, and leaves it. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,24 +8,16 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "core/module.h"
 #include "core/status_impl.h"
-#include "dist/dist.h"
-#include "dist/transport.h"
+#include "distributed/distributed_impl.h"
+#include "distributed/transport.h"
 #include "dlrun/distributed.h"
 
-#define DEFAULT_TIMEOUT_S 300.0
-#define MODULE_NAME "libdlrun_mpi.so"
-#define DEFAULT_MESSAGE_BYTES ((uint64_t)1 << 30)
+#define DEFAULT_TIMEOUT_S DLRUN_DISTRIBUTED_DEFAULT_TIMEOUT_S
+#define DEFAULT_MESSAGE_BYTES DLRUN_DISTRIBUTED_DEFAULT_MESSAGE_BYTES
 #define MIN_MESSAGE_BYTES ((uint64_t)4096)
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static dlrun_transport transport; /* .name set once joined */
-static bool joined, left;
-static double timeout_s = DEFAULT_TIMEOUT_S;
-static uint64_t message_bytes = DEFAULT_MESSAGE_BYTES;
-static dlrun_dist_device_memory device_memory = DLRUN_DIST_DEVICE_MEMORY_AUTO;
-/* What runs when this process leaves the job (dlrun_dist_at_leave). */
+/* What runs when this process leaves the job (dlrun_distributed_at_leave). */
 #define MAX_LEAVE_HOOKS 4
 static void (*leave_hooks[MAX_LEAVE_HOOKS])(void);
 static _Atomic int nleave_hooks;
@@ -73,14 +63,14 @@ static dlrun_status env_message_bytes(uint64_t *out) {
 }
 
 /* $DLRUN_DISTRIBUTED_DEVICE_MEMORY, checked: auto, direct or staged. */
-static dlrun_status env_device_memory(dlrun_dist_device_memory *out) {
+static dlrun_status env_device_memory(dlrun_distributed_device_memory *out) {
   static const char *const names[] = {"auto", "direct", "staged"};
   const char *text = getenv("DLRUN_DISTRIBUTED_DEVICE_MEMORY");
-  *out = DLRUN_DIST_DEVICE_MEMORY_AUTO;
+  *out = DLRUN_DISTRIBUTED_DEVICE_MEMORY_AUTO;
   if (!text || !*text) return DLRUN_OK;
   for (int i = 0; i < 3; i++)
     if (!strcmp(text, names[i])) {
-      *out = (dlrun_dist_device_memory)i;
+      *out = (dlrun_distributed_device_memory)i;
       return DLRUN_OK;
     }
   return dlrun_fail(DLRUN_ERR_VALUE,
@@ -95,44 +85,6 @@ static dlrun_status env_ipc(bool *out) {
   *out = !text || !*text || !strcmp(text, "auto");
   if (*out || !strcmp(text, "off")) return DLRUN_OK;
   return dlrun_fail(DLRUN_ERR_VALUE, "DLRUN_DISTRIBUTED_IPC=\"%s\" is not one of auto, off", text);
-}
-
-/* The module the caller names, or the one found where an installation puts
- * it (distributed.h). RTLD_GLOBAL: MPI libraries load plugins of their own
- * that need its symbols. */
-static void *find_module(const char *given, char *tried, size_t n) {
-  if (given) return dlrun_module_open(given, RTLD_NOW | RTLD_GLOBAL, tried, n);
-  return dlrun_module_find(MODULE_NAME, "DLRUN_MPI_MODULE", RTLD_NOW | RTLD_GLOBAL, tried, n);
-}
-
-static dlrun_status join(const char *module) {
-  char tried[1024];
-  void *h = find_module(module, tried, sizeof tried);
-  if (!h && dlrun_program_is_static())
-    return dlrun_fail(DLRUN_ERR_RUNTIME, "cannot join the job: %s; or run with --distributed off",
-                      tried);
-  if (!h)
-    return dlrun_fail(DLRUN_ERR_RUNTIME,
-                      "cannot join the job: the MPI transport module could not be loaded (%s). "
-                      "Build it with MPI installed (libopenmpi-dev) or run with "
-                      "--distributed off",
-                      tried);
-  dlrun_transport_open_fn open_fn;
-  *(void **)&open_fn = dlsym(h, DLRUN_TRANSPORT_OPEN_SYMBOL);
-  if (!open_fn) {
-    dlclose(h);
-    return dlrun_fail(DLRUN_ERR_RUNTIME, "cannot join the job: the transport module has no %s",
-                      DLRUN_TRANSPORT_OPEN_SYMBOL);
-  }
-  char err[256] = "";
-  dlrun_transport t;
-  if (open_fn(DLRUN_TRANSPORT_ABI, &t, err, sizeof err) != DLRUN_TRANSPORT_OK) {
-    dlclose(h);
-    return dlrun_fail(DLRUN_ERR_RUNTIME, "cannot join the job: %s", err);
-  }
-  transport = t; /* the module stays loaded for the life of the process */
-  joined = true;
-  return DLRUN_OK;
 }
 
 dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
@@ -151,56 +103,33 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
   uint64_t msg = o.message_bytes;
   dlrun_status st = timeout > 0 ? DLRUN_OK : env_timeout(&timeout);
   if (!st && !msg) st = env_message_bytes(&msg);
-  dlrun_dist_device_memory reach = DLRUN_DIST_DEVICE_MEMORY_AUTO;
+  dlrun_distributed_device_memory reach = DLRUN_DISTRIBUTED_DEVICE_MEMORY_AUTO;
   if (!st) st = env_device_memory(&reach);
   bool ipc = true;
   if (!st) st = env_ipc(&ipc);
   if (st) return st;
-  pthread_mutex_lock(&mu);
-  if (joined || left)
-    st = dlrun_fail(DLRUN_ERR_RUNTIME, "this process has already %s the job",
-                    left ? "left" : "joined");
-  else if (o.mode == DLRUN_DISTRIBUTED_MPI || (o.mode == DLRUN_DISTRIBUTED_AUTO && launched()))
-    st = join(o.module);
-  if (!st) {
-    timeout_s = timeout;
-    message_bytes = msg;
-    device_memory = reach;
-  }
-  pthread_mutex_unlock(&mu);
-  if (st) return st;
+  bool connect =
+      o.mode == DLRUN_DISTRIBUTED_MPI || (o.mode == DLRUN_DISTRIBUTED_AUTO && launched());
+  if ((st = dlrun_distributed_job_enter(connect, o.module, timeout, msg, reach))) return st;
   /* Both ends of a device_put cut its messages by this size: a process
    * that cut them otherwise would read a piece into the wrong place. */
   char text[24];
   snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
-  st = dlrun_dist_agree("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text, true);
-  return st ? st : dlrun_dist_ipc_probe(ipc);
+  st = dlrun_distributed_agree_one("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text,
+                                   true);
+  return st ? st : dlrun_distributed_probe_peers(ipc);
 }
-
-bool dlrun_distributed_joined(void) { return joined; }
-int dlrun_process_index(void) { return joined ? transport.rank : 0; }
-int dlrun_process_count(void) { return joined ? transport.size : 1; }
-const char *dlrun_distributed_transport(void) { return joined ? transport.name : NULL; }
-double dlrun_distributed_timeout(void) { return timeout_s; }
-
-const dlrun_transport *dlrun_dist_transport(void) {
-  return joined && transport.size > 1 ? &transport : NULL;
-}
-
-uint64_t dlrun_dist_message_bytes(void) { return message_bytes; }
-dlrun_dist_device_memory dlrun_dist_device_memory_mode(void) { return device_memory; }
-int dlrun_dist_device_aware(void) { return joined ? transport.device_memory : 0; }
 
 /* Every process at its end leaves on its own: an abort there races their
  * leaving (mpirun can then wait forever for processes already gone). */
 void dlrun_distributed_abort(int code) {
   fflush(NULL);
-  if (joined && dlrun_dist_all_at_end()) dlrun_distributed_shutdown();
-  else if (joined) transport.abort(code);
+  if (dlrun_distributed_joined() && dlrun_distributed_all_at_end()) dlrun_distributed_shutdown();
+  else dlrun_distributed_job_abort(code);
   exit(code);
 }
 
-void dlrun_dist_at_leave(void (*fn)(void)) {
+void dlrun_distributed_at_leave(void (*fn)(void)) {
   int n = atomic_load(&nleave_hooks);
   for (int i = 0; i < n; i++)
     if (leave_hooks[i] == fn) return;
@@ -213,18 +142,14 @@ void dlrun_dist_at_leave(void (*fn)(void)) {
 void dlrun_distributed_shutdown(void) {
   int n = atomic_load(&nleave_hooks);
   for (int i = 0; i < n; i++) leave_hooks[i]();
-  dlrun_dist_ipc_end();
-  pthread_mutex_lock(&mu);
-  if (joined && !left) transport.finalize();
-  left = joined || left;
-  joined = false;
-  pthread_mutex_unlock(&mu);
+  dlrun_distributed_peers_end();
+  dlrun_distributed_job_leave();
 }
 
 dlrun_status dlrun_distributed_agree(const char *call, const char *what, const char *value,
                                      dlrun_status mine, const char *message) {
   if (mine < DLRUN_OK || mine >= DLRUN_STATUS_COUNT) mine = DLRUN_ERR_RUNTIME;
   if (mine) dlrun_fail(mine, "%s", message ? message : "");
-  dlrun_dist_field field = {what, value ? value : ""};
-  return dlrun_dist_agree_call(call ? call : "", mine, what ? 1 : 0, &field);
+  dlrun_distributed_field field = {what, value ? value : ""};
+  return dlrun_distributed_agree_call(call ? call : "", mine, what ? 1 : 0, &field);
 }

@@ -1,7 +1,7 @@
 /* The messages of a device_put between processes that may map each
- * other's memory (processes on one host: dist's dlrun_dist_ipc_readable):
+ * other's memory (processes on one host: dlrun_distributed_peer_readable):
  * such a piece is no message but one copy, by the receiver, straight out
- * of the sender's memory (device/ipc.h). Whether a piece goes so is
+ * of the sender's memory (device/peer_memory.h). Whether a piece goes so is
  * decided on both ends from what every process said before the exchange
  * (x->all), so both decide alike: the receiver may read the sender's
  * memory, both have the path on, and the sender shares the shard. */
@@ -9,11 +9,11 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "device/ipc.h"
-#include "dist/dist.h"
-#include "messages.h"
+#include "device/peer_memory.h"
+#include "distributed/distributed_impl.h"
+#include "message_pulls.h"
 
-#define SHARD_WORDS (sizeof(dlrun_ipc_source) / sizeof(uint64_t))
+#define SHARD_WORDS (sizeof(dlrun_shared_source) / sizeof(uint64_t))
 
 static int shard_process(const dlrun_message_exchange *x, size_t h) {
   return dlrun_device_process_index(dlrun_sharding_device(x->src_sharding, h));
@@ -22,24 +22,24 @@ static int shard_process(const dlrun_message_exchange *x, size_t h) {
 /* Whether this process offers its shards to anyone: its switch is on and
  * some process may read its memory. */
 static bool offers(int me, size_t n) {
-  if (!dlrun_dist_ipc_enabled()) return false;
+  if (!dlrun_distributed_one_copy()) return false;
   for (size_t r = 0; r < n; r++)
-    if (dlrun_dist_ipc_readable((int)r, me)) return true;
+    if (dlrun_distributed_peer_readable((int)r, me)) return true;
   return false;
 }
 
-dlrun_status dlrun_message_ipc_layout(dlrun_message_exchange *x, uint64_t rounds, bool staged) {
+dlrun_status dlrun_message_pulls_layout(dlrun_message_exchange *x, uint64_t rounds, bool staged) {
   size_t n = (size_t)dlrun_process_count(), me = (size_t)dlrun_process_index();
   size_t nshards = x->nshards;
-  x->ipc = dlrun_dist_ipc_job();
+  x->any_peers = dlrun_distributed_any_peers();
   x->counts = dlrun_calloc(n, sizeof *x->counts);
   x->displs = dlrun_calloc(n, sizeof *x->displs);
-  x->slot = x->ipc ? dlrun_malloc(nshards * sizeof *x->slot) : NULL;
-  if (!x->counts || !x->displs || (x->ipc && !x->slot))
+  x->slot = x->any_peers ? dlrun_malloc(nshards * sizeof *x->slot) : NULL;
+  if (!x->counts || !x->displs || (x->any_peers && !x->slot))
     return dlrun_fail_oom_host(2 * n * sizeof(size_t) + nshards * sizeof(size_t));
   /* Words per process: the header, then its shards' (in shard order). */
   for (size_t r = 0; r < n; r++) x->counts[r] = DLRUN_MESSAGE_HEADER_WORDS;
-  for (size_t h = 0; x->ipc && h < nshards; h++) {
+  for (size_t h = 0; x->any_peers && h < nshards; h++) {
     size_t p = (size_t)shard_process(x, h);
     x->slot[h] = x->counts[p]; /* within p's part; made absolute below */
     x->counts[p] += SHARD_WORDS;
@@ -49,35 +49,36 @@ dlrun_status dlrun_message_ipc_layout(dlrun_message_exchange *x, uint64_t rounds
     x->displs[r] = words;
     words += x->counts[r];
   }
-  for (size_t h = 0; x->ipc && h < nshards; h++) x->slot[h] += x->displs[shard_process(x, h)];
+  for (size_t h = 0; x->any_peers && h < nshards; h++) x->slot[h] += x->displs[shard_process(x, h)];
   if (!(x->all = dlrun_calloc(words, sizeof *x->all))) return dlrun_fail_oom_host(words * 8);
   for (size_t r = 0; r < n; r++) { /* the transport counts bytes */
     x->counts[r] *= sizeof *x->all;
     x->displs[r] *= sizeof *x->all;
   }
   uint64_t *mine = dlrun_message_words(x, me);
-  bool offer = x->ipc && offers((int)me, n);
+  bool offer = x->any_peers && offers((int)me, n);
   mine[0] = rounds;
   mine[1] = staged;
-  mine[2] = x->ipc && dlrun_dist_ipc_enabled();
+  mine[2] = x->any_peers && dlrun_distributed_one_copy();
   for (size_t h = 0; offer && h < nshards; h++)
     if ((size_t)shard_process(x, h) == me && x->src_bufs[h])
-      dlrun_buffer_share(x->src_bufs[h], (dlrun_ipc_source *)(x->all + x->slot[h]));
+      dlrun_buffer_share(x->src_bufs[h], (dlrun_shared_source *)(x->all + x->slot[h]));
   return DLRUN_OK;
 }
 
-static const dlrun_ipc_source *source_of(const dlrun_message_exchange *x, size_t shard) {
-  return (const dlrun_ipc_source *)(x->all + x->slot[shard]);
+static const dlrun_shared_source *source_of(const dlrun_message_exchange *x, size_t shard) {
+  return (const dlrun_shared_source *)(x->all + x->slot[shard]);
 }
 
 /* Whether the piece of `shard` from `sender` to `receiver` is a pull. */
 static bool is_pull(const dlrun_message_exchange *x, int sender, int receiver, size_t shard) {
-  return dlrun_dist_ipc_readable(receiver, sender) && dlrun_message_words(x, (size_t)sender)[2] &&
-         dlrun_message_words(x, (size_t)receiver)[2] && source_of(x, shard)->size != 0;
+  return dlrun_distributed_peer_readable(receiver, sender) &&
+         dlrun_message_words(x, (size_t)sender)[2] && dlrun_message_words(x, (size_t)receiver)[2] &&
+         source_of(x, shard)->size != 0;
 }
 
-bool dlrun_message_ipc_mark(dlrun_message_exchange *x) {
-  if (!x->ipc) return false;
+bool dlrun_message_pulls_mark(dlrun_message_exchange *x) {
+  if (!x->any_peers) return false;
   int me = dlrun_process_index();
   for (size_t i = 0; i < x->sends->n; i++) {
     dlrun_message *m = &x->sends->v[i];
@@ -93,14 +94,14 @@ bool dlrun_message_ipc_mark(dlrun_message_exchange *x) {
   return false;
 }
 
-dlrun_status dlrun_message_ipc_pull(dlrun_message_exchange *x) {
+dlrun_status dlrun_message_pulls_run(dlrun_message_exchange *x) {
   for (size_t i = 0; i < x->recvs->n; i++) {
     const dlrun_message *m = &x->recvs->v[i];
     if (!m->pull) continue;
     dlrun_status st = dlrun_buffer_pull(
         m->buf, x->esize, x->ndim, x->dst_shard_dims, m->origin, m->lo, m->hi,
         dlrun_sharding_device(x->src_sharding, m->shard), m->piece.peer,
-        dlrun_dist_ipc_pid(m->piece.peer), source_of(x, m->shard), x->src_shard_dims,
+        dlrun_distributed_peer_pid(m->piece.peer), source_of(x, m->shard), x->src_shard_dims,
         m->src_origin);
     if (st) return st;
     x->pulled += m->bytes;

@@ -4,8 +4,8 @@
  * against the MPI library. Every wait is bounded: a call returns
  * DLRUN_TRANSPORT_TIMEOUT when the other processes do not arrive within
  * `timeout_s`, naming those it can in `err`. */
-#ifndef DLRUN_DIST_TRANSPORT_H
-#define DLRUN_DIST_TRANSPORT_H
+#ifndef DLRUN_DISTRIBUTED_TRANSPORT_H
+#define DLRUN_DISTRIBUTED_TRANSPORT_H
 
 #include <stddef.h>
 #include <stdint.h>

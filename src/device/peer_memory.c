@@ -1,4 +1,4 @@
-/* The one-copy path between processes on one host (ipc.h). */
+/* The one-copy path between processes on one host (peer_memory.h). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -7,8 +7,8 @@
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "device/ipc.h"
-#include "dist/dist.h"
+#include "device/peer_memory.h"
+#include "distributed/distributed_impl.h"
 
 /* A peer's region mapped here. */
 typedef struct mapping {
@@ -37,20 +37,20 @@ static void read_hooks(void) {
   delay_ms = d ? strtol(d, NULL, 10) : 0;
 }
 
-bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_ipc_source *out) {
-  *out = (dlrun_ipc_source){0};
+bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_shared_source *out) {
+  *out = (dlrun_shared_source){0};
   const dlrun_platform *pl = b->dev->platform;
   if (!pl->share || b->external || b->strides || !b->data) return false;
   dlrun_shared_region r;
   uint64_t offset;
   if (!pl->share(b->dev, b->kind, b->data, b->nbytes, &r, &offset) || !r.size) return false;
-  *out = (dlrun_ipc_source){.id = r.id, .size = r.size, .handle = r.handle, .offset = offset};
+  *out = (dlrun_shared_source){.id = r.id, .size = r.size, .handle = r.handle, .offset = offset};
   return true;
 }
 
 /* The view of peer's region `src`, mapping it the first time. */
 static dlrun_status view_of(const dlrun_device *src_dev, int peer, int pid,
-                            const dlrun_ipc_source *src, const void **view) {
+                            const dlrun_shared_source *src, const void **view) {
   pthread_mutex_lock(&mu);
   for (size_t i = 0; i < nmaps; i++)
     if (maps[i].peer == peer && maps[i].region.id == src->id) {
@@ -66,7 +66,7 @@ static dlrun_status view_of(const dlrun_device *src_dev, int peer, int pid,
                     "(DLRUN_FAIL_IPC_MAP)", peer);
   if (!st) st = m.platform->map_shared(&m.region, pid, &m.view);
   if (!st) {
-    if (nmaps == 0) dlrun_dist_at_leave(dlrun_ipc_unmap_all);
+    if (nmaps == 0) dlrun_distributed_at_leave(dlrun_peer_memory_unmap_all);
     maps[nmaps++] = m;
     atomic_store(&mapped, nmaps);
     *view = m.view;
@@ -78,7 +78,7 @@ static dlrun_status view_of(const dlrun_device *src_dev, int peer, int pid,
 dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
                                const int64_t *dst_shard_dims, const int64_t *dst_origin,
                                const int64_t *lo, const int64_t *hi, const dlrun_device *src_dev,
-                               int peer, int pid, const dlrun_ipc_source *src,
+                               int peer, int pid, const dlrun_shared_source *src,
                                const int64_t *src_shard_dims, const int64_t *src_origin) {
   pthread_once(&hooks_once, read_hooks);
   uint64_t bytes = esize;
@@ -101,7 +101,7 @@ dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
   return dlrun_copy_sync(esize, ndim, lo, hi, &to, &from);
 }
 
-void dlrun_ipc_unmap_all(void) {
+void dlrun_peer_memory_unmap_all(void) {
   pthread_mutex_lock(&mu);
   for (size_t i = 0; i < nmaps; i++) maps[i].platform->unmap_shared(&maps[i].region, maps[i].view);
   dlrun_free(maps);
@@ -111,7 +111,7 @@ void dlrun_ipc_unmap_all(void) {
   pthread_mutex_unlock(&mu);
 }
 
-const dlrun_device *dlrun_ipc_view_device(const void *p) {
+const dlrun_device *dlrun_peer_memory_device(const void *p) {
   if (!atomic_load(&mapped)) return NULL;
   const dlrun_device *dev = NULL;
   uintptr_t a = (uintptr_t)p;
@@ -124,7 +124,7 @@ const dlrun_device *dlrun_ipc_view_device(const void *p) {
   return dev;
 }
 
-size_t dlrun_ipc_mapped_count(void) {
+size_t dlrun_peer_memory_mapped_count(void) {
   pthread_mutex_lock(&mu);
   size_t n = nmaps;
   pthread_mutex_unlock(&mu);

@@ -2,25 +2,25 @@
  * on one host. A process says where a buffer's memory can be mapped by its
  * peers (dlrun_buffer_share); a peer copies a box straight out of that
  * memory into its own buffer (dlrun_buffer_pull), having mapped each region
- * once, through the platform's map_shared, until dlrun_ipc_unmap_all (the
- * end of the job). The peer's memory is read only here, as host memory the
- * copy engine reads: no layer above sees the mapping. */
-#ifndef DLRUN_DEVICE_IPC_H
-#define DLRUN_DEVICE_IPC_H
+ * once, through the platform's map_shared, until dlrun_peer_memory_unmap_all
+ * (the end of the job). The peer's memory is read only here, as host memory
+ * the copy engine reads: no layer above sees the mapping. */
+#ifndef DLRUN_DEVICE_PEER_MEMORY_H
+#define DLRUN_DEVICE_PEER_MEMORY_H
 
 #include "device/buffer.h"
 
 /* Where a shard's bytes are in its process's shared memory; travels
  * between processes as it is (four 64-bit words). size 0: not shared. */
-typedef struct dlrun_ipc_source {
+typedef struct dlrun_shared_source {
   uint64_t id, size;
   int64_t handle;
   uint64_t offset;
-} dlrun_ipc_source;
+} dlrun_shared_source;
 
 /* Fill *out for b (row-major memory in a region its platform shares), or
  * return false (*out zeroed): b's pieces then travel through the transport. */
-bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_ipc_source *out);
+bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_shared_source *out);
 
 /* Copy the box [lo, hi) (global coordinates) into dst (block of shape
  * dst_shard_dims at dst_origin) from the shard that process `peer` (process
@@ -30,15 +30,15 @@ bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_ipc_source *out);
 dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
                                const int64_t *dst_shard_dims, const int64_t *dst_origin,
                                const int64_t *lo, const int64_t *hi, const dlrun_device *src_dev,
-                               int peer, int pid, const dlrun_ipc_source *src,
+                               int peer, int pid, const dlrun_shared_source *src,
                                const int64_t *src_shard_dims, const int64_t *src_origin);
 
 /* Unmap every peer region mapped so far (the job ends). */
-void dlrun_ipc_unmap_all(void);
+void dlrun_peer_memory_unmap_all(void);
 /* The peer's device whose memory, mapped here, holds p; NULL when none
  * does. The trace names it as the source of a copy out of that memory. */
-const dlrun_device *dlrun_ipc_view_device(const void *p);
+const dlrun_device *dlrun_peer_memory_device(const void *p);
 /* Peer regions mapped now (tests). */
-size_t dlrun_ipc_mapped_count(void);
+size_t dlrun_peer_memory_mapped_count(void);
 
 #endif
