@@ -16,7 +16,7 @@ pub=${2:-include/dlrun}
 
 # Circles that stay, one a line (the files, sorted, space-separated), each
 # explained in docs/architecture.md ("No circles").
-accepted='src/device/buffer.c src/device/config.c src/device/dispatch.c src/device/enqueue.c src/device/host/fill.c src/device/host/hostexec.c src/device/modules.c src/device/peer_memory.c src/device/runtime.c src/device/services.c src/device/sim/sim.c src/device/spec.c src/device/work_trace.c'
+accepted=''
 
 files=$(find "$src" "$pub" -type f \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort)
 # shellcheck disable=SC2086 # file names hold no blanks

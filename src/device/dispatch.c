@@ -116,13 +116,6 @@ dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f) {
   return dlrun_fail(st, "%s", why);
 }
 
-dlrun_scalar dlrun_fill_value(const dlrun_fill *f, int64_t i) {
-  if (f->integral)
-    return (dlrun_scalar){.kind = DLRUN_SCALAR_INT, .i = f->start.i + (f->first + i) * f->step.i};
-  return (dlrun_scalar){.kind = DLRUN_SCALAR_FLOAT,
-                        .re = f->start.re + (double)(f->first + i) * f->step.re};
-}
-
 bool dlrun_memory_same_place(const dlrun_device *have, dlrun_memory_kind have_kind,
                              const dlrun_device *want, dlrun_memory_kind want_kind) {
   if (dlrun_memory_is_host(have, have_kind)) return dlrun_memory_is_host(want, want_kind);

@@ -4,6 +4,13 @@
 #include "device/buffer.h"
 #include "host_loops.h"
 
+dlrun_scalar dlrun_fill_value(const dlrun_fill *f, int64_t i) {
+  if (f->integral)
+    return (dlrun_scalar){.kind = DLRUN_SCALAR_INT, .i = f->start.i + (f->first + i) * f->step.i};
+  return (dlrun_scalar){.kind = DLRUN_SCALAR_FLOAT,
+                        .re = f->start.re + (double)(f->first + i) * f->step.re};
+}
+
 /* A repeated element: written once, then the filled prefix doubles. */
 void dlrun_host_fill(void *data, uint64_t nbytes, const dlrun_fill *f) {
   unsigned char *p = data;

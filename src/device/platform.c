@@ -10,12 +10,6 @@
 #include "core/status_impl.h"
 #include "platform_impl.h"
 
-uint64_t dlrun_host_ram_bytes(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return 1ull << 32;
-  return (uint64_t)pages * (uint64_t)page;
-}
-
 /* The registry: platforms registered at run time (hardware backends) come
  * first, so that "auto" prefers them, then the built-in ones. */
 static const dlrun_platform *registry[DLRUN_MAX_PLATFORMS];
@@ -25,8 +19,8 @@ static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 
 /* The built-in platforms fill their vtables from the services when opened. */
 static void open_builtins(void) {
-  registry[registry_count++] = dlrun_sim_platform_open();
-  registry[registry_count++] = dlrun_cpu_platform_open();
+  registry[registry_count++] = dlrun_sim_platform_open(dlrun_platform_services_get());
+  registry[registry_count++] = dlrun_cpu_platform_open(dlrun_platform_services_get());
 }
 
 /* Lock the registry, its built-in platforms in. */

@@ -7,7 +7,7 @@
 
 #include "device_impl.h"
 
-const dlrun_platform *dlrun_sim_platform_open(void);
-const dlrun_platform *dlrun_cpu_platform_open(void);
+const dlrun_platform *dlrun_sim_platform_open(const dlrun_platform_services *svc);
+const dlrun_platform *dlrun_cpu_platform_open(const dlrun_platform_services *svc);
 
 #endif

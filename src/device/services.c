@@ -3,6 +3,7 @@
  * copy of dlrun. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/status_impl.h"
@@ -21,6 +22,12 @@ static dlrun_status fail_v(dlrun_status code, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return dlrun_fail(code, "%s", msg);
+}
+
+uint64_t dlrun_host_ram_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 1ull << 32;
+  return (uint64_t)pages * (uint64_t)page;
 }
 
 static void *device_impl(const dlrun_device *dev) { return dev->impl; }

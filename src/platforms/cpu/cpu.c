@@ -2,11 +2,12 @@
  * (platforms/host/hostexec.h). Every cpu device's memory is the host's. */
 #include "dlrun/platform.h"
 #include "platforms/common/dlpack_codes.h"
+#include "platforms/host/host_services.h"
 #include "platforms/host/hostexec.h"
 #include "platforms/host/region.h"
 
 /* Built into libdlrun: its services are the library's. */
-static const dlrun_platform_services *svc(void) { return dlrun_platform_services_get(); }
+static const dlrun_platform_services *svc(void) { return dlrun_host_services(); }
 
 typedef struct cpu_device {
   dlrun_host_queue queue; /* first: host execution reads it */
@@ -153,8 +154,10 @@ static dlrun_platform cpu_platform = {
     .inject_failure = dlrun_hostexec_inject,
 };
 
-/* Built in: the registry opens it once, before any use. */
-const dlrun_platform *dlrun_cpu_platform_open(void) {
+/* Built in: the registry opens it once, before any use, with the library's
+ * services. */
+const dlrun_platform *dlrun_cpu_platform_open(const dlrun_platform_services *s) {
+  dlrun_host_services_set(s);
   dlrun_hostexec_use_timelines(&cpu_platform);
   return &cpu_platform;
 }

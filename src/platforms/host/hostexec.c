@@ -1,10 +1,11 @@
 /* Host execution (hostexec.h): the queue of the cpu and sim platforms. */
 #include "hostexec.h"
+#include "host_services.h"
 
 #include <string.h>
 
 /* Host execution is built into libdlrun: its services are the library's. */
-static const dlrun_platform_services *svc(void) { return dlrun_platform_services_get(); }
+static const dlrun_platform_services *svc(void) { return dlrun_host_services(); }
 
 dlrun_status dlrun_host_queue_init(dlrun_host_queue *q, dlrun_device *dev,
                                    void *(*view)(const dlrun_device *, dlrun_memory_kind,

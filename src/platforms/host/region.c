@@ -7,9 +7,10 @@
 #include <unistd.h>
 
 #include "region.h"
+#include "host_services.h"
 
 /* Host execution is built into libdlrun: its services are the library's. */
-static const dlrun_platform_services *svc(void) { return dlrun_platform_services_get(); }
+static const dlrun_platform_services *svc(void) { return dlrun_host_services(); }
 
 static atomic_uint_fast64_t next_id = 1;
 

@@ -1,11 +1,12 @@
 /* Ordered streams of host work (stream.h). */
 #include "stream.h"
+#include "host_services.h"
 
 #include <stddef.h>
 #include <stdio.h>
 
 /* Host execution is built into libdlrun: its services are the library's. */
-static const dlrun_platform_services *svc(void) { return dlrun_platform_services_get(); }
+static const dlrun_platform_services *svc(void) { return dlrun_host_services(); }
 
 /* Hand s to the workers: now (a wake-up), or in the calling thread's batch
  * when it holds them (`batch`: it is queueing). */
