@@ -537,7 +537,7 @@ static int worker_count(void) {
   return n < 2 ? 2 : n > 64 ? 64 : (int)n;
 }
 
-/* More sim streams than worker threads wait on a held testnative event;
+/* More sim work queues than worker threads wait on a held testnative event;
  * testnative waits on one of them; meanwhile cpu work (the same workers)
  * runs. */
 static void cross_waits(dlrun_runtime *rt, int nsim) {

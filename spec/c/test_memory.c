@@ -96,7 +96,7 @@ static void test_pool_preallocate(void) {
           (unsigned long long)s.bytes_reserved);
     CHECK(dlrun_pool_release_unused(pool) == 4 * MIB, "all of it given back");
     dlrun_pool_destroy(pool);
-    dlrun_region_source src = {map_it, unmap_it, NULL, no_ram, NULL, 0};
+    dlrun_range_source src = {map_it, unmap_it, NULL, no_ram, NULL, 0};
     CHECK(dlrun_pool_create_with("Q", MIB, &src, &pool) == DLRUN_OK, "create Q");
     CHECK(pool && dlrun_pool_preallocate(pool) == DLRUN_ERR_RESOURCE_EXHAUSTED, "status");
     CHECK(strcmp(dlrun_last_error(), "cannot preallocate Q: cannot commit 1048576 bytes: no RAM") ==

@@ -207,7 +207,7 @@ static dlrun_status mark(void *ctx, dlrun_status prior) {
 }
 
 static void test_events(void) {
-  TEST("a host stream waits for another platform's event through that platform") {
+  TEST("a host work queue waits for another platform's event through that platform") {
     native_events = *sim_platform();
     native_events.name = "native_events";
     native_events.event_query = native_query;
@@ -222,7 +222,7 @@ static void test_events(void) {
     dlrun_task node;
     dlrun_event done;
     dlrun_host_queue *q = dlrun_device_get(rt, "sim", 0)->impl;
-    CHECK(dlrun_stream_submit(&q->stream, &node, &foreign, 1, mark, &ran, &done) == DLRUN_OK,
+    CHECK(dlrun_work_queue_submit(&q->work, &node, &foreign, 1, mark, &ran, &done) == DLRUN_OK,
           "%s", dlrun_last_error());
     pthread_t setter;
     pthread_create(&setter, NULL, set_later, &flag);

@@ -754,7 +754,7 @@ static void seg_release(void *ctx, void *base, uint64_t size) {
 }
 
 static dlrun_pool *make_segmented(const char *label, uint64_t capacity, uint64_t segment) {
-  dlrun_region_source src = {seg_reserve, seg_release, NULL, NULL, NULL, segment};
+  dlrun_range_source src = {seg_reserve, seg_release, NULL, NULL, NULL, segment};
   dlrun_pool *pool = NULL;
   dlrun_status st = dlrun_pool_create_with(label, capacity, &src, &pool);
   CHECK(st == DLRUN_OK && pool, "create: %s", dlrun_last_error());
@@ -780,7 +780,7 @@ static const char *layout(dlrun_pool *pool, char out[512]) {
 }
 
 static void test_segment_create(void) {
-  dlrun_region_source src = {seg_reserve, seg_release, NULL, NULL, NULL, 1000};
+  dlrun_range_source src = {seg_reserve, seg_release, NULL, NULL, NULL, 1000};
   dlrun_pool *pool = (dlrun_pool *)1;
   CHECK(dlrun_pool_create_with("S", 8 * KIB, &src, &pool) == DLRUN_ERR_VALUE && !pool,
         "segment 1000 accepted");

@@ -1,4 +1,4 @@
-/* C tests of the runtime: device specs, sizes, devices, streams, and arrays
+/* C tests of the runtime: device specs, sizes, devices, work queues, and arrays
  * on one device through the public C API. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -124,10 +124,10 @@ static void test_devices(void) {
   }
 }
 
-/* ---- streams ---- */
+/* ---- work queues ---- */
 
 typedef struct order_ctx {
-  dlrun_task node; /* its place in the stream's queue */
+  dlrun_task node; /* its place in the work queue */
   int *log;
   int *n;
   int value;
@@ -142,11 +142,11 @@ static dlrun_status append(void *p, dlrun_status prior) {
   return prior;
 }
 
-/* Queue a task on a host-executed device's stream. */
+/* Queue a task on a host-executed device's work queue. */
 static dlrun_status device_submit(dlrun_device *d, dlrun_task *node, const dlrun_event *deps,
                                   size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *done) {
   dlrun_host_queue *q = d->impl;
-  return dlrun_stream_submit(&q->stream, node, deps, ndeps, fn, ctx, done);
+  return dlrun_work_queue_submit(&q->work, node, deps, ndeps, fn, ctx, done);
 }
 
 static dlrun_event device_record(dlrun_device *d) {
@@ -155,7 +155,7 @@ static dlrun_event device_record(dlrun_device *d) {
   return ev;
 }
 
-/* A task that blocks its stream until the test opens the gate. */
+/* A task that blocks its work queue until the test opens the gate. */
 typedef struct gate {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -178,7 +178,7 @@ static void open_gate(gate *g) {
 }
 
 static void test_streams(void) {
-  TEST("a stream runs its tasks in order; events wait") {
+  TEST("a work queue runs its tasks in order; events wait") {
     dlrun_runtime *rt = make_runtime("sim:4", 1 << 20);
     if (!rt) return;
     enum { N = 2000 };
@@ -201,7 +201,7 @@ static void test_streams(void) {
     CHECK(in_order, "out of order");
     dlrun_runtime_release(rt);
   }
-  TEST("many streams make progress together; no thread per device") {
+  TEST("many work queues make progress together; no thread per device") {
     dlrun_runtime *rt = make_runtime("sim:512", 1 << 20);
     if (!rt) return;
     enum { PER = 8 };
@@ -228,7 +228,7 @@ static void test_streams(void) {
     CHECK(ordered, "a device's tasks ran out of order");
     dlrun_runtime_release(rt);
   }
-  TEST("a task waits for events of other streams, parked without a thread") {
+  TEST("a task waits for events of other work queues, parked without a thread") {
     dlrun_runtime *rt = make_runtime("sim:4", 1 << 20);
     if (!rt) return;
     gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -246,12 +246,12 @@ static void test_streams(void) {
     CHECK(device_submit(a, &first.node, NULL, 0, append, &first, &deps[0]) == DLRUN_OK,
           "first");
     deps[1] = device_record(c); /* nothing queued on c: done */
-    CHECK(dlrun_event_done(deps[1]), "an event of an idle stream is done");
+    CHECK(dlrun_event_done(deps[1]), "an event of an idle work queue is done");
     CHECK(!dlrun_event_done(deps[0]), "the gated event is pending");
     dlrun_event done;
     CHECK(device_submit(b, &after.node, deps, 2, append, &after, &done) == DLRUN_OK,
           "after");
-    /* With a's stream held and b's parked, the workers still run c's work. */
+    /* With a's work queue held and b's parked, the workers still run c's work. */
     CHECK(device_submit(c, &free_run.node, NULL, 0, append, &free_run, NULL) == DLRUN_OK,
           "free");
     dlrun_device_synchronize(c);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "platforms/host/host_services.h"
 #include "platforms/host/region.h"
 #include "mem/shared_file.h"
 
@@ -110,6 +111,9 @@ static void test_refusals(void) {
 }
 
 int main(void) {
+  /* No runtime opens the built-in platforms here: hand their regions the
+   * services as the registry would. */
+  dlrun_host_services_set(dlrun_platform_services_get());
   test_shared_region();
   test_refusals();
   return check_summary("shared_memory");

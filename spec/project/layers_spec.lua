@@ -103,21 +103,21 @@ describe("scripts/check-layers.sh", function()
     local dir = copy_tree()
     finally(function() os.execute("rm -rf " .. q(dir)) end)
     append(dir .. "/src/platforms/sim/sim.c", '#include "device/buffer.h"\n')
-    append(dir .. "/src/platforms/host/stream.c", '#include <core/alloc.h>\n')
+    append(dir .. "/src/platforms/host/work_queue.c", '#include <core/alloc.h>\n')
     append(dir .. "/src/platforms/cuda/copy.c", '#include "platforms/opencl/ocl.h"\n')
-    append(dir .. "/src/platforms/opencl/copy.c", '#include "platforms/host/stream.h"\n')
-    append(dir .. "/src/platforms/cpu/cpu.c", '#include "platforms/host/stream.h"\n'
+    append(dir .. "/src/platforms/opencl/copy.c", '#include "platforms/host/work_queue.h"\n')
+    append(dir .. "/src/platforms/cpu/cpu.c", '#include "platforms/host/work_queue.h"\n'
            .. '#include "platforms/common/box_plan.h"\n#include "dlrun/array.h"\n')
     local out, status = check(dir .. "/src", dir .. "/pub")
     assert.are.equal(1, status)
     local want = {
       dir .. '/src/platforms/sim/sim.c: includes "device/buffer.h" (platforms -> device is not '
         .. 'allowed)\n',
-      dir .. '/src/platforms/host/stream.c: includes <core/alloc.h> (platforms -> core is not '
+      dir .. '/src/platforms/host/work_queue.c: includes <core/alloc.h> (platforms -> core is not '
         .. 'allowed)\n',
       dir .. '/src/platforms/cuda/copy.c: includes "platforms/opencl/ocl.h" (platforms/cuda -> '
         .. 'platforms/opencl is not allowed)\n',
-      dir .. '/src/platforms/opencl/copy.c: includes "platforms/host/stream.h" (platforms/opencl '
+      dir .. '/src/platforms/opencl/copy.c: includes "platforms/host/work_queue.h" (platforms/opencl '
         .. '-> platforms/host is not allowed)\n',
     }
     for _, line in ipairs(want) do

@@ -170,7 +170,7 @@ dlrun_status dlrun_array_acquire_buffers(dlrun_array *a, dlrun_buffer **out) {
 }
 
 /* The ready events are copied under the lock rather than the buffers
- * retained: waiting needs only the events (whose streams live as long as
+ * retained: waiting needs only the events (whose queues live as long as
  * the runtime `a` holds), and a reference per shard would contend with the
  * workers releasing theirs. */
 dlrun_status dlrun_array_block_until_ready(dlrun_array *a) {

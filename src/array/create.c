@@ -1,5 +1,5 @@
 /* Array creation: every shard is made in place on its own device. Fills run
- * asynchronously on the devices' streams; copies from host data happen
+ * asynchronously on the devices' queues; copies from host data happen
  * during the call (the caller's memory is only borrowed). */
 #include <math.h>
 #include <string.h>

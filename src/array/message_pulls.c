@@ -82,11 +82,11 @@ bool dlrun_message_pulls_mark(dlrun_message_exchange *x) {
   int me = dlrun_process_index();
   for (size_t i = 0; i < x->sends->n; i++) {
     dlrun_message *m = &x->sends->v[i];
-    m->pull = is_pull(x, me, m->piece.peer, m->shard);
+    m->pull = is_pull(x, me, m->wire.peer, m->shard);
   }
   for (size_t i = 0; i < x->recvs->n; i++) {
     dlrun_message *m = &x->recvs->v[i];
-    m->pull = is_pull(x, m->piece.peer, me, m->shard);
+    m->pull = is_pull(x, m->wire.peer, me, m->shard);
   }
   size_t nshards = x->nshards;
   for (size_t h = 0; h < nshards; h++)
@@ -100,8 +100,8 @@ dlrun_status dlrun_message_pulls_run(dlrun_message_exchange *x) {
     if (!m->pull) continue;
     dlrun_status st = dlrun_buffer_pull(
         m->buf, x->esize, x->ndim, x->dst_shard_dims, m->origin, m->lo, m->hi,
-        dlrun_sharding_device(x->src_sharding, m->shard), m->piece.peer,
-        dlrun_distributed_peer_pid(m->piece.peer), source_of(x, m->shard), x->src_shard_dims,
+        dlrun_sharding_device(x->src_sharding, m->shard), m->wire.peer,
+        dlrun_distributed_peer_pid(m->wire.peer), source_of(x, m->shard), x->src_shard_dims,
         m->src_origin);
     if (st) return st;
     x->pulled += m->bytes;

@@ -51,10 +51,10 @@ dlrun_status dlrun_message_add(dlrun_message_list *l, dlrun_buffer *b, size_t es
   memcpy(m->lo, lo, n);
   memcpy(m->hi, hi, n);
   memcpy(m->src_origin, src_origin, n);
-  if (direct) st = dlrun_buffer_piece(b, esize, ndim, shard_dims, origin, lo, hi, peer, &m->piece);
+  if (direct) st = dlrun_buffer_message(b, esize, ndim, shard_dims, origin, lo, hi, peer, &m->wire);
   else
-    m->piece = (dlrun_transport_piece){.peer = peer, .ndim = 1, .count = {(int64_t)m->bytes},
-                                       .stride = {1}};
+    m->wire = (dlrun_transport_message){.peer = peer, .ndim = 1, .count = {(int64_t)m->bytes},
+                                         .stride = {1}};
   if (!st) l->n++;
   return st;
 }
@@ -74,7 +74,7 @@ static size_t rounds_of(const dlrun_message_list *l, uint64_t *sizes, bool *stag
     if (m->round + 1 > rounds) rounds = m->round + 1;
     if (!m->staged) continue;
     *staged = true;
-    if (m->bytes > sizes[m->piece.peer]) sizes[m->piece.peer] = m->bytes;
+    if (m->bytes > sizes[m->wire.peer]) sizes[m->wire.peer] = m->bytes;
   }
   return rounds;
 }
@@ -111,14 +111,14 @@ dlrun_status dlrun_message_exchange_prepare(dlrun_message_exchange *x) {
 
 /* This round's messages of l into out (all of them when round is
  * SIZE_MAX), staged ones pointed at their peer's block. */
-static size_t round_pieces(const dlrun_message_list *l, size_t round, unsigned char **blocks,
-                           dlrun_transport_piece *out) {
+static size_t round_messages(const dlrun_message_list *l, size_t round, unsigned char **blocks,
+                           dlrun_transport_message *out) {
   size_t k = 0;
   for (size_t i = 0; i < l->n; i++) {
     const dlrun_message *m = &l->v[i];
     if (m->pull || (round != SIZE_MAX && m->round != round)) continue;
-    out[k] = m->piece;
-    if (m->staged) out[k].base = blocks[m->piece.peer];
+    out[k] = m->wire;
+    if (m->staged) out[k].base = blocks[m->wire.peer];
     k++;
   }
   return k;
@@ -133,14 +133,14 @@ static dlrun_status stage_round(const dlrun_message_exchange *x, const dlrun_mes
     const dlrun_message *m = &l->v[i];
     if (m->round != round || !m->staged || m->pull) continue;
     dlrun_status st = dlrun_buffer_stage(m->buf, x->esize, x->ndim, shard_dims, m->origin, m->lo,
-                                         m->hi, blocks[m->piece.peer], out);
+                                         m->hi, blocks[m->wire.peer], out);
     if (st) return st;
   }
   return DLRUN_OK;
 }
 
-static dlrun_status transport_exchange(size_t nsends, const dlrun_transport_piece *sends,
-                                       size_t nrecvs, const dlrun_transport_piece *recvs) {
+static dlrun_status transport_exchange(size_t nsends, const dlrun_transport_message *sends,
+                                       size_t nrecvs, const dlrun_transport_message *recvs) {
   char err[320] = "";
   if (dlrun_distributed_exchange(sends, nsends, recvs, nrecvs, err, sizeof err) !=
       DLRUN_TRANSPORT_OK)
@@ -185,9 +185,9 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
   }
   uint64_t start = dlrun_trace_enabled() ? dlrun_trace_now() : 0;
   if (!staged) { /* every message straight from and into memory: one exchange */
-    st = transport_exchange(round_pieces(x->sends, SIZE_MAX, NULL, x->round_sends),
-                            x->round_sends, round_pieces(x->recvs, SIZE_MAX, NULL, x->round_recvs),
-                            x->round_recvs);
+    size_t ns = round_messages(x->sends, SIZE_MAX, NULL, x->round_sends);
+    size_t nr = round_messages(x->recvs, SIZE_MAX, NULL, x->round_recvs);
+    st = transport_exchange(ns, x->round_sends, nr, x->round_recvs);
     if (!st) trace_receives(x, SIZE_MAX, start);
     return st;
   }
@@ -196,8 +196,8 @@ dlrun_status dlrun_message_exchange_run(dlrun_message_exchange *x) {
     /* A copy that failed here, now or in the last round, is every
      * process's error before any message of this round goes. */
     if ((st = dlrun_distributed_agree_call("device_put (staged)", st, 0, NULL))) return st;
-    size_t ns = round_pieces(x->sends, round, x->send_blocks, x->round_sends);
-    size_t nr = round_pieces(x->recvs, round, x->recv_blocks, x->round_recvs);
+    size_t ns = round_messages(x->sends, round, x->send_blocks, x->round_sends);
+    size_t nr = round_messages(x->recvs, round, x->recv_blocks, x->round_recvs);
     if (dlrun_trace_enabled()) start = dlrun_trace_now();
     if ((st = transport_exchange(ns, x->round_sends, nr, x->round_recvs))) return st;
     trace_receives(x, round, start);

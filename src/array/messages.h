@@ -11,7 +11,7 @@
 /* One message: the box [lo, hi) of buf (whose block starts at `origin`),
  * read from source shard `shard` (whose block starts at src_origin). */
 typedef struct dlrun_message {
-  dlrun_transport_piece piece; /* staged: base is set per round */
+  dlrun_transport_message wire; /* as the transport sends it; staged: base set per round */
   dlrun_buffer *buf;           /* read from (a send) or written (a receive) */
   bool staged;                 /* through a host block, not buf's own memory */
   bool pull;                   /* copied straight out of the sender's memory */
@@ -50,7 +50,7 @@ typedef struct dlrun_message_exchange {
   const dlrun_sharding *src_sharding;
   dlrun_buffer *const *src_bufs;
   size_t nshards;
-  dlrun_transport_piece *round_sends, *round_recvs;
+  dlrun_transport_message *round_sends, *round_recvs;
   unsigned char **send_blocks, **recv_blocks; /* per process, reused by every round */
   /* What every process says before the messages go (message_pulls.c lays
    * it out): how many rounds its messages need, whether any is staged,
@@ -63,7 +63,7 @@ typedef struct dlrun_message_exchange {
 } dlrun_message_exchange;
 
 dlrun_status dlrun_message_exchange_prepare(dlrun_message_exchange *x);
-/* Collective: send and receive every message. Pieces between processes
+/* Collective: send and receive every message. Messages between processes
  * that may map each other's memory first: the receiver copies each
  * straight out of the sender's memory, and every process agrees that all
  * are copied (or learns which failed) before anything else goes. Then,

@@ -35,12 +35,12 @@ static dlrun_status host_target(dlrun_array *x, int ndim, const int64_t *dims, s
   if (st) return st;
   if (a->nbytes) {
     int64_t zero[DLRUN_MAX_NDIM] = {0};
-    dlrun_transport_piece view;
-    st = dlrun_buffer_piece(a->bufs[0], dlrun_dtype_get(x->dtype)->size, ndim, a->shard_dims,
-                            zero, zero, dims, 0, &view);
-    if (!st && view.ndim != 1)
+    dlrun_transport_message message;
+    st = dlrun_buffer_message(a->bufs[0], dlrun_dtype_get(x->dtype)->size, ndim, a->shard_dims,
+                              zero, zero, dims, 0, &message);
+    if (!st && message.ndim != 1)
       st = dlrun_fail(DLRUN_ERR_RUNTIME, "a host array's memory is not one block");
-    if (!st) *base = view.base;
+    if (!st) *base = message.base;
     if (!st) st = dlrun_array_read(x, 0, x->nbytes, *base + slot * (size_t)x->nbytes);
   }
   if (st) {

@@ -6,7 +6,7 @@
  * source replica (one on the destination device first, else spread over the
  * holders). All allocation happens before any work is queued, so a failure
  * leaves nothing behind. The plan is data (device/copy.h): the device layer
- * runs each destination's copies as one task on its device's stream, after
+ * runs each destination's copies as one task on its device's queue, after
  * the source buffers they read are ready. */
 #include <string.h>
 

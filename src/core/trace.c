@@ -2,7 +2,7 @@
  *
  * Each event is written as it happens through one stdio buffer of fixed size,
  * so a long traced run takes no more memory than a short one. Track names
- * are kept (they are few: one per device stream and host thread) and their
+ * are kept (they are few: one per device queue and host thread) and their
  * metadata events are written when a track is first used; the JSON array is
  * closed on stop. */
 #include <errno.h>
@@ -41,7 +41,7 @@ static uint64_t monotonic_us(void) {
 
 uint64_t dlrun_trace_now(void) { return monotonic_us() - atomic_load(&origin); }
 
-/* Device streams under one process ("devices"), host threads under another. */
+/* Device queues under one process ("devices"), host threads under another. */
 static int pid_of(const char *track) { return strncmp(track, "host thread", 11) == 0 ? 2 : 1; }
 
 static void note_write_error(void) {

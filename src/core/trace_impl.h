@@ -22,7 +22,7 @@ bool dlrun_trace_was_started(void);
 /* Microseconds on the trace clock. */
 uint64_t dlrun_trace_now(void);
 
-/* A complete event from `start` to now. `track` names a device stream
+/* A complete event from `start` to now. `track` names a device queue
  * ("SimDevice(id=3)"), or is NULL for the calling host thread. `args` is a
  * JSON object body such as "\"bytes\": 256" (may be NULL). */
 void dlrun_trace_event(const char *track, const char *category, const char *name,

@@ -145,10 +145,10 @@ void dlrun_buffer_count_message(const dlrun_buffer *b, uint64_t bytes, bool in);
  * platform's transport view; to or from process `peer`. Dimensions are
  * merged where contiguous. DLRUN_ERR_RUNTIME when the platform's transport
  * cannot reach b's memory. */
-dlrun_status dlrun_buffer_piece(const dlrun_buffer *b, size_t esize, int ndim,
-                                const int64_t *shard_dims, const int64_t *origin,
-                                const int64_t *lo, const int64_t *hi, int peer,
-                                dlrun_transport_piece *out);
+dlrun_status dlrun_buffer_message(const dlrun_buffer *b, size_t esize, int ndim,
+                                  const int64_t *shard_dims, const int64_t *origin,
+                                  const int64_t *lo, const int64_t *hi, int peer,
+                                  dlrun_transport_message *out);
 
 /* How the transport reaches a memory (the distributed layer's
  * $DLRUN_DISTRIBUTED_DEVICE_MEMORY with what the transport says of itself). */

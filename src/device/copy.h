@@ -3,7 +3,7 @@
  * A planner (src/array/transfer.c) describes, for each destination buffer,
  * which boxes come from which source buffers: one task per destination,
  * all in one plan. Running the plan queues each task on its destination
- * device's stream, after the sources it reads are ready; a task's pieces
+ * device's queue, after the sources it reads are ready; a task's pieces
  * are shared among idle workers. Everything is allocated while planning
  * (the tasks of a plan in one block): queueing and running allocate
  * nothing, and the plan is freed by the last task to finish. */

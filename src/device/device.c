@@ -1,4 +1,4 @@
-/* Device accessors and the per-platform views of a runtime. */
+/* Device accessors and the runtime's devices per platform (device groups). */
 #include <string.h>
 
 #include "core/alloc.h"

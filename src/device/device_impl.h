@@ -43,7 +43,7 @@ size_t dlrun_platform_list(const dlrun_platform **out, size_t max);
  * the first failure. */
 dlrun_status dlrun_platforms_check_config(void);
 /* A device of the job. Devices of other processes (local false) are
- * names only: no pools, no stream, no memory here. */
+ * names only: no pools, no queue, no memory here. */
 struct dlrun_device {
   const dlrun_platform *platform;
   void *impl; /* the platform's context (device_init) */
@@ -54,7 +54,7 @@ struct dlrun_device {
   bool local;          /* held by this process */
   char name[40];
   dlrun_pool *pools[DLRUN_MEM_KIND_COUNT];
-  /* What a pool's region source needs: its device and memory kind. */
+  /* What a pool's range source needs: its device and memory kind. */
   struct dlrun_pool_memory {
     dlrun_device *dev;
     dlrun_memory_kind kind;

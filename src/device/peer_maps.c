@@ -11,16 +11,16 @@
 #include "distributed/distributed_impl.h"
 
 /* A peer's region mapped here. */
-typedef struct mapping {
+typedef struct peer_map {
   int peer;
   const dlrun_device *dev; /* the peer's device whose memory it is (the trace names it) */
   const dlrun_platform *platform;
   dlrun_shared_region region;
-  const void *view;
-} mapping;
+  const void *mapping;
+} peer_map;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static mapping *maps;
+static peer_map *maps;
 static size_t nmaps, capmaps;
 static atomic_size_t mapped; /* nmaps, read without mu when tracing */
 
@@ -35,27 +35,27 @@ static void read_hook(void) {
 }
 
 dlrun_status dlrun_peer_memory_map(const dlrun_device *src_dev, int peer, int pid,
-                                   const dlrun_shared_source *src, const void **view) {
+                                   const dlrun_shared_source *src, const void **mapping) {
   pthread_once(&hook_once, read_hook);
   pthread_mutex_lock(&mu);
   for (size_t i = 0; i < nmaps; i++)
     if (maps[i].peer == peer && maps[i].region.id == src->id) {
-      *view = maps[i].view;
+      *mapping = maps[i].mapping;
       pthread_mutex_unlock(&mu);
       return DLRUN_OK;
     }
   dlrun_status st = dlrun_grow(&maps, nmaps, &capmaps, sizeof *maps, 8);
-  mapping m = {.peer = peer, .dev = src_dev, .platform = src_dev->platform,
-               .region = {.id = src->id, .size = src->size, .handle = src->handle}};
+  peer_map m = {.peer = peer, .dev = src_dev, .platform = src_dev->platform,
+                .region = {.id = src->id, .size = src->size, .handle = src->handle}};
   if (!st && fail_at && ++attempts == fail_at)
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "cannot map the memory of process %d: injected failure "
                     "(DLRUN_FAIL_IPC_MAP)", peer);
-  if (!st) st = m.platform->map_shared(&m.region, pid, &m.view);
+  if (!st) st = m.platform->map_shared(&m.region, pid, &m.mapping);
   if (!st) {
     if (nmaps == 0) dlrun_distributed_at_leave(dlrun_peer_memory_unmap_all);
     maps[nmaps++] = m;
     atomic_store(&mapped, nmaps);
-    *view = m.view;
+    *mapping = m.mapping;
   }
   pthread_mutex_unlock(&mu);
   return st;
@@ -63,7 +63,8 @@ dlrun_status dlrun_peer_memory_map(const dlrun_device *src_dev, int peer, int pi
 
 void dlrun_peer_memory_unmap_all(void) {
   pthread_mutex_lock(&mu);
-  for (size_t i = 0; i < nmaps; i++) maps[i].platform->unmap_shared(&maps[i].region, maps[i].view);
+  for (size_t i = 0; i < nmaps; i++)
+    maps[i].platform->unmap_shared(&maps[i].region, maps[i].mapping);
   dlrun_free(maps);
   maps = NULL;
   nmaps = capmaps = 0;
@@ -77,7 +78,7 @@ const dlrun_device *dlrun_peer_memory_device(const void *p) {
   uintptr_t a = (uintptr_t)p;
   pthread_mutex_lock(&mu);
   for (size_t i = 0; i < nmaps && !dev; i++) {
-    uintptr_t v = (uintptr_t)maps[i].view;
+    uintptr_t v = (uintptr_t)maps[i].mapping;
     if (a >= v && a - v < maps[i].region.size) dev = maps[i].dev;
   }
   pthread_mutex_unlock(&mu);

@@ -43,13 +43,13 @@ dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
                       "process %d shared a shard of %llu bytes at %llu of a region of %llu",
                       peer, (unsigned long long)bytes, (unsigned long long)src->offset,
                       (unsigned long long)src->size);
-  const void *view;
-  dlrun_status st = dlrun_peer_memory_map(src_dev, peer, pid, src, &view);
+  const void *mapping;
+  dlrun_status st = dlrun_peer_memory_map(src_dev, peer, pid, src, &mapping);
   if (st) return st;
   if (delay_ms > 0) nanosleep(&(struct timespec){delay_ms / 1000, delay_ms % 1000 * 1000000L}, NULL);
   int64_t src_strides[DLRUN_MAX_NDIM], dst_scratch[DLRUN_MAX_NDIM];
   dlrun_row_major_strides(ndim, src_shard_dims, src_strides);
-  dlrun_box_end from = dlrun_host_end((const unsigned char *)view + src->offset, src_origin,
+  dlrun_box_end from = dlrun_host_end((const unsigned char *)mapping + src->offset, src_origin,
                                       src_strides);
   dlrun_box_end to = dlrun_buffer_end(dst, dst_origin,
                                       dlrun_buffer_layout(dst, ndim, dst_shard_dims, dst_scratch));

@@ -33,11 +33,11 @@ dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
                                int peer, int pid, const dlrun_shared_source *src,
                                const int64_t *src_shard_dims, const int64_t *src_origin);
 
-/* The peers' regions mapped here (peer_maps.c). The view of peer's region
+/* The peers' regions mapped here (peer_maps.c). The mapping of peer's region
  * `src`, mapping it the first time (kept until the job ends); its failure
  * names the peer. */
 dlrun_status dlrun_peer_memory_map(const dlrun_device *src_dev, int peer, int pid,
-                                   const dlrun_shared_source *src, const void **view);
+                                   const dlrun_shared_source *src, const void **mapping);
 /* Unmap every peer region mapped so far (the job ends). */
 void dlrun_peer_memory_unmap_all(void);
 /* The peer's device whose memory, mapped here, holds p; NULL when none

@@ -213,7 +213,7 @@ static dlrun_status init_device(dlrun_runtime *rt, dlrun_device *d, const dlrun_
     snprintf(label, sizeof label, k == DLRUN_MEM_DEVICE ? "%s" : "%s pinned_host memory",
              d->name);
     d->memories[k] = (pool_memory){d, (dlrun_memory_kind)k};
-    dlrun_region_source src = {region_reserve, region_release, &d->memories[k],
+    dlrun_range_source src = {region_reserve, region_release, &d->memories[k],
                                pl->commit ? region_commit : NULL,
                                pl->decommit ? region_decommit : NULL,
                                /* a block never straddles the driver's largest allocation */

@@ -47,8 +47,8 @@ static void *alloc(size_t n) {
 static dlrun_status map_host(uint64_t size, void **base) { return dlrun_map_range(size, true, base); }
 
 /* A memory file only when the job found peers on this host that may map it. */
-static int shared_file_create(uint64_t size, void **view) {
-  return dlrun_shared_files_wanted() ? dlrun_shared_file_create(size, view) : -1;
+static int shared_file_create(uint64_t size, void **mapping) {
+  return dlrun_shared_files_wanted() ? dlrun_shared_file_create(size, mapping) : -1;
 }
 
 static dlrun_workers *device_workers(const dlrun_device *dev) { return dev->rt->workers; }

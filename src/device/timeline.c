@@ -54,7 +54,7 @@ static dlrun_event point(dlrun_timeline *tl, uint64_t seq) {
 static dlrun_timeline *timeline_of(dlrun_event ev) { return (dlrun_timeline *)ev.handle[0]; }
 
 /* Points are begun in queue order by the queue's own serialisation (a
- * stream's lock, a driver queue's): counting them needs no lock here. */
+ * work queue's lock, a driver queue's): counting them needs no lock here. */
 dlrun_event dlrun_timeline_begin(dlrun_timeline *tl) {
   return point(tl, atomic_fetch_add_explicit(&tl->begun, 1, memory_order_relaxed) + 1);
 }

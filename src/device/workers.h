@@ -1,6 +1,6 @@
 /* Internal: the runtime's shared worker threads, started lazily, so that
  * thousands of idle devices cost no thread. They run the items handed to
- * them (a host-executed stream made ready: platforms/host) and share the
+ * them (a host-executed work queue made ready: platforms/host) and share the
  * parallel loops of the threads waiting on them. Platforms reach them
  * through their services (dlrun/platform.h). */
 #ifndef DLRUN_DEVICE_WORKERS_H

@@ -44,8 +44,8 @@ int dlrun_distributed_allgather(const void *send, size_t nbytes, void *recv, cha
   return gather_even(send, recv, nbytes, -1, err, errlen);
 }
 
-int dlrun_distributed_exchange(const dlrun_transport_piece *sends, size_t nsends,
-                               const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
+int dlrun_distributed_exchange(const dlrun_transport_message *sends, size_t nsends,
+                               const dlrun_transport_message *recvs, size_t nrecvs, char *err,
                                size_t errlen) {
   const dlrun_transport *t = dlrun_distributed_job_transport();
   return t->exchange(sends, nsends, recvs, nrecvs, dlrun_distributed_timeout(), err, errlen);

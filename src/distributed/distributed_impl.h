@@ -119,10 +119,10 @@ int dlrun_distributed_allgatherv(const void *send, void *recv, const size_t *cou
 /* The same with nbytes from every process, in process order. */
 int dlrun_distributed_allgather(const void *send, size_t nbytes, void *recv, char *err,
                                 size_t errlen);
-/* The transport's exchange (transport.h): every piece is at most
+/* The transport's exchange (transport.h): every message is at most
  * dlrun_distributed_message_bytes(). */
-int dlrun_distributed_exchange(const dlrun_transport_piece *sends, size_t nsends,
-                               const dlrun_transport_piece *recvs, size_t nrecvs, char *err,
+int dlrun_distributed_exchange(const dlrun_transport_message *sends, size_t nsends,
+                               const dlrun_transport_message *recvs, size_t nrecvs, char *err,
                                size_t errlen);
 /* nbytes at buf on process `root` into buf on every other process. Neither
  * this nor dlrun_distributed_allgather allocates for jobs of up to 64 processes,

@@ -2,7 +2,7 @@
  * (distributed_impl.h: the one-copy path between processes on one host).
  *
  * At the join, every process on a host with others (the transport's host,
- * MPI's shared-memory communicator) shares a one-page probe region holding
+ * MPI's shared-memory communicator) shares a one-page probe file holding
  * a token; every process tries to map each peer's on its host and read the
  * token back; the results travel to all, so that every process holds the
  * same table: receiver r may read sender s's memory. Only then are new
@@ -45,11 +45,11 @@ static uint64_t make_token(int rank) {
 
 /* Whether this process reads peer r's probe and finds its token. */
 static bool can_map(const probe_record *r) {
-  const void *view;
-  if (r->fd < 0 || dlrun_shared_file_map(r->pid, r->fd, PROBE_BYTES, &view)) return false;
+  const void *mapping;
+  if (r->fd < 0 || dlrun_shared_file_map(r->pid, r->fd, PROBE_BYTES, &mapping)) return false;
   uint64_t seen;
-  memcpy(&seen, view, sizeof seen);
-  dlrun_shared_file_unmap(view, PROBE_BYTES);
+  memcpy(&seen, mapping, sizeof seen);
+  dlrun_shared_file_unmap(mapping, PROBE_BYTES);
   return seen == r->token;
 }
 

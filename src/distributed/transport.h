@@ -17,20 +17,20 @@
 
 enum { DLRUN_TRANSPORT_OK = 0, DLRUN_TRANSPORT_FAILED = 1, DLRUN_TRANSPORT_TIMEOUT = 2 };
 
-/* Dimensions of a piece: an array's 32 plus one for strided elements. */
+/* Dimensions of a message: an array's 32 plus one for strided elements. */
 #define DLRUN_TRANSPORT_MAX_DIMS 33
 
 /* One message of an exchange: a strided block of memory the transport may
  * read (a send) or write (a receive) directly. Dimension ndim-1 is
  * count[ndim-1] contiguous bytes; each outer dimension d repeats the block
  * inside it count[d] times, stride[d] bytes apart. At most 1 GiB in all. */
-typedef struct dlrun_transport_piece {
+typedef struct dlrun_transport_message {
   int peer; /* the other process */
   int ndim; /* 1 to DLRUN_TRANSPORT_MAX_DIMS */
   void *base;
   int64_t count[DLRUN_TRANSPORT_MAX_DIMS];
   int64_t stride[DLRUN_TRANSPORT_MAX_DIMS];
-} dlrun_transport_piece;
+} dlrun_transport_message;
 
 typedef struct dlrun_transport {
   int abi;
@@ -53,8 +53,8 @@ typedef struct dlrun_transport {
    * between two processes match in the order listed, so both sides list
    * them in the same order. A timeout names the processes whose messages
    * did not come. */
-  int (*exchange)(const dlrun_transport_piece *sends, size_t nsends,
-                  const dlrun_transport_piece *recvs, size_t nrecvs, double timeout_s, char *err,
+  int (*exchange)(const dlrun_transport_message *sends, size_t nsends,
+                  const dlrun_transport_message *recvs, size_t nrecvs, double timeout_s, char *err,
                   size_t errlen);
   /* End every process of the job now with `code`. */
   void (*abort)(int code);

@@ -39,7 +39,7 @@ void dlrun_lua_pusharray(lua_State *L, dlrun_array *a) {
   u->a = a;
 }
 
-/* The host's view never raises: a released Array is no array (NULL). */
+/* For the host application, never raising: a released Array is no array (NULL). */
 dlrun_array *dlrun_lua_toarray(lua_State *L, int idx) {
   array_ud *u = luaL_testudata(L, idx, DLRUN_ARRAY_MT);
   return u ? u->a : NULL;

@@ -1,4 +1,4 @@
-/* Anonymous host address ranges (pool.h): the default region source's
+/* Anonymous host address ranges (pool.h): the default range source's
  * memory, and committing or giving back the pages of any host range. */
 #include <errno.h>
 #include <string.h>

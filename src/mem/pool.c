@@ -387,7 +387,7 @@ static void free_locked(dlrun_pool *pool, dlrun_block *c) {
 
 /* ---- Public functions. ---- */
 
-/* The default region source: anonymous memory. */
+/* The default range source: anonymous memory. */
 static dlrun_status anon_reserve(void *ctx, uint64_t size, void **base) {
   (void)ctx;
   return dlrun_map_range(size, true, base);
@@ -413,7 +413,7 @@ dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool 
 }
 
 dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
-                                    const dlrun_region_source *source, dlrun_pool **out) {
+                                    const dlrun_range_source *source, dlrun_pool **out) {
   if (!out) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_create: out must not be NULL");
   *out = NULL;
   if (!label) return dlrun_fail(DLRUN_ERR_VALUE, "dlrun_pool_create: label must not be NULL");
@@ -441,8 +441,8 @@ dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
   pool->capacity = rounded;
   pool->segment = segment < rounded ? segment : 0;
   pool->source = source ? *source
-                        : (dlrun_region_source){anon_reserve, anon_release, NULL, anon_commit,
-                                                anon_decommit, 0};
+                        : (dlrun_range_source){anon_reserve, anon_release, NULL, anon_commit,
+                                               anon_decommit, 0};
   *out = pool;
   return DLRUN_OK;
 }

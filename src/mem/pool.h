@@ -2,7 +2,7 @@
  * manner of TensorFlow's BFC allocator.
  *
  * The range (`capacity` bytes) is obtained lazily, on the first allocation,
- * from a region source (by default mmap(MAP_NORESERVE); a platform can give
+ * from a range source (by default mmap(MAP_NORESERVE); a platform can give
  * memory the host cannot read), so a pool costs no memory until used. Nothing is
  * committed either: filling pools beyond host RAM meets the kernel's OOM
  * killer, not an error, which is why the runtime's default capacities of all
@@ -43,7 +43,7 @@ typedef struct dlrun_pool_stats {
 /* Where a pool's range comes from (as BFC's SubAllocator): reserve `size`
  * bytes of address space on first use, release it when the pool goes. The
  * range need not be host-readable: the pool never touches it. */
-typedef struct dlrun_region_source {
+typedef struct dlrun_range_source {
   dlrun_status (*reserve)(void *ctx, uint64_t size, void **base);
   void (*release)(void *ctx, void *base, uint64_t size);
   void *ctx;
@@ -59,11 +59,11 @@ typedef struct dlrun_region_source {
    * the base, free chunks never merge across one, and a request larger
    * than it fails. A segment of at least the capacity is none. */
   uint64_t segment;
-} dlrun_region_source;
+} dlrun_range_source;
 
 /* Anonymous address space of `size` bytes, committed on first touch:
  * readable and writable, or (accessible false) reserved only, any access
- * faulting. The default region source; platforms build theirs on it. */
+ * faulting. The default range source; platforms build theirs on it. */
 dlrun_status dlrun_map_range(uint64_t size, bool accessible, void **base);
 void dlrun_unmap_range(void *base, uint64_t size);
 /* Commit host memory at an accessible range (every page written);
@@ -80,7 +80,7 @@ dlrun_status dlrun_pool_create(const char *label, uint64_t capacity, dlrun_pool 
 /* The same over a range from `source` (copied; NULL: anonymous memory).
  * A segment that is not a multiple of 256 is DLRUN_ERR_VALUE. */
 dlrun_status dlrun_pool_create_with(const char *label, uint64_t capacity,
-                                    const dlrun_region_source *source, dlrun_pool **out);
+                                    const dlrun_range_source *source, dlrun_pool **out);
 
 /* Free the range and all metadata. Live blocks become invalid. NULL is a no-op. */
 void dlrun_pool_destroy(dlrun_pool *pool);

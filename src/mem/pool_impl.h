@@ -26,7 +26,7 @@ struct dlrun_pool {
   char *counter; /* the trace counter of bytes in use; NULL: none */
   uint64_t capacity;
   unsigned char *base;    /* NULL until the first allocation maps the range */
-  dlrun_region_source source; /* where the range comes from */
+  dlrun_range_source source; /* where the range comes from */
   uint64_t segment;       /* 0, or source.segment (< capacity): see pool.h */
   dlrun_block *first;     /* chunk at offset 0, once mapped */
   dlrun_block *free_root; /* AVL tree of free chunks by (size, offset) */

@@ -19,7 +19,7 @@ static atomic_bool wanted;
 void dlrun_shared_files_set_wanted(bool on) { atomic_store(&wanted, on); }
 bool dlrun_shared_files_wanted(void) { return atomic_load(&wanted); }
 
-int dlrun_shared_file_create(uint64_t size, void **view) {
+int dlrun_shared_file_create(uint64_t size, void **mapping) {
   int fd = memfd_create("dlrun", MFD_CLOEXEC);
   if (fd < 0) return -1;
   void *p = MAP_FAILED;
@@ -29,11 +29,11 @@ int dlrun_shared_file_create(uint64_t size, void **view) {
     close(fd);
     return -1;
   }
-  *view = p;
+  *mapping = p;
   return fd;
 }
 
-dlrun_status dlrun_shared_file_map(int pid, int64_t fd, uint64_t size, const void **view) {
+dlrun_status dlrun_shared_file_map(int pid, int64_t fd, uint64_t size, const void **mapping) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/fd/%lld", pid, (long long)fd);
   int own = open(path, O_RDONLY | O_CLOEXEC);
@@ -56,10 +56,10 @@ dlrun_status dlrun_shared_file_map(int pid, int64_t fd, uint64_t size, const voi
     return dlrun_fail(DLRUN_ERR_RUNTIME,
                       "cannot map the memory of process id %d on this host: %s", pid,
                       strerror(e));
-  *view = p;
+  *mapping = p;
   return DLRUN_OK;
 }
 
-void dlrun_shared_file_unmap(const void *view, uint64_t size) {
-  munmap((void *)view, (size_t)size);
+void dlrun_shared_file_unmap(const void *mapping, uint64_t size) {
+  munmap((void *)mapping, (size_t)size);
 }

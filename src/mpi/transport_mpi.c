@@ -175,9 +175,9 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
   return rc;
 }
 
-/* The MPI datatype of a piece: its contiguous bytes, repeated outward by
+/* The MPI datatype of a message: its contiguous bytes, repeated outward by
  * byte-strided vectors. */
-static int piece_type(const dlrun_transport_piece *p, MPI_Datatype *out) {
+static int message_type(const dlrun_transport_message *p, MPI_Datatype *out) {
   MPI_Datatype t;
   if (MPI_Type_contiguous((int)p->count[p->ndim - 1], MPI_BYTE, &t) != MPI_SUCCESS) return 1;
   for (int d = p->ndim - 2; d >= 0; d--) {
@@ -195,8 +195,8 @@ static int piece_type(const dlrun_transport_piece *p, MPI_Datatype *out) {
   return 0;
 }
 
-static int exchange(const dlrun_transport_piece *sends, size_t nsends,
-                    const dlrun_transport_piece *recvs, size_t nrecvs, double timeout_s,
+static int exchange(const dlrun_transport_message *sends, size_t nsends,
+                    const dlrun_transport_message *recvs, size_t nrecvs, double timeout_s,
                     char *err, size_t errlen) {
   int tag = (int)(call_seq++ % 30000u);
   size_t n = nsends + nrecvs;
@@ -215,8 +215,8 @@ static int exchange(const dlrun_transport_piece *sends, size_t nsends,
   /* Receives first (recvs, then sends, in reqs), so that no send waits
    * for a receive this process has not posted yet. */
   for (size_t i = 0; i < n && rc == DLRUN_TRANSPORT_OK; i++) {
-    const dlrun_transport_piece *p = i < nrecvs ? &recvs[i] : &sends[i - nrecvs];
-    if (piece_type(p, &types[i])) {
+    const dlrun_transport_message *p = i < nrecvs ? &recvs[i] : &sends[i - nrecvs];
+    if (message_type(p, &types[i])) {
       snprintf(err, errlen, "could not describe a message of %d dimensions", p->ndim);
       rc = DLRUN_TRANSPORT_FAILED;
       break;

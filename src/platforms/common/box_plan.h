@@ -22,11 +22,11 @@ typedef struct dim {
   int64_t ext, s, d; /* extent; source and destination strides in bytes */
 } dim;
 
-/* A planned piece: rects of region[0] bytes x n1 rows x n2 slices, starting
+/* A planned piece: rects of extent[0] bytes x n1 rows x n2 slices, starting
  * at (soff, doff) plus the loops' offsets. */
 typedef struct plan {
   int64_t soff, doff;
-  size_t region[3];
+  size_t extent[3];
   int64_t srow, sslice, drow, dslice;
   int nloops;
   dim loops[DLRUN_MAX_NDIM];
@@ -89,15 +89,15 @@ static inline void plan_piece(size_t esize, int ndim, const int64_t *ext, const 
     row = dims[--n].ext * (int64_t)esize;
   p->soff = soff;
   p->doff = doff;
-  p->region[0] = (size_t)row;
-  p->region[1] = p->region[2] = 1;
+  p->extent[0] = (size_t)row;
+  p->extent[1] = p->extent[2] = 1;
   p->srow = p->drow = row;
   p->nloops = 0;
   int r1 = -1, r2 = -1;
   for (int i = n - 1; i >= 0 && r1 < 0; i--)
     if (pitch_fits(&dims[i], row, row, 1, 1)) r1 = i;
   if (r1 >= 0) {
-    p->region[1] = (size_t)dims[r1].ext;
+    p->extent[1] = (size_t)dims[r1].ext;
     p->srow = dims[r1].s;
     p->drow = dims[r1].d;
     for (int i = n - 1; i >= 0 && r2 < 0; i--)
@@ -105,10 +105,10 @@ static inline void plan_piece(size_t esize, int ndim, const int64_t *ext, const 
                                 p->srow, p->drow))
         r2 = i;
   }
-  p->sslice = p->srow * (int64_t)p->region[1];
-  p->dslice = p->drow * (int64_t)p->region[1];
+  p->sslice = p->srow * (int64_t)p->extent[1];
+  p->dslice = p->drow * (int64_t)p->extent[1];
   if (r2 >= 0) {
-    p->region[2] = (size_t)dims[r2].ext;
+    p->extent[2] = (size_t)dims[r2].ext;
     p->sslice = dims[r2].s;
     p->dslice = dims[r2].d;
   }
@@ -119,8 +119,8 @@ static inline void plan_piece(size_t esize, int ndim, const int64_t *ext, const 
 /* The bytes one rect spans from its start, on the source or the destination. */
 static inline size_t rect_span(const plan *p, bool src) {
   int64_t row = src ? p->srow : p->drow, slice = src ? p->sslice : p->dslice;
-  return (size_t)(((int64_t)p->region[2] - 1) * slice + ((int64_t)p->region[1] - 1) * row +
-                  (int64_t)p->region[0]);
+  return (size_t)(((int64_t)p->extent[2] - 1) * slice + ((int64_t)p->extent[1] - 1) * row +
+                  (int64_t)p->extent[0]);
 }
 
 static inline int64_t rect_count(const plan *p) {

@@ -120,17 +120,17 @@ static size_t height_of(int64_t slice, int64_t row) { return row ? (size_t)(slic
 /* A rect within one device's reach: 2-D for one slice, else 3-D. */
 static dlcu_result rect_copy(const plan *p, dlcu_memorytype st_, dlcu_ptr sp, dlcu_memorytype dt,
                              dlcu_ptr dp, dlcu_stream stream) {
-  if (p->region[2] == 1) {
+  if (p->extent[2] == 1) {
     dlcu_memcpy2d c = {.srcMemoryType = st_, .srcPitch = (size_t)p->srow,
                        .dstMemoryType = dt, .dstPitch = (size_t)p->drow,
-                       .WidthInBytes = p->region[0], .Height = p->region[1]};
+                       .WidthInBytes = p->extent[0], .Height = p->extent[1]};
     if (st_ == DLCU_MEMORYTYPE_HOST) c.srcHost = (const void *)(uintptr_t)sp;
     else c.srcDevice = sp;
     if (dt == DLCU_MEMORYTYPE_HOST) c.dstHost = (void *)(uintptr_t)dp;
     else c.dstDevice = dp;
     return cu_api.Memcpy2DAsync(&c, stream);
   }
-  dlcu_memcpy3d c = {.WidthInBytes = p->region[0], .Height = p->region[1], .Depth = p->region[2]};
+  dlcu_memcpy3d c = {.WidthInBytes = p->extent[0], .Height = p->extent[1], .Depth = p->extent[2]};
   set_end3(&c, true, st_, sp, (size_t)p->srow, height_of(p->sslice, p->srow));
   set_end3(&c, false, dt, dp, (size_t)p->drow, height_of(p->dslice, p->drow));
   return cu_api.Memcpy3DAsync(&c, stream);
@@ -171,14 +171,14 @@ static dlrun_status do_rect(copy_pass *cp, const side *s, const side *t, const p
                             .srcContext = s->d->ctx, .srcPitch = (size_t)p->srow, .srcHeight = sh,
                             .dstMemoryType = DLCU_MEMORYTYPE_DEVICE, .dstDevice = dp,
                             .dstContext = t->d->ctx, .dstPitch = (size_t)p->drow, .dstHeight = dh,
-                            .WidthInBytes = p->region[0], .Height = p->region[1],
-                            .Depth = p->region[2]};
+                            .WidthInBytes = p->extent[0], .Height = p->extent[1],
+                            .Depth = p->extent[2]};
     cp->err = cu_api.Memcpy3DPeerAsync(&c, stream);
   } else if (cross) {
     /* Staged: the source's device copies into pinned memory on its own
      * stream (only it may read its memory), after this op's waits (its
      * stream waits for ours); ours copies on after that. */
-    size_t bytes = p->region[0] * p->region[1] * p->region[2];
+    size_t bytes = p->extent[0] * p->extent[1] * p->extent[2];
     void *buf = NULL, **more = realloc(cp->w->staged, (cp->w->nstaged + 1) * sizeof *more);
     if (!more) return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "out of host memory");
     cp->w->staged = more;
@@ -189,17 +189,17 @@ static dlrun_status do_rect(copy_pass *cp, const side *s, const side *t, const p
         (cp->err = cu_make_current(from->ctx)))
       return DLRUN_OK;
     *cp->enqueued = true;
-    dlcu_memcpy3d c = {.WidthInBytes = p->region[0], .Height = p->region[1], .Depth = p->region[2]};
+    dlcu_memcpy3d c = {.WidthInBytes = p->extent[0], .Height = p->extent[1], .Depth = p->extent[2]};
     set_end3(&c, true, DLCU_MEMORYTYPE_DEVICE, sp, (size_t)p->srow, sh);
-    set_end3(&c, false, DLCU_MEMORYTYPE_HOST, (dlcu_ptr)(uintptr_t)buf, p->region[0],
-             p->region[1]);
+    set_end3(&c, false, DLCU_MEMORYTYPE_HOST, (dlcu_ptr)(uintptr_t)buf, p->extent[0],
+             p->extent[1]);
     if ((cp->err = cu_api.Memcpy3DAsync(&c, from->stream))) return DLRUN_OK;
     if ((cp->err = stream_after(cp->w, from->ctx, from->stream, stream))) return DLRUN_OK;
     if ((cp->err = cu_make_current(cp->d->ctx))) return DLRUN_OK;
-    c = (dlcu_memcpy3d){.WidthInBytes = p->region[0], .Height = p->region[1],
-                        .Depth = p->region[2]};
-    set_end3(&c, true, DLCU_MEMORYTYPE_HOST, (dlcu_ptr)(uintptr_t)buf, p->region[0],
-             p->region[1]);
+    c = (dlcu_memcpy3d){.WidthInBytes = p->extent[0], .Height = p->extent[1],
+                        .Depth = p->extent[2]};
+    set_end3(&c, true, DLCU_MEMORYTYPE_HOST, (dlcu_ptr)(uintptr_t)buf, p->extent[0],
+             p->extent[1]);
     set_end3(&c, false, DLCU_MEMORYTYPE_DEVICE, dp, (size_t)p->drow, dh);
     cp->err = cu_api.Memcpy3DAsync(&c, stream);
   } else {

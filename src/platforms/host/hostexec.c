@@ -14,10 +14,10 @@ dlrun_status dlrun_host_queue_init(dlrun_host_queue *q, dlrun_device *dev,
   q->view = view;
   atomic_init(&q->inject[0], 0);
   atomic_init(&q->inject[1], 0);
-  return dlrun_stream_init(&q->stream, svc()->device_workers(dev), svc()->device_platform(dev));
+  return dlrun_work_queue_init(&q->work, svc()->device_workers(dev), svc()->device_platform(dev));
 }
 
-void dlrun_host_queue_fini(dlrun_host_queue *q) { dlrun_stream_destroy(&q->stream); }
+void dlrun_host_queue_fini(dlrun_host_queue *q) { dlrun_work_queue_destroy(&q->work); }
 
 void dlrun_hostexec_use_timelines(dlrun_platform *pl) {
   pl->event_query = svc()->timeline_query;
@@ -144,7 +144,7 @@ static dlrun_status run_copy(void *ctx, dlrun_status prior) {
   dlrun_status st = prior ? prior : w->inject ? injected(w->q, "copy") : DLRUN_OK;
   if (!st && w->nunits == 1) copy_one_unit(w, 0); /* nothing to share */
   else if (!st && w->nunits)
-    svc()->workers_parallel(w->q->stream.workers, w->nunits, copy_one_unit, w);
+    svc()->workers_parallel(w->q->work.workers, w->nunits, copy_one_unit, w);
   if (op->complete) op->complete(op->complete_ctx); /* may free op */
   return st;
 }
@@ -158,8 +158,8 @@ dlrun_status dlrun_hostexec_copy(dlrun_device *dev, dlrun_copy_op *op, const dlr
   *w = (copy_work){.q = q, .op = op};
   w->inject = take_injected(q, DLRUN_WORK_COPY);
   plan_units(w);
-  return op->sync ? dlrun_stream_run(&q->stream, &w->node, waits, nwaits, run_copy, w, done)
-                  : dlrun_stream_submit(&q->stream, &w->node, waits, nwaits, run_copy, w, done);
+  return op->sync ? dlrun_work_queue_run(&q->work, &w->node, waits, nwaits, run_copy, w, done)
+                  : dlrun_work_queue_submit(&q->work, &w->node, waits, nwaits, run_copy, w, done);
 }
 
 /* ---- fills and points ---- */
@@ -195,7 +195,7 @@ dlrun_status dlrun_hostexec_fill(dlrun_device *dev, dlrun_memory_kind kind, void
   if (!w) return DLRUN_ERR_RESOURCE_EXHAUSTED;
   *w = (fill_work){.q = q, .kind = kind, .data = data, .nbytes = nbytes, .fill = *f};
   w->inject = take_injected(q, DLRUN_WORK_FILL);
-  dlrun_status st = dlrun_stream_submit(&q->stream, &w->node, waits, nwaits, run_fill, w, done);
+  dlrun_status st = dlrun_work_queue_submit(&q->work, &w->node, waits, nwaits, run_fill, w, done);
   if (st) svc()->free(w);
   return st;
 }
@@ -208,13 +208,13 @@ static dlrun_status run_marker(void *ctx, dlrun_status prior) {
 dlrun_status dlrun_hostexec_record(dlrun_device *dev, const dlrun_event *waits, size_t nwaits,
                                    dlrun_event *done) {
   dlrun_host_queue *q = queue_of(dev);
-  if (nwaits == 0) { /* the point after everything queued: the stream's last */
-    if (done) *done = dlrun_stream_last(&q->stream);
+  if (nwaits == 0) { /* the point after everything queued: the work queue's last */
+    if (done) *done = dlrun_work_queue_last(&q->work);
     return DLRUN_OK;
   }
   dlrun_task *t = svc()->alloc(sizeof *t);
   if (!t) return DLRUN_ERR_RESOURCE_EXHAUSTED;
-  dlrun_status st = dlrun_stream_submit(&q->stream, t, waits, nwaits, run_marker, t, done);
+  dlrun_status st = dlrun_work_queue_submit(&q->work, t, waits, nwaits, run_marker, t, done);
   if (st) svc()->free(t);
   return st;
 }

@@ -1,6 +1,6 @@
 /* Host execution, the device queue of platforms whose work runs on the
  * host's threads (cpu, sim). One implementation of the platform's work and
- * event slots: each device's queue is a stream (stream.h) on the runtime's
+ * event slots: each device's queue is a work queue (work_queue.h) on the runtime's
  * shared workers; a copy is cut into units that idle workers share; the
  * library's host copy and fill loops do the bytes, through the platform's
  * view of its memory. */
@@ -10,12 +10,12 @@
 #include <stdatomic.h>
 
 #include "dlrun/platform.h"
-#include "stream.h"
+#include "work_queue.h"
 
 /* The head of every host-executed device's context (its impl begins with
- * one): the stream, and where the host reaches the device's bytes. */
+ * one): its work queue, and where the host reaches the device's bytes. */
 typedef struct dlrun_host_queue {
-  dlrun_stream stream;
+  dlrun_work_queue work;
   dlrun_device *dev;
   /* The host address of the bytes at device address `data` of dev's
    * `kind` memory (the address itself for host-readable memory). */

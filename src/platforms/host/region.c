@@ -92,10 +92,10 @@ bool dlrun_host_region_share(const dlrun_host_region *r, const void *data, uint6
 }
 
 dlrun_status dlrun_host_region_map_peer(const dlrun_shared_region *h, int pid,
-                                        const void **view) {
-  return svc()->shared_file_map(pid, h->handle, h->size, view);
+                                        const void **mapping) {
+  return svc()->shared_file_map(pid, h->handle, h->size, mapping);
 }
 
-void dlrun_host_region_unmap_peer(const dlrun_shared_region *h, const void *view) {
-  svc()->shared_file_unmap(view, h->size);
+void dlrun_host_region_unmap_peer(const dlrun_shared_region *h, const void *mapping) {
+  svc()->shared_file_unmap(mapping, h->size);
 }

@@ -48,7 +48,7 @@ bool dlrun_host_region_share(const dlrun_host_region *r, const void *data, uint6
 /* The platform slots map_shared and unmap_shared of host-RAM platforms
  * (svc->shared_file_map: read-only, checked, keeping the file alive). */
 dlrun_status dlrun_host_region_map_peer(const dlrun_shared_region *h, int pid,
-                                        const void **view);
-void dlrun_host_region_unmap_peer(const dlrun_shared_region *h, const void *view);
+                                        const void **mapping);
+void dlrun_host_region_unmap_peer(const dlrun_shared_region *h, const void *mapping);
 
 #endif

@@ -52,31 +52,31 @@ static void origin_of(size_t off, size_t row, size_t slice, size_t o[3]) {
 
 static cl_int enqueue_rect(ocl_enqueue *q, const plan *p, const ocl_place *s,
                            const ocl_place *d) {
-  const size_t *region = p->region;
+  const size_t *extent = p->extent;
   size_t sr = (size_t)p->srow, ss = (size_t)p->sslice, dr = (size_t)p->drow,
          ds = (size_t)p->dslice;
   size_t so[3], doo[3], zero[3] = {0, 0, 0};
   cl_event ev = NULL;
   cl_int err;
   cl_command_queue cq = q->d->queue;
-  if (region[1] == 1 && region[2] == 1) { /* one run: the plain commands */
+  if (extent[1] == 1 && extent[2] == 1) { /* one run: the plain commands */
     if (s->mem && d->mem)
-      err = clEnqueueCopyBuffer(cq, s->mem, d->mem, s->offset, d->offset, region[0],
+      err = clEnqueueCopyBuffer(cq, s->mem, d->mem, s->offset, d->offset, extent[0],
                                 ocl_wait_count(q), ocl_wait_list(q), &ev);
     else if (s->mem)
-      err = clEnqueueReadBuffer(cq, s->mem, CL_FALSE, s->offset, region[0], d->host,
+      err = clEnqueueReadBuffer(cq, s->mem, CL_FALSE, s->offset, extent[0], d->host,
                                 ocl_wait_count(q), ocl_wait_list(q), &ev);
     else
-      err = clEnqueueWriteBuffer(cq, d->mem, CL_FALSE, d->offset, region[0], s->host,
+      err = clEnqueueWriteBuffer(cq, d->mem, CL_FALSE, d->offset, extent[0], s->host,
                                  ocl_wait_count(q), ocl_wait_list(q), &ev);
   } else if (s->mem && s->mem == d->mem && (sr != dr || ss != ds)) {
     /* OpenCL refuses a rect within one buffer whose pitches differ: rows */
     err = CL_SUCCESS;
-    for (size_t z = 0; z < region[2] && !err; z++)
-      for (size_t y = 0; y < region[1] && !err; y++) {
+    for (size_t z = 0; z < extent[2] && !err; z++)
+      for (size_t y = 0; y < extent[1] && !err; y++) {
         ev = NULL;
         err = clEnqueueCopyBuffer(cq, s->mem, d->mem, s->offset + z * ss + y * sr,
-                                  d->offset + z * ds + y * dr, region[0], ocl_wait_count(q),
+                                  d->offset + z * ds + y * dr, extent[0], ocl_wait_count(q),
                                   ocl_wait_list(q), &ev);
         ocl_enqueued(q, err, ev);
       }
@@ -84,15 +84,15 @@ static cl_int enqueue_rect(ocl_enqueue *q, const plan *p, const ocl_place *s,
   } else if (s->mem && d->mem) {
     origin_of(s->offset, sr, ss, so);
     origin_of(d->offset, dr, ds, doo);
-    err = clEnqueueCopyBufferRect(cq, s->mem, d->mem, so, doo, region, sr, ss, dr, ds,
+    err = clEnqueueCopyBufferRect(cq, s->mem, d->mem, so, doo, extent, sr, ss, dr, ds,
                                   ocl_wait_count(q), ocl_wait_list(q), &ev);
   } else if (s->mem) {
     origin_of(s->offset, sr, ss, so);
-    err = clEnqueueReadBufferRect(cq, s->mem, CL_FALSE, so, zero, region, sr, ss, dr, ds,
+    err = clEnqueueReadBufferRect(cq, s->mem, CL_FALSE, so, zero, extent, sr, ss, dr, ds,
                                   d->host, ocl_wait_count(q), ocl_wait_list(q), &ev);
   } else {
     origin_of(d->offset, dr, ds, doo);
-    err = clEnqueueWriteBufferRect(cq, d->mem, CL_FALSE, doo, zero, region, dr, ds, sr, ss,
+    err = clEnqueueWriteBufferRect(cq, d->mem, CL_FALSE, doo, zero, extent, dr, ds, sr, ss,
                                    s->host, ocl_wait_count(q), ocl_wait_list(q), &ev);
   }
   ocl_enqueued(q, err, ev);
@@ -253,7 +253,7 @@ static dlrun_status kernel_piece(copy_pass *cp, const side *src, const side *dst
 static bool by_kernel(const side *src, const side *dst, const plan *p, size_t esize) {
   if ((!src->buf && !dst->buf) || p->ndims > 4) return false;
   bool one_memory = src->buf && dst->buf && src->d == dst->d && src->kind == dst->kind;
-  if (one_memory && p->region[0] * p->region[1] * p->region[2] > p->region[0] &&
+  if (one_memory && p->extent[0] * p->extent[1] * p->extent[2] > p->extent[0] &&
       (p->srow != p->drow || p->sslice != p->dslice))
     return true; /* rects within one buffer need equal pitches: rows, or the kernel */
   if (rect_count(p) <= 8) return false;

@@ -53,10 +53,10 @@ dlrun_status dlrun_buffer_stage(const dlrun_buffer *b, size_t esize, int ndim,
              : dlrun_copy_sync(esize, ndim, lo, hi, &dev, &host);
 }
 
-dlrun_status dlrun_buffer_piece(const dlrun_buffer *b, size_t esize, int ndim,
-                                const int64_t *shard_dims, const int64_t *origin,
-                                const int64_t *lo, const int64_t *hi, int peer,
-                                dlrun_transport_piece *out) {
+dlrun_status dlrun_buffer_message(const dlrun_buffer *b, size_t esize, int ndim,
+                                  const int64_t *shard_dims, const int64_t *origin,
+                                  const int64_t *lo, const int64_t *hi, int peer,
+                                  dlrun_transport_message *out) {
   unsigned char *view = view_of(b);
   if (!view) return unreachable(b);
   int64_t scratch[DLRUN_MAX_NDIM];
@@ -76,7 +76,7 @@ dlrun_status dlrun_buffer_piece(const dlrun_buffer *b, size_t esize, int ndim,
   stride[k++] = 1;
   /* Merge each dimension into the one inside it when that one is
    * contiguous within it, innermost first. */
-  *out = (dlrun_transport_piece){.peer = peer, .base = view + offset * (int64_t)esize};
+  *out = (dlrun_transport_message){.peer = peer, .base = view + offset * (int64_t)esize};
   int n = 0; /* merged dimensions, innermost first, in out */
   for (int i = k - 1; i >= 0; i--) {
     if (n && stride[i] == out->count[n - 1] * out->stride[n - 1]) {

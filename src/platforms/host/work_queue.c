@@ -1,5 +1,5 @@
-/* Ordered streams of host work (stream.h). */
-#include "stream.h"
+/* In-order work queues of host work (work_queue.h). */
+#include "work_queue.h"
 #include "host_services.h"
 
 #include <stddef.h>
@@ -10,9 +10,11 @@ static const dlrun_platform_services *svc(void) { return dlrun_host_services(); 
 
 /* Hand s to the workers: now (a wake-up), or in the calling thread's batch
  * when it holds them (`batch`: it is queueing). */
-static void post(dlrun_stream *s, bool batch) { svc()->workers_post(s->workers, &s->item, batch); }
+static void post(dlrun_work_queue *s, bool batch) {
+  svc()->workers_post(s->workers, &s->item, batch);
+}
 
-/* Wake the stream of a task parked on a dependency: its head task goes on
+/* Wake the work queue of a task parked on a dependency: its head task goes on
  * with its next dependency. */
 static void wake_parked(dlrun_event_waiter *wt) {
   dlrun_task *t = (dlrun_task *)((char *)wt - offsetof(dlrun_task, waiter));
@@ -54,7 +56,7 @@ static dlrun_status prior_failure(const dlrun_task *t) {
 
 /* Run t (its dependencies complete) and complete its point. */
 static void run_task(dlrun_task *t) {
-  dlrun_stream *s = t->owner;
+  dlrun_work_queue *s = t->owner;
   dlrun_event point = t->point;
   char msg[512];
   dlrun_status prior = prior_failure(t);
@@ -66,14 +68,14 @@ static void run_task(dlrun_task *t) {
 }
 
 /* Take the head task of s off the queue. Called with s->mu. */
-static void pop_head(dlrun_stream *s) {
+static void pop_head(dlrun_work_queue *s) {
   s->head = s->head->next;
   if (!s->head) s->tail = NULL;
 }
 
 /* After a task of s: hand s back to the workers if more are queued, so
- * that many busy streams share the workers fairly. */
-static void after_task(dlrun_stream *s) {
+ * that many busy work queues share the workers fairly. */
+static void after_task(dlrun_work_queue *s) {
   pthread_mutex_lock(&s->mu);
   bool more = s->head != NULL;
   if (!more) s->scheduled = false;
@@ -92,7 +94,7 @@ static bool all_complete(const dlrun_event *evs, size_t n) {
  * task whose dependencies are pending parks s instead (it stays
  * scheduled, off the queue) until the event it waits for wakes it. */
 static void run_one(dlrun_work_item *it) {
-  dlrun_stream *s = (dlrun_stream *)((char *)it - offsetof(dlrun_stream, item));
+  dlrun_work_queue *s = (dlrun_work_queue *)((char *)it - offsetof(dlrun_work_queue, item));
   pthread_mutex_lock(&s->mu);
   dlrun_task *t = s->head; /* only this thread takes from s now */
   size_t left = t->ndeps - t->next_dep;
@@ -109,8 +111,9 @@ static void run_one(dlrun_work_item *it) {
   after_task(s);
 }
 
-dlrun_status dlrun_stream_init(dlrun_stream *s, dlrun_workers *w, const dlrun_platform *platform) {
-  *s = (dlrun_stream){.item = {.run = run_one}, .workers = w};
+dlrun_status dlrun_work_queue_init(dlrun_work_queue *s, dlrun_workers *w,
+                                   const dlrun_platform *platform) {
+  *s = (dlrun_work_queue){.item = {.run = run_one}, .workers = w};
   dlrun_status st = svc()->timeline_create(platform, &s->tl);
   if (st) return st;
   pthread_mutex_init(&s->mu, NULL);
@@ -119,8 +122,8 @@ dlrun_status dlrun_stream_init(dlrun_stream *s, dlrun_workers *w, const dlrun_pl
 }
 
 /* Its last point complete, the worker that ran it may still be leaving
- * the stream: destroy waits until it has. */
-void dlrun_stream_destroy(dlrun_stream *s) {
+ * the work queue: destroy waits until it has. */
+void dlrun_work_queue_destroy(dlrun_work_queue *s) {
   svc()->timeline_wait(svc()->timeline_last(s->tl));
   pthread_mutex_lock(&s->mu);
   s->idle_waiters++;
@@ -132,10 +135,11 @@ void dlrun_stream_destroy(dlrun_stream *s) {
   pthread_mutex_destroy(&s->mu);
 }
 
-dlrun_event dlrun_stream_last(dlrun_stream *s) { return svc()->timeline_last(s->tl); }
+dlrun_event dlrun_work_queue_last(dlrun_work_queue *s) { return svc()->timeline_last(s->tl); }
 
-dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_event *deps,
-                                 size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *point) {
+dlrun_status dlrun_work_queue_submit(dlrun_work_queue *s, dlrun_task *t, const dlrun_event *deps,
+                                     size_t ndeps, dlrun_task_fn fn, void *ctx,
+                                     dlrun_event *point) {
   dlrun_status st = svc()->workers_start(s->workers);
   if (st) return st;
   *t = (dlrun_task){.fn = fn, .ctx = ctx, .owner = s, .deps = deps, .ndeps = ndeps};
@@ -152,8 +156,8 @@ dlrun_status dlrun_stream_submit(dlrun_stream *s, dlrun_task *t, const dlrun_eve
   return DLRUN_OK;
 }
 
-dlrun_status dlrun_stream_run(dlrun_stream *s, dlrun_task *t, const dlrun_event *deps,
-                              size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *point) {
+dlrun_status dlrun_work_queue_run(dlrun_work_queue *s, dlrun_task *t, const dlrun_event *deps,
+                                  size_t ndeps, dlrun_task_fn fn, void *ctx, dlrun_event *point) {
   pthread_mutex_lock(&s->mu);
   bool now = !s->scheduled && all_complete(deps, ndeps);
   if (now) {
@@ -162,7 +166,7 @@ dlrun_status dlrun_stream_run(dlrun_stream *s, dlrun_task *t, const dlrun_event 
                       .point = svc()->timeline_begin(s->tl)};
   }
   pthread_mutex_unlock(&s->mu);
-  if (!now) return dlrun_stream_submit(s, t, deps, ndeps, fn, ctx, point);
+  if (!now) return dlrun_work_queue_submit(s, t, deps, ndeps, fn, ctx, point);
   if (point) *point = t->point;
   run_task(t);
   after_task(s);
