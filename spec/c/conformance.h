@@ -16,6 +16,7 @@
 #include "array/array_impl.h"
 #include "check.h"
 #include "device/buffer.h"
+#include "device/copy_route.h"
 #include "dlrun/dlrun.h"
 #include "dlrun/platform.h"
 

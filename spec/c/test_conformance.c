@@ -21,6 +21,8 @@
 #include <stdio.h>
 
 #include "conformance.h"
+#include "device/dlpack_codes.h"
+#include "device/memory_place.h"
 
 #define MAX_PLATFORMS 5
 

@@ -5,6 +5,7 @@
 
 #include "array/array_impl.h"
 #include "check.h"
+#include "device/boxes.h"
 #include "device/host_loops.h"
 #include "dlrun/dlrun.h"
 

@@ -6,6 +6,9 @@
 
 #include "array_impl.h"
 #include "core/status_impl.h"
+#include "device/boxes.h"
+#include "device/copy_route.h"
+#include "device/fill.h"
 
 static const int64_t zero_origin[DLRUN_MAX_NDIM];
 

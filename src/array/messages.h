@@ -6,6 +6,7 @@
 #define DLRUN_MESSAGES_H
 
 #include "array_impl.h"
+#include "device/buffer_transport.h"
 #include "distributed/transport.h"
 
 /* One message: the box [lo, hi) of buf (whose block starts at `origin`),

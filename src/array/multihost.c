@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/dtype_impl.h"
 #include "core/status_impl.h"
+#include "device/buffer_transport.h"
 #include "distributed/distributed_impl.h"
 #include "dlrun/multihost.h"
 

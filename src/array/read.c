@@ -9,6 +9,8 @@
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "device/boxes.h"
+#include "device/copy_route.h"
 #include "grid.h"
 
 typedef struct read_ctx {

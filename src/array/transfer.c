@@ -13,6 +13,7 @@
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "device/boxes.h"
 #include "device/copy.h"
 #include "distributed/distributed_impl.h"
 #include "grid.h"

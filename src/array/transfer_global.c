@@ -22,6 +22,8 @@
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "device/boxes.h"
+#include "device/buffer_transport.h"
 #include "device/copy.h"
 #include "distributed/distributed_impl.h"
 #include "grid.h"

@@ -5,7 +5,7 @@
  * with a single memcpy. */
 #include <string.h>
 
-#include "device/buffer.h"
+#include "boxes.h"
 #include "host_loops.h"
 
 uint64_t dlrun_box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {

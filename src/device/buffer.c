@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "buffer.h"
+#include "boxes.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "core/trace_impl.h"

@@ -1,6 +1,8 @@
 /* Buffers as the transport between processes sees them: a box of a shard
  * as one strided message over the platform's transport view. */
-#include "buffer.h"
+#include "buffer_transport.h"
+#include "boxes.h"
+#include "copy_route.h"
 #include "core/status_impl.h"
 
 static unsigned char *view_of(const dlrun_buffer *b) {

@@ -14,6 +14,8 @@
 #include "enqueue.h"
 #include "work_trace.h"
 #include "workers.h"
+#include "boxes.h"
+#include "copy_route.h"
 
 /* A run of a task's pieces that one device queue copies: the task's own
  * destination queue in the common case; the source's for device memory

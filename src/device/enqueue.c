@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/trace_impl.h"
 #include "work_trace.h"
+#include "boxes.h"
 
 /* One event to record once the work completes: what it was, and when it
  * was enqueued. Names are devices' (they outlive their queued work). */

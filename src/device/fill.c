@@ -1,7 +1,8 @@
-/* The host fill loop, under the fill slot of host-executed platforms. */
+/* The values of a sequence fill (fill.h) and the host fill loop, under the
+ * fill slot of host-executed platforms. */
 #include <string.h>
 
-#include "device/buffer.h"
+#include "fill.h"
 #include "host_loops.h"
 
 dlrun_scalar dlrun_fill_value(const dlrun_fill *f, int64_t i) {

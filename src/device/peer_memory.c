@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "boxes.h"
+#include "copy_route.h"
 #include "core/status_impl.h"
 #include "device/peer_memory.h"
 

@@ -112,7 +112,7 @@ dlrun_status dlrun_distributed_init(const dlrun_distributed_options *options) {
       o.mode == DLRUN_DISTRIBUTED_MPI || (o.mode == DLRUN_DISTRIBUTED_AUTO && launched());
   if ((st = dlrun_distributed_job_enter(connect, o.module, timeout, msg, reach))) return st;
   /* Both ends of a device_put cut its messages by this size: a process
-   * that cut them otherwise would read a piece into the wrong place. */
+   * that cut them otherwise would read a message into the wrong place. */
   char text[24];
   snprintf(text, sizeof text, "%llu", (unsigned long long)msg);
   st = dlrun_distributed_agree_one("joining the job", NULL, "DLRUN_DISTRIBUTED_MESSAGE_BYTES", text,

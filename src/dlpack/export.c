@@ -15,6 +15,8 @@
 #include "core/alloc.h"
 #include "core/status_impl.h"
 #include "core/trace_impl.h"
+#include "device/dlpack_codes.h"
+#include "device/memory_place.h"
 #include "dlpack_impl.h"
 #include "dlrun/dlpack.h"
 

@@ -13,8 +13,12 @@
 #include "array/array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "core/trace_impl.h"
 #include "core/text.h"
+#include "core/trace_impl.h"
+#include "device/boxes.h"
+#include "device/copy_route.h"
+#include "device/dlpack_codes.h"
+#include "device/memory_place.h"
 #include "dlpack_impl.h"
 #include "dlrun/dlpack.h"
 

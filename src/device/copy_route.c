@@ -1,15 +1,17 @@
-/* The device layer's entry points for device bytes: each goes to the
- * queue of the platform that can reach the memories involved
- * (device/buffer.h). */
+/* Copies of N-d boxes between any two memories: each goes to the queue of
+ * the platform that can reach the memories involved (copy_route.h), and
+ * the public driver copies. */
 #include <stdio.h>
 #include <string.h>
 
-#include "buffer.h"
+#include "copy_route.h"
+#include "boxes.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
-#include "host_loops.h"
-#include "timeline.h"
 #include "enqueue.h"
+#include "host_loops.h"
+#include "memory_place.h"
+#include "timeline.h"
 
 dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
                                const int64_t *strides) {
@@ -19,15 +21,6 @@ dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
 
 dlrun_box_end dlrun_host_end(const void *data, const int64_t *origin, const int64_t *strides) {
   return (dlrun_box_end){.data = data, .origin = origin, .strides = strides};
-}
-
-bool dlrun_memory_owns(const dlrun_device *dev, dlrun_memory_kind kind, const void *data,
-                       uint64_t n) {
-  return dev->platform->owns(dev, kind, data, n);
-}
-
-bool dlrun_memory_host_readable(const dlrun_device *dev, dlrun_memory_kind kind) {
-  return dev->platform->host_readable(dev, kind);
 }
 
 static bool end_is_host(const dlrun_box_end *e) {
@@ -97,102 +90,6 @@ dlrun_status dlrun_copy_sync(size_t esize, int ndim, const int64_t *lo, const in
   if (!st) st = copy_on(r.queue, esize, ndim, lo, hi, &r.dst, &host);
   dlrun_free(stage);
   return st;
-}
-
-static void release_buffer(void *b) { dlrun_buffer_release(b); }
-
-dlrun_status dlrun_buffer_fill_async(dlrun_buffer *b, const dlrun_fill *f) {
-  dlrun_status st = dlrun_queue_fill(b->dev, b->kind, b->data, b->nbytes, f, NULL, 0, &b->ready);
-  if (st) return st;
-  dlrun_buffer_retain(b); /* until the fill is done: back before b reads ready */
-  st = dlrun_event_is_timeline(b->ready) ? dlrun_timeline_then_early(b->ready, release_buffer, b)
-                                         : dlrun_event_then(b->ready, release_buffer, b);
-  if (!st) return DLRUN_OK;
-  /* No memory to be called back: the fill is done before b can go. */
-  char why[256];
-  snprintf(why, sizeof why, "%s", dlrun_last_error());
-  dlrun_event_wait(b->ready);
-  dlrun_buffer_release(b);
-  return dlrun_fail(st, "%s", why);
-}
-
-bool dlrun_memory_same_place(const dlrun_device *have, dlrun_memory_kind have_kind,
-                             const dlrun_device *want, dlrun_memory_kind want_kind) {
-  if (dlrun_memory_is_host(have, have_kind)) return dlrun_memory_is_host(want, want_kind);
-  return have == want && have_kind == want_kind;
-}
-
-void dlrun_buffer_dlpack_device(const dlrun_buffer *b, int32_t *type, int32_t *id) {
-  b->dev->platform->dlpack_device(b->dev, b->kind, type, id);
-}
-
-bool dlrun_memory_is_host(const dlrun_device *dev, dlrun_memory_kind kind) {
-  return dev->platform->is_host_memory(dev, kind);
-}
-
-dlrun_status dlrun_buffer_export_data(const dlrun_buffer *b, void **data, uint64_t *byte_offset) {
-  *data = b->data;
-  *byte_offset = 0;
-  const dlrun_platform *pl = b->dev->platform;
-  if (!b->nbytes || !pl->export_data) return DLRUN_OK;
-  return pl->export_data(b->dev, b->kind, b->data, data, byte_offset);
-}
-
-dlrun_status dlrun_memory_import(const dlrun_device *dev, dlrun_memory_kind kind, void *data,
-                                 uint64_t byte_offset, uint64_t below, uint64_t span,
-                                 const void **elem0, bool *handled) {
-  const dlrun_platform *pl = dev->platform;
-  *handled = pl->import_data != NULL;
-  if (!*handled) return DLRUN_OK;
-  if (byte_offset < below)
-    return dlrun_fail(DLRUN_ERR_BUFFER, "from_dlpack: the tensor reaches %llu bytes before its "
-                      "byte_offset %llu, outside the memory of %s",
-                      (unsigned long long)below, (unsigned long long)byte_offset, dev->name);
-  void *first;
-  dlrun_status st = pl->import_data(dev, kind, data, byte_offset - below, span, &first);
-  if (!st) *elem0 = (const char *)first + below;
-  return st;
-}
-
-bool dlrun_device_has_streams(const dlrun_device *dev) {
-  return dev->platform->stream_wait != NULL;
-}
-
-dlrun_status dlrun_device_stream_wait(const dlrun_device *dev, int64_t stream, dlrun_event ev) {
-  return dev->platform->stream_wait(dev, stream, ev);
-}
-
-int64_t dlrun_device_consumer_stream(const dlrun_device *dev) {
-  return dev->platform->consumer_stream ? dev->platform->consumer_stream(dev) : 0;
-}
-
-dlrun_device *dlrun_device_from_dlpack(dlrun_runtime *rt, int32_t type, int32_t id,
-                                       dlrun_memory_kind *kind) {
-  for (size_t g = 0; g < rt->ngroups; g++) {
-    const dlrun_device_group *grp = &rt->groups[g];
-    /* DLPack device ids are process-local ordinals, as CUDA's. */
-    ptrdiff_t i = grp->platform->dlpack_lookup(type, id, grp->local_count, kind);
-    if (i >= 0)
-      return &rt->devices[grp->first + (size_t)rt->process_index * grp->local_count + (size_t)i];
-  }
-  return NULL;
-}
-
-dlrun_device *dlrun_device_exporting_as(dlrun_runtime *rt, int32_t type, int32_t id,
-                                        bool *type_known) {
-  *type_known = false;
-  for (size_t g = 0; g < rt->ngroups; g++) {
-    const dlrun_device_group *grp = &rt->groups[g];
-    dlrun_device *local = &rt->devices[grp->first + (size_t)rt->process_index * grp->local_count];
-    for (size_t i = 0; i < grp->local_count; i++) {
-      int32_t t, d;
-      grp->platform->dlpack_device(&local[i], DLRUN_MEM_DEVICE, &t, &d);
-      if (t != type) continue;
-      if (d == id) return &local[i];
-      *type_known = true;
-    }
-  }
-  return NULL;
 }
 
 /* ---- the public driver copies ---- */
