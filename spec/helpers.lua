@@ -264,6 +264,16 @@ function M.capture(line)
   return text
 end
 
+-- What a shell command line prints on stdout and stderr together, and its
+-- exit status.
+function M.capture_status(line)
+  local out = os.tmpname()
+  local _, _, status = os.execute(line .. " >" .. shell_quote(out) .. " 2>&1")
+  local text = M.read_all(out)
+  os.remove(out)
+  return text, status
+end
+
 -- ---- the platform the suite runs on ----
 -- The busted process runs on the default runtime: DLRUN_DEVICES, unset in
 -- plain runs ("auto": 8 sim devices and the host cpu device);

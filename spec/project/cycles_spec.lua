@@ -10,21 +10,9 @@ local helpers = require "spec.helpers"
 local q = helpers.shell_quote
 
 local function run(src, pub)
-  local out = os.tmpname()
-  local _, _, status = os.execute("scripts/check-cycles.sh " .. q(src) .. " " .. q(pub) .. " >"
-                                  .. out .. " 2>&1")
-  local f = assert(io.open(out))
-  local text = f:read("a")
-  f:close()
-  os.remove(out)
-  return text, status
+  return helpers.capture_status("scripts/check-cycles.sh " .. q(src) .. " " .. q(pub))
 end
-
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
+local write = helpers.write_file
 
 describe("scripts/check-cycles.sh", function()
   it("finds no circle on the project's tree", function()

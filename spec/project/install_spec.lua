@@ -15,18 +15,7 @@
 local helpers = require "spec.helpers"
 local q = helpers.shell_quote
 
-local function read_all(path)
-  local f = assert(io.open(path, "rb"))
-  local text = f:read("a")
-  f:close()
-  return text
-end
-
-local function write_file(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local read_all, write_file = helpers.read_file, helpers.write_file
 
 local capture = helpers.capture
 

@@ -10,14 +10,7 @@ local q = helpers.shell_quote
 
 -- Run the checker on SRC and PUB; returns its output and exit status.
 local function check(src, pub)
-  local out = os.tmpname()
-  local _, _, status = os.execute("scripts/check-layers.sh " .. q(src) .. " " .. q(pub) .. " >"
-                                  .. out .. " 2>&1")
-  local f = assert(io.open(out))
-  local text = f:read("a")
-  f:close()
-  os.remove(out)
-  return text, status
+  return helpers.capture_status("scripts/check-layers.sh " .. q(src) .. " " .. q(pub))
 end
 
 -- A copy of src/ and include/dlrun in a fresh directory.
