@@ -22,7 +22,7 @@ typedef struct peer_map {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static peer_map *maps;
 static size_t nmaps, capmaps;
-static atomic_size_t mapped; /* nmaps, read without mu when tracing */
+static atomic_size_t mapped; /* nmaps, read without mu (the trace, the count) */
 
 /* Test hook, read once: DLRUN_FAIL_IPC_MAP=k makes this process's k-th
  * mapping of a peer's region fail. */
@@ -85,9 +85,4 @@ const dlrun_device *dlrun_peer_memory_device(const void *p) {
   return dev;
 }
 
-size_t dlrun_peer_memory_mapped_count(void) {
-  pthread_mutex_lock(&mu);
-  size_t n = nmaps;
-  pthread_mutex_unlock(&mu);
-  return n;
-}
+size_t dlrun_peer_memory_mapped_count(void) { return atomic_load(&mapped); }
