@@ -208,11 +208,13 @@ $(BUILD)/tests/test_cuda_double: $(CUDA_DOUBLE) $(CUDA_DOUBLE_NOGPA)
 # on a GPU"): dlrun through its public API against the driver's own copies,
 # the driver reached through the CUDA platform's loader, linked in. Never
 # installed; make test runs it on the driver double.
-$(GPU_BW): bench/gpu_bandwidth.c src/platforms/cuda/loader.c src/platforms/cuda/cu.h \
+$(GPU_BW): bench/gpu_bandwidth.c bench/gpu_latency.c bench/gpu_bench.h \
+           src/platforms/cuda/loader.c src/platforms/cuda/cu.h \
            src/platforms/cuda/driver_api.h $(PLATFORM_COMMON_H) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
-	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/gpu_bandwidth.c src/platforms/cuda/loader.c \
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ bench/gpu_bandwidth.c bench/gpu_latency.c \
+	  src/platforms/cuda/loader.c \
 	  $(LIB_A) $(LIBS)
 
 # Installs missing Debian packages (no-op when everything is there).

@@ -1,16 +1,22 @@
 /* CUDA bandwidth: dlrun's copies and fills on CUDA devices against the
- * driver's own cuMemcpy / cuMemcpy2DAsync / cuMemcpyPeer / cuMemsetD*Async
- * of the same bytes, timed in the same run (scripts/gpu-check.sh runs it;
- * docs/cuda.md, "Verifying on a GPU").
+ * driver's own cuMemcpy / cuMemcpy2DAsync / cuMemcpyPeer / cuMemset*Async
+ * of the same bytes, timed in the same run, at each size asked for; then
+ * what small operations cost (gpu_latency.c). scripts/gpu-check.sh runs it;
+ * docs/cuda.md, "Verifying on a GPU".
  *
- *   gpu_bandwidth [--bytes SIZE] [--runs N]
+ *   gpu_bandwidth [--bytes SIZE[,SIZE...]] [--runs N] [--latency-runs N]
  *
- * SIZE: the bytes of every case (default 256MiB; a multiple of 8 KiB), N:
- * timed runs of each side, alternating, the best kept (default 5), after one
- * untimed warm-up each (dlrun's pools committed, pages touched). Prints
- *   <name>: dlrun <GB/s> GB/s, driver <GB/s> GB/s, ratio <dlrun/driver>
- * per case, then "gpu_bandwidth: values ok" when every dlrun result (and the
- * driver's device-to-host copy) read back equal to what was written.
+ * SIZE: the bytes of every case (default 16MiB,256MiB,1GiB; each a multiple
+ * of 8 KiB), N: timed runs of each side, alternating, the best kept
+ * (default 5), after one untimed warm-up each (dlrun's pools committed,
+ * pages touched). Prints, per size and case,
+ *   <name>, <size>: dlrun <GB/s> GB/s, driver <GB/s> GB/s, ratio <dlrun/driver>
+ * The fill kernel lines (8- and 16-byte patterns, arange) set dlrun's PTX
+ * kernels against a cuMemsetD32Async of the same bytes, their values
+ * against dlrun's host computation of the same call. Then the latency
+ * lines (--latency-runs, default 2000 each; 0: none), and
+ * "gpu_bandwidth: values ok" when every dlrun result (and the driver's
+ * device-to-host copy) read back equal to what was written.
  * The driver is the one the CUDA platform loads (DLRUN_CUDA_LIBRARY, else
  * libcuda.so.1), through the platform's own loader (loader.c, linked in);
  * DLRUN_CUDA_MODULE must name the platform module (the program links
@@ -20,20 +26,29 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "dlrun/dlrun.h"
-#include "platforms/cuda/cu.h"
+#include "gpu_bench.h"
 
 #define COLS 1024 /* float32 columns: 4 KiB rows */
 
+#define MAX_SIZES 8
+
+/* A fill made by dlrun's kernels: a repeated value or a sequence. */
+typedef struct made {
+  const char *name;
+  dlrun_dtype dtype;
+  bool sequence; /* arange(0, n), else full(value) */
+  double value;
+} made;
+
 typedef struct bench {
   size_t bytes;
+  size_t sizes[MAX_SIZES];
+  int nsizes;
+  char label[32]; /* the size, as lines name it */
   int64_t dims[2];
-  int runs, ngpu;
+  int runs, latency_runs, ngpu;
   dlcu_context ctx[2];
   dlcu_ptr dst, src, peer; /* driver buffers: dst and src on GPU 0, peer on GPU 1 */
   void *pinned;            /* cuMemHostAlloc, holding the pattern */
@@ -44,15 +59,12 @@ typedef struct bench {
   dlrun_sharding *gpu0, *gpu1, *gpu0_pinned, *cpu_cols;
   dlrun_array *on_gpu0, *on_pinned, *on_cpus; /* the pattern, as dlrun holds it */
   dlrun_array *out;                           /* the last dlrun result */
+  dlrun_sharding *cpu0;                       /* the host computation of a made fill */
   float fill;                                 /* what a fill case writes */
+  const made *mk;                             /* what a kernel fill case makes */
+  unsigned char *want;                        /* what it should hold */
   int failures;
 } bench;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
@@ -62,26 +74,6 @@ static void *xmalloc(size_t n) {
   }
   return p;
 }
-
-#define DL(call)                                                                           \
-  do {                                                                                     \
-    dlrun_status st_ = (call);                                                             \
-    if (st_ != DLRUN_OK) {                                                                 \
-      fprintf(stderr, "gpu_bandwidth: %s failed: %s: %s\n", #call, dlrun_status_name(st_),  \
-              dlrun_last_error());                                                         \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
-
-#define CU(call)                                                                           \
-  do {                                                                                     \
-    dlcu_result r_ = cu_api.call;                                                          \
-    if (r_ != DLCU_SUCCESS) {                                                              \
-      fprintf(stderr, "gpu_bandwidth: cu%s failed: %s (%d)\n", #call, cu_error_name(r_),   \
-              r_);                                                                         \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
 
 /* ---- the dlrun side: one run each, its result kept in b->out ---- */
 
@@ -113,6 +105,19 @@ static void dl_full(bench *b) {
   DL(dlrun_array_full(b->gpu0, DLRUN_FLOAT32, 2, b->dims, &v, &a));
   keep(b, a);
 }
+
+/* b->mk on `to`, a 1-d array of b->bytes. */
+static dlrun_array *make(bench *b, dlrun_sharding *to) {
+  const made *m = b->mk;
+  int64_t n = (int64_t)(b->bytes / dlrun_dtype_get(m->dtype)->size);
+  dlrun_scalar v = {.kind = DLRUN_SCALAR_FLOAT, .re = m->value}, zero = {.kind = DLRUN_SCALAR_INT},
+               one = {.kind = DLRUN_SCALAR_INT, .i = 1};
+  dlrun_array *a;
+  if (m->sequence) DL(dlrun_array_arange(to, m->dtype, &zero, &one, n, &a));
+  else DL(dlrun_array_full(to, m->dtype, 1, &n, &v, &a));
+  return a;
+}
+static void dl_made(bench *b) { keep(b, make(b, b->gpu0)); }
 
 /* ---- the driver side, on the legacy default stream, waited for ---- */
 
@@ -181,18 +186,18 @@ static void measure(bench *b, const char *name, side_fn dl, side_fn cu, const vo
   for (int r = -1; r < b->runs; r++) { /* run -1: the untimed warm-up */
     if (b->out) dlrun_array_release(b->out);
     b->out = NULL;
-    double t0 = now_s();
+    double t0 = gpu_bench_now();
     dl(b);
-    double t1 = now_s();
+    double t1 = gpu_bench_now();
     cu(b);
-    double t2 = now_s();
+    double t2 = gpu_bench_now();
     if (r < 0) continue;
     if (t1 - t0 < best_dl) best_dl = t1 - t0;
     if (t2 - t1 < best_cu) best_cu = t2 - t1;
   }
   double gb = (double)b->bytes / 1e9;
-  printf("%s: dlrun %.2f GB/s, driver %.2f GB/s, ratio %.2f\n", name, gb / best_dl,
-         gb / best_cu, best_cu / best_dl);
+  printf("%s, %s: dlrun %.2f GB/s, driver %.2f GB/s, ratio %.2f\n", name, b->label,
+         gb / best_dl, gb / best_cu, best_cu / best_dl);
   if (b->out) check_out(b, name, want);
   else if (dl == dl_d2h) check(b, name, b->back, b->host); /* the driver's read, last */
   if (b->out) dlrun_array_release(b->out);
@@ -201,24 +206,50 @@ static void measure(bench *b, const char *name, side_fn dl, side_fn cu, const vo
 
 /* ---- setup ---- */
 
-static void parse_args(bench *b, int argc, char **argv) {
-  b->bytes = 256u << 20;
-  b->runs = 5;
-  for (int i = 1; i < argc; i++) {
+/* SIZE[,SIZE...] into b->sizes; false when one is not a size, a multiple
+ * of 8 KiB, or there are more than MAX_SIZES. */
+static bool parse_sizes(bench *b, const char *list) {
+  char buf[256];
+  if (strlen(list) >= sizeof buf) return false;
+  strcpy(buf, list);
+  b->nsizes = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     uint64_t v;
-    if (!strcmp(argv[i], "--bytes") && i + 1 < argc && !dlrun_parse_size(argv[i + 1], &v) &&
-        v >= 8192 && v % 8192 == 0) {
-      b->bytes = (size_t)v;
-      i++;
-    } else if (!strcmp(argv[i], "--runs") && i + 1 < argc && atoi(argv[i + 1]) > 0) {
-      b->runs = atoi(argv[++i]);
-    } else {
-      fprintf(stderr, "usage: gpu_bandwidth [--bytes SIZE (a multiple of 8KiB)] [--runs N]\n");
-      exit(2);
-    }
+    if (b->nsizes == MAX_SIZES || dlrun_parse_size(t, &v) || v < 8192 || v % 8192) return false;
+    b->sizes[b->nsizes++] = (size_t)v;
   }
-  b->dims[0] = (int64_t)(b->bytes / (COLS * sizeof(float)));
+  return b->nsizes > 0;
+}
+
+static void parse_args(bench *b, int argc, char **argv) {
+  b->runs = 5;
+  b->latency_runs = 2000;
+  bool ok = parse_sizes(b, "16MiB,256MiB,1GiB");
+  for (int i = 1; ok && i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--bytes") && v) ok = parse_sizes(b, v);
+    else if (!strcmp(argv[i], "--runs") && v && atoi(v) > 0) b->runs = atoi(v);
+    else if (!strcmp(argv[i], "--latency-runs") && v && (atoi(v) > 0 || !strcmp(v, "0")))
+      b->latency_runs = atoi(v);
+    else ok = false;
+    i++;
+  }
+  if (!ok) {
+    fprintf(stderr, "usage: gpu_bandwidth [--bytes SIZE[,SIZE...] (each a multiple of 8KiB, "
+                    "at most %d)] [--runs N] [--latency-runs N]\n",
+            MAX_SIZES);
+    exit(2);
+  }
+}
+
+/* One size's cases use b->bytes, as a COLS-wide float32 matrix. */
+static void use_size(bench *b, size_t bytes) {
+  b->bytes = bytes;
+  b->dims[0] = (int64_t)(bytes / (COLS * sizeof(float)));
   b->dims[1] = COLS;
+  if (bytes % (1u << 30) == 0) snprintf(b->label, sizeof b->label, "%zu GiB", bytes >> 30);
+  else if (bytes % (1u << 20) == 0) snprintf(b->label, sizeof b->label, "%zu MiB", bytes >> 20);
+  else snprintf(b->label, sizeof b->label, "%zu KiB", bytes >> 10);
 }
 
 /* The pattern in pageable, pinned and dlrun memory; the driver's buffers. */
@@ -227,6 +258,7 @@ static void setup_memory(bench *b) {
   b->host = xmalloc(b->bytes);
   b->halves = xmalloc(b->bytes);
   b->back = xmalloc(b->bytes);
+  b->want = xmalloc(b->bytes);
   for (size_t i = 0; i < b->bytes / 4; i++) ((float *)b->host)[i] = (float)(i % 1000003);
   for (size_t r = 0; r < rows; r++)
     for (size_t h = 0; h < 2; h++)
@@ -245,23 +277,18 @@ static void setup_memory(bench *b) {
   sync0();
 }
 
-static dlrun_sharding *single(dlrun_device *d, dlrun_memory_kind kind) {
-  dlrun_sharding *s;
-  DL(dlrun_single_device_sharding_create(d, kind, &s));
-  return s;
-}
-
 static void setup_dlrun(bench *b) {
   char spec[64];
   snprintf(spec, sizeof spec, "cuda:%d,cpu:2", b->ngpu);
   dlrun_config cfg = {.devices = spec, .device_memory = 3 * (uint64_t)b->bytes + (64u << 20),
                       .pinned_host_memory = (uint64_t)b->bytes + (16u << 20)};
   DL(dlrun_runtime_create(&cfg, &b->rt));
-  b->gpu0 = single(dlrun_local_device_get(b->rt, "cuda", 0), DLRUN_MEM_DEVICE);
-  b->gpu0_pinned = single(dlrun_local_device_get(b->rt, "cuda", 0), DLRUN_MEM_PINNED_HOST);
-  if (b->ngpu > 1) b->gpu1 = single(dlrun_local_device_get(b->rt, "cuda", 1), DLRUN_MEM_DEVICE);
+  b->gpu0 = gpu_bench_single(dlrun_local_device_get(b->rt, "cuda", 0), DLRUN_MEM_DEVICE);
+  b->gpu0_pinned = gpu_bench_single(dlrun_local_device_get(b->rt, "cuda", 0), DLRUN_MEM_PINNED_HOST);
+  if (b->ngpu > 1) b->gpu1 = gpu_bench_single(dlrun_local_device_get(b->rt, "cuda", 1), DLRUN_MEM_DEVICE);
   dlrun_device *cpus[2] = {dlrun_local_device_get(b->rt, "cpu", 0),
                            dlrun_local_device_get(b->rt, "cpu", 1)};
+  b->cpu0 = gpu_bench_single(cpus[0], DLRUN_MEM_DEVICE);
   const char *axis = "x";
   int64_t two = 2;
   dlrun_mesh *m;
@@ -280,18 +307,23 @@ static void setup_dlrun(bench *b) {
 static void teardown(bench *b) {
   dlrun_array *arrays[] = {b->on_gpu0, b->on_pinned, b->on_cpus};
   for (int i = 0; i < 3; i++) dlrun_array_release(arrays[i]);
-  dlrun_sharding *shardings[] = {b->gpu0, b->gpu1, b->gpu0_pinned, b->cpu_cols};
-  for (int i = 0; i < 4; i++)
+  dlrun_sharding *shardings[] = {b->gpu0, b->gpu1, b->gpu0_pinned, b->cpu_cols, b->cpu0};
+  for (int i = 0; i < 5; i++)
     if (shardings[i]) dlrun_sharding_release(shardings[i]);
   dlrun_runtime_release(b->rt);
   CU(MemFree(b->dst));
   CU(MemFree(b->src));
   if (b->peer) CU(MemFree(b->peer));
   CU(MemFreeHost(b->pinned));
-  for (int d = 0; d < b->ngpu; d++) CU(DevicePrimaryCtxRelease(d));
   free(b->host);
   free(b->halves);
   free(b->back);
+  free(b->want);
+  bench keep = *b; /* what holds for every size */
+  *b = (bench){.nsizes = keep.nsizes, .runs = keep.runs, .latency_runs = keep.latency_runs,
+               .ngpu = keep.ngpu, .failures = keep.failures};
+  memcpy(b->sizes, keep.sizes, sizeof b->sizes);
+  memcpy(b->ctx, keep.ctx, sizeof b->ctx);
 }
 
 /* Peer access from GPU 1 to GPU 0 (the direction dlrun's put reads), or why not. */
@@ -306,6 +338,47 @@ static bool peer_ok(const bench *b, char *why, size_t n) {
   return can != 0;
 }
 
+/* dlrun's kernels (8- and 16-byte patterns, sequences) against a memset
+ * of the same bytes; their values against dlrun's host computation. */
+static void kernel_fills(bench *b) {
+  static const made kinds[] = {
+      {"fill float64 1.5 (8-byte kernel)", DLRUN_FLOAT64, false, 1.5},
+      {"fill complex128 1.5 (16-byte kernel)", DLRUN_COMPLEX128, false, 1.5},
+      {"arange float32 (sequence kernel)", DLRUN_FLOAT32, true, 0},
+      {"arange float64 (sequence kernel)", DLRUN_FLOAT64, true, 0},
+      {"arange bfloat16 (sequence kernel)", DLRUN_BFLOAT16, true, 0},
+      {"arange int64 (sequence kernel)", DLRUN_INT64, true, 0},
+  };
+  b->fill = 1.5f; /* the memset's value: any, it writes the same bytes */
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    char name[96];
+    b->mk = &kinds[k];
+    dlrun_array *ref = make(b, b->cpu0);
+    DL(dlrun_array_read(ref, 0, b->bytes, b->want));
+    dlrun_array_release(ref);
+    snprintf(name, sizeof name, "%s vs cuMemsetD32", kinds[k].name);
+    measure(b, name, dl_made, cu_fill32, b->want);
+  }
+}
+
+/* Every case at b->bytes. */
+static void cases(bench *b) {
+  char why[300];
+  measure(b, "host to device (pageable)", dl_h2d_pageable, cu_h2d_pageable, b->host);
+  measure(b, "host to device (pinned)", dl_h2d_pinned, cu_h2d_pinned, b->host);
+  measure(b, "device to host (pageable)", dl_d2h, cu_d2h, b->host);
+  measure(b, "device to device", dl_d2d, cu_d2d, b->host);
+  if (peer_ok(b, why, sizeof why))
+    measure(b, "peer (device 0 to 1)", dl_peer, cu_peer, b->host);
+  else printf("peer (device 0 to 1), %s: skipped: %s\n", b->label, why);
+  measure(b, "2-D box (two column halves, host to device)", dl_box, cu_box, b->host);
+  b->fill = 1.5f;
+  measure(b, "fill float32 1.5 (cuMemsetD32)", dl_full, cu_fill32, NULL);
+  b->fill = 0.0f;
+  measure(b, "fill zeros (cuMemsetD8)", dl_full, cu_fill8, NULL);
+  kernel_fills(b);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   bench b = {0};
@@ -317,33 +390,29 @@ int main(int argc, char **argv) {
     return 2;
   }
   b.ngpu = count > 1 ? 2 : 1;
-  char name[128] = "";
+  char name[128] = "", sizes[160] = "";
   CU(DeviceGetName(name, sizeof name, 0));
-  printf("gpu_bandwidth: CUDA driver %d.%d, %d device(s), device 0: %s; %zu bytes per case, "
-         "best of %d\n",
-         cu_api.driver_version / 1000, cu_api.driver_version % 1000 / 10, count, name, b.bytes,
+  for (int i = 0; i < b.nsizes; i++) {
+    use_size(&b, b.sizes[i]);
+    snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s", i ? ", " : "", b.label);
+  }
+  printf("gpu_bandwidth: CUDA driver %d.%d, %d device(s), device 0: %s; cases of %s, best of "
+         "%d\n",
+         cu_api.driver_version / 1000, cu_api.driver_version % 1000 / 10, count, name, sizes,
          b.runs);
   if (strstr(name, "double"))
     printf("gpu_bandwidth: note: this is the driver double of the tests (host memory and "
            "threads): its ratios mean nothing about a GPU\n");
   for (int d = 0; d < b.ngpu; d++) CU(DevicePrimaryCtxRetain(&b.ctx[d], d));
-  setup_memory(&b);
-  setup_dlrun(&b);
-
-  measure(&b, "host to device (pageable)", dl_h2d_pageable, cu_h2d_pageable, b.host);
-  measure(&b, "host to device (pinned)", dl_h2d_pinned, cu_h2d_pinned, b.host);
-  measure(&b, "device to host (pageable)", dl_d2h, cu_d2h, b.host);
-  measure(&b, "device to device", dl_d2d, cu_d2d, b.host);
-  if (peer_ok(&b, why, sizeof why))
-    measure(&b, "peer (device 0 to 1)", dl_peer, cu_peer, b.host);
-  else printf("peer (device 0 to 1): skipped: %s\n", why);
-  measure(&b, "2-D box (two column halves, host to device)", dl_box, cu_box, b.host);
-  b.fill = 1.5f;
-  measure(&b, "fill float32 1.5 (cuMemsetD32)", dl_full, cu_fill32, NULL);
-  b.fill = 0.0f;
-  measure(&b, "fill zeros (cuMemsetD8)", dl_full, cu_fill8, NULL);
-
-  teardown(&b);
+  for (int i = 0; i < b.nsizes; i++) {
+    use_size(&b, b.sizes[i]);
+    setup_memory(&b);
+    setup_dlrun(&b);
+    cases(&b);
+    teardown(&b);
+  }
+  if (b.latency_runs > 0) b.failures += gpu_latency(b.latency_runs);
+  for (int d = 0; d < b.ngpu; d++) CU(DevicePrimaryCtxRelease(d));
   if (b.failures) {
     printf("gpu_bandwidth: %d case(s) read back wrong values\n", b.failures);
     return 1;

@@ -60,6 +60,8 @@ uint64_t cu_bytes_held(const dlrun_device *dev, dlrun_memory_kind kind);
 /* ---- devices (device.c) ---- */
 typedef struct cu_op cu_op;
 
+#define CU_SPARE_EVENTS 16
+
 typedef struct cu_device {
   struct cu_device *next; /* every live device of the module */
   dlrun_device *dev;
@@ -82,6 +84,9 @@ typedef struct cu_device {
   pthread_t thread;         /* submits gated ops, completes recorded ones */
   dlcu_result broken;       /* a sticky error of the context (atomic): the device is unusable */
   cu_range *ranges;
+  pthread_mutex_t ev_lock;  /* spare */
+  dlcu_event spare[CU_SPARE_EVENTS]; /* events of ops that ended, for the next ones */
+  size_t nspare;
   dlcu_module module;       /* the PTX kernels, loaded on first use */
   dlcu_function kernels[3];
 } cu_device;
@@ -101,6 +106,11 @@ cu_device *cu_device_of_ordinal(int ordinal);
  * from there to the end of what backs it contiguously. */
 dlrun_status cu_place_of(cu_device *d, dlrun_memory_kind kind, const void *addr, uint64_t n,
                          dlcu_ptr *out, uint64_t *room);
+
+/* An event for an op (DISABLE_TIMING): a spare one of d's, else a new one
+ * (d's context current). cu_event_put gives it back when the op ends. */
+dlcu_result cu_event_get(cu_device *d, dlcu_event *ev);
+void cu_event_put(cu_device *d, dlcu_event ev);
 
 /* ---- ops (ops.c) ---- */
 /* The driver's part of the op protocol (common/op_queue.h). */
@@ -123,6 +133,8 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
 dlrun_status cu_usable(cu_device *d, const char *what);
 /* Make `stream` (a driver stream handle) wait for ev. */
 dlrun_status cu_stream_wait_event(cu_device *d, dlcu_stream stream, dlrun_event ev);
+/* The platform's event_wait (a waiter ends a submitted op's work itself). */
+dlrun_status cu_event_wait(dlrun_event ev);
 /* The completion thread of d (device.c starts it). */
 void *cu_completion_main(void *arg);
 

@@ -101,7 +101,8 @@ dlrun_platform cu_platform = {
     .copy_box = cu_copy_box,
     .fill = cu_fill,
     .record = cu_record,
-    /* event_query, event_wait, event_then: the timeline's, set at open */
+    .event_wait = cu_event_wait,
+    /* event_query, event_then: the timeline's, set at open */
     .dlpack_device = cu_dlpack_device,
     .dlpack_lookup = cu_dlpack_lookup,
     .export_data = cu_export_data,
@@ -125,7 +126,6 @@ EXPORT int dlrun_platform_module_open(int abi, const dlrun_platform_services *sv
   cu_svc = svc;
   /* Its events are the library's timeline points (see the OpenCL module). */
   cu_platform.event_query = svc->timeline_query;
-  cu_platform.event_wait = svc->timeline_wait;
   cu_platform.event_then = svc->timeline_then;
   *out = &cu_platform;
   return 0;

@@ -14,8 +14,11 @@
  *
  * The completion thread of each device submits the gated ops whose gates
  * opened, cuEventSynchronize-s the submitted ops in order and completes
- * their points (opq_drain) once every wait has also reported. Everything
- * that finishes an op runs on that thread. */
+ * their points (opq_drain) once every wait has also reported. A thread
+ * that waits for a submitted op's point does the same for that op itself
+ * (cu_event_wait): a small operation then costs no hand-off between
+ * threads. Whichever comes first ends the op's work; each pins the op
+ * while it synchronises. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,7 @@ struct cu_op {
   void (*free_arg)(void *);
   const dlrun_event *waits; /* the caller's, valid until the point completes */
   size_t nwaits;
+  atomic_int pins; /* the protocol's hold (1) and each thread synchronising on ev */
 };
 
 /* The submitted ops of all devices, by point (a wait's native event). */
@@ -52,10 +56,20 @@ static cu_op *live_op(dlrun_event ev) {
 }
 
 static void op_free(cu_op *op) {
-  if (op->ev) cu_api.EventDestroy(op->ev);
+  if (op->ev) cu_event_put(op->d, op->ev);
   if (op->free_arg) op->free_arg(op->arg);
   opq_op_destroy(&op->base);
   free(op);
+}
+
+/* Keep op while this thread synchronises on its event (it is live, or
+ * submitted with d->q.lock held: its point is not complete). */
+static void op_pin(cu_op *op) { atomic_fetch_add(&op->pins, 1); }
+
+static void op_unpin(cu_op *op) {
+  if (atomic_fetch_sub(&op->pins, 1) != 1) return;
+  cu_make_current(op->d->ctx);
+  op_free(op);
 }
 
 /* ---- the driver's hooks ---- */
@@ -70,11 +84,7 @@ static void op_retire(opq_op *o) {
   pthread_mutex_unlock(&live_lock);
 }
 
-static void op_destroy(opq_op *o) {
-  cu_op *op = (cu_op *)o;
-  cu_make_current(op->d->ctx);
-  op_free(op);
-}
+static void op_destroy(opq_op *o) { op_unpin((cu_op *)o); }
 
 /* Points complete, and gated ops are submitted, on the completion thread. */
 static void op_wake(opq_queue *q) { pthread_cond_broadcast(&((cu_device *)q->owner)->wake); }
@@ -187,14 +197,14 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
   op->free_arg = free_arg;
   op->waits = waits;
   op->nwaits = nwaits;
+  atomic_init(&op->pins, 1);
   dlrun_status refused = cu_usable(d, what);
   if (refused) {
     op_free(op);
     free(ws);
     return refused;
   }
-  if ((r = cu_make_current(d->ctx)) ||
-      (r = cu_api.EventCreate(&op->ev, DLCU_EVENT_DISABLE_TIMING))) {
+  if ((r = cu_make_current(d->ctx)) || (r = cu_event_get(d, &op->ev))) {
     op->ev = NULL;
     op_free(op);
     free(ws);
@@ -221,6 +231,45 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
   free(ws);
   opq_release(&op->base); /* the enqueue's hold */
   return DLRUN_OK;
+}
+
+/* ---- the end of an op's work ---- */
+
+/* Synchronise on the pinned, submitted op's event and end its work, unless
+ * another thread did first (the completion thread, a waiter). */
+static void work_done(cu_op *op) {
+  cu_device *d = op->d;
+  cu_make_current(d->ctx);
+  dlcu_result r = cu_api.EventSynchronize(op->ev);
+  pthread_mutex_lock(&d->q.lock);
+  if (op->state == OP_SUBMITTED) {
+    if (r) {
+      opq_note_error(&op->base, r);
+      recover(d);
+    }
+    op->state = OP_WORK_DONE;
+    opq_release_locked(&op->base);
+  }
+  pthread_mutex_unlock(&d->q.lock);
+}
+
+/* The platform's event_wait: a submitted op's point is waited for on this
+ * thread, its work ended and the queue drained here; anything else (an op
+ * still gated, one that waits for other events) the timeline's way. */
+dlrun_status cu_event_wait(dlrun_event ev) {
+  if (!cu_svc->timeline_query(ev)) {
+    pthread_mutex_lock(&live_lock);
+    cu_op *op = live_op(ev);
+    if (op) op_pin(op);
+    pthread_mutex_unlock(&live_lock);
+    if (op) {
+      work_done(op);
+      opq_queue *q = &op->d->q;
+      op_unpin(op);
+      opq_drain(q);
+    }
+  }
+  return cu_svc->timeline_wait(ev);
 }
 
 /* ---- the completion thread ---- */
@@ -260,16 +309,11 @@ void *cu_completion_main(void *arg) {
     }
     cu_op *op = first_in(d, OP_SUBMITTED);
     if (op) {
+      op_pin(op);
       pthread_mutex_unlock(&d->q.lock);
-      cu_make_current(d->ctx);
-      dlcu_result r = cu_api.EventSynchronize(op->ev);
+      work_done(op);
+      op_unpin(op);
       pthread_mutex_lock(&d->q.lock);
-      if (r) {
-        opq_note_error(&op->base, r);
-        recover(d);
-      }
-      op->state = OP_WORK_DONE;
-      opq_release_locked(&op->base);
       continue;
     }
     if (d->stop && !d->q.head) break;
