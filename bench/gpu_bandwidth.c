@@ -225,14 +225,13 @@ static void parse_args(bench *b, int argc, char **argv) {
   b->runs = 5;
   b->latency_runs = 2000;
   bool ok = parse_sizes(b, "16MiB,256MiB,1GiB");
-  for (int i = 1; ok && i < argc; i++) {
+  for (int i = 1; ok && i < argc; i += 2) { /* each option takes a value */
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--bytes") && v) ok = parse_sizes(b, v);
     else if (!strcmp(argv[i], "--runs") && v && atoi(v) > 0) b->runs = atoi(v);
     else if (!strcmp(argv[i], "--latency-runs") && v && (atoi(v) > 0 || !strcmp(v, "0")))
       b->latency_runs = atoi(v);
     else ok = false;
-    i++;
   }
   if (!ok) {
     fprintf(stderr, "usage: gpu_bandwidth [--bytes SIZE[,SIZE...] (each a multiple of 8KiB, "

@@ -40,6 +40,7 @@ struct cu_op {
   const dlrun_event *waits; /* the caller's, valid until the point completes */
   size_t nwaits;
   atomic_int pins; /* the protocol's hold (1) and each thread synchronising on ev */
+  int waiters;     /* under d->q.lock: threads in cu_event_wait for its point */
 };
 
 /* The submitted ops of all devices, by point (a wait's native event). */
@@ -254,21 +255,30 @@ static void work_done(cu_op *op) {
 }
 
 /* The platform's event_wait: a submitted op's point is waited for on this
- * thread, its work ended and the queue drained here; anything else (an op
- * still gated, one that waits for other events) the timeline's way. */
+ * thread, its work ended and the queue drained here (the op's `waiters`
+ * keep the completion thread from doing either for it: that would leave
+ * this thread asleep until it had); anything else (an op still gated, or
+ * complete) the timeline's way. */
 dlrun_status cu_event_wait(dlrun_event ev) {
-  if (!cu_svc->timeline_query(ev)) {
-    pthread_mutex_lock(&live_lock);
-    cu_op *op = live_op(ev);
-    if (op) op_pin(op);
-    pthread_mutex_unlock(&live_lock);
-    if (op) {
-      work_done(op);
-      opq_queue *q = &op->d->q;
-      op_unpin(op);
-      opq_drain(q);
-    }
-  }
+  if (cu_svc->timeline_query(ev)) return cu_svc->timeline_wait(ev);
+  pthread_mutex_lock(&live_lock);
+  cu_op *op = live_op(ev);
+  if (op) op_pin(op);
+  pthread_mutex_unlock(&live_lock);
+  if (!op) return cu_svc->timeline_wait(ev);
+  opq_queue *q = &op->d->q;
+  pthread_mutex_lock(&q->lock);
+  op->waiters++;
+  pthread_mutex_unlock(&q->lock);
+  work_done(op);
+  opq_drain(q);
+  pthread_mutex_lock(&q->lock);
+  op->waiters--;
+  /* Its waits may have reported since, and the completion thread let it be. */
+  bool more = q->head && q->head->complete;
+  pthread_mutex_unlock(&q->lock);
+  if (more) opq_drain(q);
+  op_unpin(op);
   return cu_svc->timeline_wait(ev);
 }
 
@@ -279,6 +289,13 @@ static cu_op *first_in(cu_device *d, op_state state) {
   opq_op *o = d->q.head;
   while (o && ((cu_op *)o)->state != state) o = o->next;
   return (cu_op *)o;
+}
+
+/* The first submitted op no thread waits for (cu_event_wait ends those). */
+static cu_op *first_unwaited(cu_device *d) {
+  cu_op *op = first_in(d, OP_SUBMITTED);
+  while (op && (op->state != OP_SUBMITTED || op->waiters)) op = (cu_op *)op->base.next;
+  return op;
 }
 
 /* Submit the gated ops whose gates opened, in order (their native waits,
@@ -301,13 +318,13 @@ void *cu_completion_main(void *arg) {
   pthread_mutex_lock(&d->q.lock);
   for (;;) {
     submit_gated(d);
-    if (d->q.head && d->q.head->complete) {
+    if (d->q.head && d->q.head->complete && !((cu_op *)d->q.head)->waiters) {
       pthread_mutex_unlock(&d->q.lock);
       opq_drain(&d->q);
       pthread_mutex_lock(&d->q.lock);
       continue;
     }
-    cu_op *op = first_in(d, OP_SUBMITTED);
+    cu_op *op = first_unwaited(d);
     if (op) {
       op_pin(op);
       pthread_mutex_unlock(&d->q.lock);
