@@ -45,6 +45,7 @@ bool opq_take_injected(opq_queue *q, int inject_kind) {
 }
 
 void opq_note_error(opq_op *op, int code) {
+  if (!code) return;
   pthread_mutex_lock(&op->flock);
   if (!op->err) op->err = code;
   pthread_mutex_unlock(&op->flock);

@@ -101,13 +101,13 @@ static bool submit(cu_device *d, cu_op *op, dlcu_result *err) {
   size_t nwaits = op->nwaits;
   bool enqueued = false;
   dlcu_result e = DLCU_SUCCESS;
-  pthread_mutex_lock(&live_lock);
+  if (nwaits) pthread_mutex_lock(&live_lock);
   for (size_t i = 0; i < nwaits && !e; i++) {
     cu_op *w = waits[i].platform == &cu_platform ? live_op(waits[i]) : NULL;
     if (w && w->d != d) e = cu_api.StreamWaitEvent(d->stream, w->ev, 0);
     enqueued |= w && !e;
   }
-  pthread_mutex_unlock(&live_lock);
+  if (nwaits) pthread_mutex_unlock(&live_lock);
   if (!e && op->work && !opq_failing(&op->base)) e = op->work(d, op->arg, &enqueued);
   *err = e;
   opq_note_error(&op->base, e);
@@ -181,11 +181,12 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
                         void *arg, void (*free_arg)(void *), void (*on_complete)(void *),
                         void *ctx, const dlrun_event *waits, size_t nwaits, dlrun_event *done) {
   cu_op *op = calloc(1, sizeof *op);
-  opq_wait **ws = calloc(nwaits ? nwaits : 1, sizeof *ws);
+  opq_wait *few[4] = {0}; /* most ops wait for few events: no allocation */
+  opq_wait **ws = nwaits <= 4 ? few : calloc(nwaits, sizeof *ws);
   dlcu_result r = DLCU_SUCCESS;
   if (!op || !ws) {
     free(op);
-    free(ws);
+    if (ws != few) free(ws);
     if (free_arg) free_arg(arg);
     return cu_svc->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory", d->name);
   }
@@ -202,13 +203,13 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
   dlrun_status refused = cu_usable(d, what);
   if (refused) {
     op_free(op);
-    free(ws);
+    if (ws != few) free(ws);
     return refused;
   }
   if ((r = cu_make_current(d->ctx)) || (r = cu_event_get(d, &op->ev))) {
     op->ev = NULL;
     op_free(op);
-    free(ws);
+    if (ws != few) free(ws);
     return cu_svc->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: cuEventCreate: %s (%d)", d->name, what,
                         cu_error_name(r), r);
   }
@@ -221,7 +222,7 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
     pthread_mutex_unlock(&d->q.lock);
     dlrun_status st = opq_fail_enqueue(&d->q, what, r);
     for (size_t i = 0; i < nws; i++) free(ws[i]);
-    free(ws);
+    if (ws != few) free(ws);
     op_free(op);
     return st;
   }
@@ -229,7 +230,7 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
   pthread_mutex_unlock(&d->q.lock);
   if (done) *done = op->base.point;
   opq_waits_then(ws, nws);
-  free(ws);
+  if (ws != few) free(ws);
   opq_release(&op->base); /* the enqueue's hold */
   return DLRUN_OK;
 }
