@@ -340,13 +340,14 @@ local PINNED_DL_TYPE = {sim = 1, opencl = 1, cuda = 3}
 function M.pinned_dl_type() return PINNED_DL_TYPE[platform().platform] end
 
 -- What the default platform's memory_stats().bytes_reserved reads once the
--- blocks used reach `bytes` from a pool's start: the pool's own figure, or
--- on cuda what the driver holds, whole granules of 2 MiB (the double's and
--- a GPU's; docs/cuda.md), 0 for none.
-function M.reserved(bytes)
+-- blocks used reach `bytes` from the start of a pool of `capacity` bytes:
+-- the pool's own figure, or on cuda what the driver holds, whole chunks of
+-- 32 MiB, the last cut at the pool's end in granules of 2 MiB (the double's
+-- and a GPU's; docs/cuda.md), 0 for none.
+function M.reserved(bytes, capacity)
   if platform().platform ~= "cuda" then return bytes end
-  local granule = 2 * 1024 * 1024
-  return (bytes + granule - 1) // granule * granule
+  local function up(v, unit) return (v + unit - 1) // unit * unit end
+  return math.min(up(bytes, 32 * 1024 * 1024), up(capacity, 2 * 1024 * 1024))
 end
 
 -- What "auto" gives a child of this suite (an empty DLRUN_DEVICES): every

@@ -280,7 +280,7 @@ struct dlrun_platform {
    * enqueued on dev fail on the device, as a driver error would. */
   dlrun_status (*inject_failure)(dlrun_device *dev, dlrun_work_kind what, unsigned count);
   /* (optional) The bytes of dev's `kind` memory the driver holds now, for
-   * a platform that backs memory in units of its own (CUDA's granules and
+   * a platform that backs memory in units of its own (CUDA's chunks and
    * segments): memory_stats' bytes_reserved, so that it says what
    * release_unused could not give back. NULL: the pool's own figure, its
    * range up to the end of the last block handed out. */

@@ -347,7 +347,10 @@ static void vmm(void) {
   OK(cu.MemAddressReserve(&r, 4 * g, 0, 0, 0));
   CHECK(r % g == 0, "aligned range");
   OK(cu.MemGetInfo(&free0, &total));
-  dlcu_mem_handle h1, h2, h3;
+  size_t (*creates)(uint64_t *, int *, size_t, int);
+  *(void **)&creates = dlsym(lib, "cuda_double_creates");
+  CHECK(creates && creates(NULL, NULL, 0, 1) == 0, "the creates hook, none made yet");
+  dlcu_mem_handle h1, h2, h3, h4;
   IS(cu.MemCreate(&h1, g + 4096, &prop, 0), DLCU_ERROR_INVALID_VALUE);
   OK(cu.MemCreate(&h1, g, &prop, 0));
   OK(cu.MemCreate(&h2, g, &prop, 0));
@@ -355,6 +358,21 @@ static void vmm(void) {
   OK(cu.MemGetInfo(&free1, &total));
   CHECK(free0 - free1 == 4 * g, "handles are charged: %zu", free0 - free1);
   IS(cu.MemCreate(&h3, 256u << 20, &prop, 0), DLCU_ERROR_OUT_OF_MEMORY);
+  dlcu_mem_allocation_prop on1 = {.type = DLCU_MEM_ALLOCATION_TYPE_PINNED,
+                                  .location = {DLCU_MEM_LOCATION_TYPE_DEVICE, 1}};
+  OK(cu.MemCreate(&h4, 3 * g, &on1, 0));
+  uint64_t sizes[5] = {0};
+  int devs[5] = {-1, -1, -1, -1, -1};
+  /* the calls that made a handle, in order; at most `max` copied */
+  CHECK(creates && creates(sizes, devs, 2, 0) == 4 && sizes[0] == g && sizes[1] == g &&
+            sizes[2] == 0 && devs[0] == 0 && devs[1] == 0 && devs[2] == -1,
+        "the first two of four creates");
+  CHECK(creates && creates(sizes, devs, 5, 1) == 4 && sizes[2] == 2 * g && sizes[3] == 3 * g &&
+            sizes[4] == 0 && devs[2] == 0 && devs[3] == 1 && devs[4] == -1,
+        "four creates: %llu %llu on %d %d", (unsigned long long)sizes[2],
+        (unsigned long long)sizes[3], devs[2], devs[3]);
+  CHECK(creates && creates(sizes, devs, 5, 0) == 0, "cleared");
+  OK(cu.MemRelease(h4));
   IS(cu.MemMap(r + g / 2, g, 0, h1, 0), DLCU_ERROR_INVALID_VALUE);     /* misaligned */
   IS(cu.MemMap(r, 2 * g, 0, h1, 0), DLCU_ERROR_INVALID_VALUE);         /* not the whole handle */
   IS(cu.MemMap(r, g, g / 2, h1, 0), DLCU_ERROR_INVALID_VALUE);         /* offset */
@@ -935,7 +953,8 @@ int main(void) {
     CHECK(in_child(not_host_readable, NULL), "child failed");
   TEST("pointer attributes of device, pinned and unknown memory")
     CHECK(in_child(pointer_attributes, NULL), "child failed");
-  TEST("VMM: reserve, create, map whole handles, access before use, 700 from the stream")
+  TEST("VMM: reserve, create (cuda_double_creates records it), map whole handles, access "
+       "before use, 700 from the stream")
     CHECK(in_child(vmm, NULL), "child failed");
   TEST("2-D and 3-D copies with offsets and pitches, checked when queued")
     CHECK(in_child(copies_2d_3d, NULL), "child failed");

@@ -202,11 +202,12 @@ print(ok, e.name, e.message)
                        .. " bytes (" .. purpose .. ", for a request of 16 bytes) failed: "
                        .. code_name .. "\n", run(code, env))
     end
-    -- each call of the backing is named with the bytes it asked for
-    failed("cuMemCreate", 2097152, "a granule of the pool", 2)
-    failed("cuMemMap", 2097152, "a granule of the pool", 999)
-    failed("cuMemSetAccess", 2097152, "a granule of the pool", 999)
-    failed("cuMemsetD8Async", 2097152, "zeroing a fresh granule", 999)
+    -- each call of the backing is named with the bytes it asked for: the
+    -- pool's first chunk, 32 MiB
+    failed("cuMemCreate", 33554432, "a chunk of the pool", 2)
+    failed("cuMemMap", 33554432, "a chunk of the pool", 999)
+    failed("cuMemSetAccess", 33554432, "a chunk of the pool", 999)
+    failed("cuMemsetD8Async", 33554432, "zeroing a fresh chunk", 999)
     -- the pool's one segment: 3/4 of the double's 256 MiB
     failed("cuMemAlloc", 201326592, "a segment of the pool", 2, {CUDA_DOUBLE_NO_VMM = "1"})
     failed("cuMemsetD8Async", 201326592, "zeroing a fresh segment", 999, {CUDA_DOUBLE_NO_VMM = "1"})

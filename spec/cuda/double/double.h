@@ -23,6 +23,7 @@
 #define DBL_MAX_DEVICES 64
 #define DBL_MAX_FAILS 16
 #define DBL_MAX_ARGS 12
+#define DBL_MAX_CREATES 1024 /* cuMemCreate calls remembered for cuda_double_creates */
 
 /* Every exported entry has the signature driver_api.h declares. */
 #define DBL_DECLARE(field, name, version, symbol, params) DBL_EXPORT dlcu_result symbol params;
@@ -34,6 +35,9 @@ DBL_EXPORT dlcu_result cuGetErrorString(dlcu_result error, const char **str);
  * operation, so that a test sees work pending (cuEventQuery's NOT_READY)
  * and orders streams deterministically. */
 DBL_EXPORT void cuda_double_hold(int hold);
+/* Test hook, not CUDA: the cuMemCreate calls that made a handle since the
+ * library loaded or the last `clear` (README.md). */
+DBL_EXPORT size_t cuda_double_creates(uint64_t *sizes, int *devices, size_t max, int clear);
 
 /* An id per entry, for call counts and injected failures. */
 typedef enum dbl_id {
@@ -193,6 +197,8 @@ typedef struct dbl_state {
   dlcu_event events;
   dlcu_module modules;
   bool hold; /* cuda_double_hold: workers start nothing new */
+  size_t ncreates; /* cuMemCreate calls that made a handle (cuda_double_creates) */
+  struct { uint64_t size; int device; } creates[DBL_MAX_CREATES]; /* the first ones */
 } dbl_state;
 
 extern dbl_state dbl;

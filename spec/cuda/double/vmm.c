@@ -115,8 +115,25 @@ dlcu_result cuMemCreate(dlcu_mem_handle *handle, size_t size, const dlcu_mem_all
                     .bytes = bytes, .refs = 1};
   dbl.handles = h;
   dbl.used[dev] += size;
+  if (dbl.ncreates < DBL_MAX_CREATES) {
+    dbl.creates[dbl.ncreates].size = size;
+    dbl.creates[dbl.ncreates].device = dev;
+  }
+  dbl.ncreates++;
   *handle = h->id;
   return dbl_leave(DLCU_SUCCESS);
+}
+
+size_t cuda_double_creates(uint64_t *sizes, int *devices, size_t max, int clear) {
+  pthread_mutex_lock(&dbl.lock);
+  size_t n = dbl.ncreates;
+  for (size_t i = 0; i < n && i < max && i < DBL_MAX_CREATES; i++) {
+    if (sizes) sizes[i] = dbl.creates[i].size;
+    if (devices) devices[i] = dbl.creates[i].device;
+  }
+  if (clear) dbl.ncreates = 0;
+  pthread_mutex_unlock(&dbl.lock);
+  return n;
 }
 
 /* The bytes go when the last mapping of the handle goes too. */

@@ -37,23 +37,25 @@ void cu_contexts_changed(void);
 
 /* ---- memory (memory.c) ---- */
 /* A range reserved for a pool. VMM: the device addresses are the range's
- * own, mapped in granules on first use (commit) and unmapped by decommit.
+ * own, mapped in chunks on first use (commit) and unmapped by decommit.
  * Otherwise: host address space the host cannot read, cut into segments of
  * `seg` bytes, each one cuMemAlloc made on first use; pinned_host: one
- * cuMemHostAlloc, its addresses host pointers. */
+ * cuMemHostAlloc, its addresses host pointers. Unit i covers
+ * [i * seg, min((i + 1) * seg, span)). */
 typedef struct cu_range {
   struct cu_range *next;
   dlrun_memory_kind kind;
   bool vmm;
   unsigned char *base;
-  uint64_t size, seg; /* seg: the granule (VMM) or the segment */
+  uint64_t size, seg; /* seg: the chunk (VMM) or the segment */
+  uint64_t span;      /* what the units cover: VMM the size in whole granules (reserved) */
   size_t nsegs;
-  dlcu_mem_handle *handles; /* VMM: one per granule, 0 while unmapped */
+  dlcu_mem_handle *handles; /* VMM: one per chunk, 0 while unmapped */
   dlcu_ptr *segs;           /* cuMemAlloc segments, 0 until used */
-  uint64_t *touched;        /* per granule or segment: the bytes from its start used */
+  uint64_t *touched;        /* per chunk or segment: the bytes from its start used */
 } cu_range;
 
-/* The bytes of dev's `kind` memory the driver holds: the granules mapped,
+/* The bytes of dev's `kind` memory the driver holds: the chunks mapped,
  * the segments made, a pinned_host allocation whole (platform.h). */
 uint64_t cu_bytes_held(const dlrun_device *dev, dlrun_memory_kind kind);
 
