@@ -22,8 +22,10 @@ local NUMPY_SPEC = "spec/arrays/format_spec.lua" -- needs python3-numpy only
 local PY_WHO = "the specs' Python: DLRUN_PYTHON, default /usr/bin/python3"
 local LAST = "^gpu%-check: (%d+) passed, (%d+) failed, (%d+) skipped in %d+ s$"
 
--- An instrumented build cannot be loaded into python3 (the round trip).
-local INSTRUMENTED = helpers.sanitizer_prefix(BUILD .. "/libdlrun.so") ~= ""
+-- An instrumented build (make check-asan, check-tsan) cannot be loaded into
+-- python3 (the round trip); run-tests.sh leaves the check out there too.
+local INSTRUMENTED = not helpers.capture("nm " .. q(BUILD .. "/libdlrun.a") ..
+                                         " 2>/dev/null | grep -c ' U __[a-z]*san_'"):match("^0%s*$")
 
 local tmp
 setup(function()
@@ -292,6 +294,26 @@ describe("scripts/spec-needs.sh", function()
                      "no OpenCL ICD loader to ask\n", 1},
                     {needs("spec/devices/opencl_spec.lua spec/devices/platforms_spec.lua",
                            {BUILD = "/nonexistent", OCL_ICD_VENDORS = vendors})})
+    -- A build whose dlrun lists what it is told, whatever OCL_ICD_VENDORS says:
+    -- as where the ICD loader ignores it.
+    local fake, pocl = tmp .. "/fake-build", tmp .. "/pocl-vendors"
+    assert(os.execute("mkdir -p " .. q(fake) .. " " .. q(pocl) .. " && : >" .. q(fake .. "/libdlrun_opencl.so") ..
+                      " && echo libpocl.so.2 >" .. q(pocl .. "/pocl.icd")))
+    local function lists(line)
+      helpers.write_file(fake .. "/dlrun", "#!/bin/sh\necho " .. q(line) .. "\n")
+      assert(os.execute("chmod +x " .. q(fake .. "/dlrun")))
+    end
+    lists("opencl  available: 1 device")
+    assert.are.same({"spec/devices/platforms_spec.lua: ocl-icd: the OpenCL ICD loader ignores OCL_ICD_VENDORS: " ..
+                     "with OCL_ICD_VENDORS=/nonexistent, " .. fake .. "/dlrun --list-devices still lists opencl " ..
+                     "available: 1 device (ocl-icd's loader reads it: ocl-icd-libopencl1)\n", 1},
+                    {needs("spec/devices/opencl_spec.lua spec/devices/platforms_spec.lua",
+                           {BUILD = fake, OCL_ICD_VENDORS = pocl})})
+    lists("opencl  not available: no OpenCL driver (ICD) is installed (clGetPlatformIDs: -1001)")
+    assert.are.same({"spec/devices/opencl_spec.lua: opencl: the OpenCL platform is not available: no OpenCL " ..
+                     "driver (ICD) is installed (clGetPlatformIDs: -1001)\n", 1},
+                    {needs("spec/devices/opencl_spec.lua spec/devices/platforms_spec.lua",
+                           {BUILD = fake, OCL_ICD_VENDORS = pocl})})
   end)
 
   it("names the programs that are not on PATH", function()
