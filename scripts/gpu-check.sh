@@ -140,7 +140,8 @@ else
   dlpack_inc=""
   [ -f .gpu/include/lua5.4/lua.h ] && lua_inc=$PWD/.gpu/include/lua5.4
   [ -f .gpu/include/dlpack/dlpack.h ] && dlpack_inc=-I$PWD/.gpu/include
-  echo "gpu-check: build: make _all in $BUILD with what this machine has (scripts/deps.sh not run)${lua_inc:+, LUA_INC=$lua_inc}${dlpack_inc:+, DLPACK_CFLAGS=$dlpack_inc}"
+  extra="${lua_inc:+, LUA_INC=$lua_inc}${dlpack_inc:+, DLPACK_CFLAGS=$dlpack_inc}"
+  echo "gpu-check: build: make _all in $BUILD with what this machine has (scripts/deps.sh not run)$extra"
   bounded "$(allow 240 300)" make -j"$(nproc)" BUILD="$BUILD" ${lua_inc:+"LUA_INC=$lua_inc"} \
     ${dlpack_inc:+"DLPACK_CFLAGS=$dlpack_inc"} _all
   rc=$?

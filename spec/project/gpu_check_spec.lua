@@ -132,7 +132,8 @@ local CUDA_PARTS = {
 }
 
 describe("scripts/gpu-check.sh --double", function()
-  check_it("on one device: lists a spec file whose needs are unmet as not run, with why, and ends with 0 failed", function()
+  check_it("on one device: lists a spec file whose needs are unmet as not run, with why, and ends with 0 failed",
+           function()
     local out, code = gpu_check({CUDA_DOUBLE_DEVICES = "1", DLRUN_PYTHON = tmp .. "/py",
                                  GPU_CHECK_SPECS = NUMPY_SPEC, COMPUTE_SANITIZER = ""})
     assert.are.equal(0, code, out)
@@ -164,7 +165,8 @@ describe("scripts/gpu-check.sh --double", function()
     assert.are.same({3, 0, 6}, last_counts(out))
   end)
 
-  check_it("on two devices: runs the CUDA phases under memcheck, every process, and lists the parts on 2 devices", function()
+  check_it("on two devices: runs the CUDA phases under memcheck, every process, and lists the parts on 2 devices",
+           function()
     local log = tmp .. "/args"
     local out, code = gpu_check({CUDA_DOUBLE_DEVICES = "2", DLRUN_PYTHON = PY, GPU_CHECK_SPECS = SMALL_SPEC,
                                  COMPUTE_SANITIZER = tmp .. "/compute-sanitizer", FAKE_SANITIZER_LOG = log})
