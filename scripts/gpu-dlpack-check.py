@@ -3,45 +3,84 @@
 Usage: python3 scripts/gpu-dlpack-check.py path/to/libdlrun.so
 
 Needs NumPy (the ctypes helpers of spec/interop/dlrun_ctypes.py). On
-CudaDevice(id=0) (the driver DLRUN_CUDA_LIBRARY names, else libcuda.so.1):
+CudaDevice(id=0) (the driver DLRUN_CUDA_LIBRARY names, else libcuda.so.1),
+every side passing its own stream as the DLPack stream protocol says:
   dlrun: a float32 array exported as a kDLCUDA capsule (shared, no copy)
-         and imported back into dlrun: wrapped, values identical.
-  torch or cupy (a CUDA build, the first found): dlrun -> from_dlpack on
-         the consumer's GPU, values checked there, computed on (x * 2 + 1)
-         and handed back (to_dlpack / toDlpack -> dlrun_import): wrapped,
-         the values read by dlrun; dlrun's deleter runs when the consumer
-         lets go. Skipped, with why, when neither has CUDA.
+         for dlrun's own consumer stream (dlrun_dlpack_consumer_stream) and
+         imported back: wrapped, values identical.
+  each CUDA consumer present (PyTorch, CuPy, JAX), both ways:
+         dlrun -> consumer: its from_dlpack calls dlrun's __dlpack__ with
+           its stream (torch, cupy: a stream of their own made current,
+           whose handle must be the one passed; JAX: its own, any value the
+           protocol allows); dlrun makes that stream wait for the array; the
+           values are checked there and x * 2 + 1 computed on that stream.
+         consumer -> dlrun: the result's __dlpack__(stream=dlrun's stream)
+           imported by dlrun: wrapped, the values read by dlrun with no
+           synchronisation but the protocol's; dlrun's deleter runs once the
+           consumer lets go of what it imported.
+         A consumer not installed, or without CUDA, is a "skip" line with
+         why; so is each one on the driver double (GPU_DLPACK_DOUBLE set:
+         its "device memory" is host memory that no consumer can read).
 Prints "ok - ..." / "not ok - ..." / "skip - ..." lines and a final
 "gpu dlpack: N passed, N failed"; exits 1 if a check failed.
 """
 
+import contextlib
 import ctypes as C
 import gc
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spec",
                                 "interop"))
 import numpy as np  # noqa: E402
 
-from dlrun_ctypes import (CAPSULE_NAME, DLRUN_MEM_DEVICE, IMPORT_WRAPPED, USED_NAME, P,  # noqa: E402
-                          PyCapsule_GetPointer, PyCapsule_SetName, Producer, check,
-                          dlrun_array_import_outcome, dlrun_array_release, dlrun_config,
-                          dlrun_device_get, dlrun_import, dlrun_live_exports,
-                          dlrun_runtime_create, dlrun_runtime_release,
-                          dlrun_sharding_release, dlrun_single_device_sharding_create,
-                          export_legacy, expect_equal, from_host, read_all, report, run_case,
-                          summary, DLManagedTensor)
+from dlrun_ctypes import (CAPSULE_NAME, DLRUN_MEM_DEVICE, IMPORT_WRAPPED, LEGACY_SHARE, P,  # noqa: E402
+                          USED_NAME, PyCapsule_GetPointer, PyCapsule_SetName, Producer, check,
+                          declare, dlrun_array_import_outcome, dlrun_array_release, dlrun_config,
+                          dlrun_device_get, dlrun_export, dlrun_export_options, dlrun_exported,
+                          dlrun_import, dlrun_live_exports, dlrun_runtime_create,
+                          dlrun_runtime_release, dlrun_sharding_release,
+                          dlrun_single_device_sharding_create, expect_equal, from_host, read_all,
+                          report, run_case, summary, DLManagedTensor)
 
 KDLCUDA = 2
 VALUES = (np.arange(4096, dtype=np.float32) * np.float32(0.5)).reshape(64, 64)
 
+dlrun_dlpack_consumer_stream = declare("dlrun_dlpack_consumer_stream", C.c_bool, P, C.c_int32,
+                                       C.c_int32, C.POINTER(C.c_int64))
 
-class CudaProducer(Producer):
-    """A shared kDLCUDA export of a dlrun array on CUDA device 0."""
 
-    def __dlpack__(self, stream=None, **newer):  # max_version, ...: a legacy capsule
-        return super().__dlpack__(stream)
+def consumer_stream(rt):
+    """The stream dlrun, as a consumer, passes for CUDA device 0 (None: none)."""
+    s = C.c_int64()
+    return s.value if dlrun_dlpack_consumer_stream(rt, KDLCUDA, 0, C.byref(s)) else None
+
+
+def stream_allowed(s):
+    """Whether `s` is a stream value the protocol allows for CUDA."""
+    return s is None or s in (-1, 1, 2) or (isinstance(s, int) and s >= 4096)
+
+
+class CudaProducer:
+    """dlrun's side of __dlpack__ for an array on CUDA device 0: a shared
+    legacy export made when asked, for the stream the consumer passes
+    (recorded in .streams), so that dlrun makes that stream wait for it."""
+
+    def __init__(self, arr):
+        self.arr = arr
+        self.streams = []
+        self.inner = None  # the Producer that owns the capsule
+
+    def __dlpack__(self, stream=None, **newer):  # max_version, dl_device, copy: a legacy capsule
+        self.streams.append(stream)
+        opts = dlrun_export_options(legacy_sharing=LEGACY_SHARE, has_stream=stream is not None,
+                                    stream=0 if stream is None else stream)
+        ex = dlrun_exported()
+        check(dlrun_export(self.arr, C.byref(opts), C.byref(ex)), "dlrun_export(stream=%r)" % stream)
+        self.inner = Producer(ex.legacy)
+        return self.inner.__dlpack__()
 
     def __dlpack_device__(self):
         return (KDLCUDA, 0)
@@ -64,56 +103,117 @@ def values_of(arr):
 
 
 def dlrun_round_trip(name, rt, x):
-    managed = export_legacy(x, share=True)
-    t = managed.contents.dl_tensor
+    stream = consumer_stream(rt)
+    report(name + ": dlrun's consumer stream for CUDA is a CUstream",
+           stream is not None and stream >= 4096, "got %r" % stream)
+    producer = CudaProducer(x)
+    capsule = producer.__dlpack__(stream=stream)
+    t = C.cast(PyCapsule_GetPointer(capsule, CAPSULE_NAME), C.POINTER(DLManagedTensor)).contents.dl_tensor
     expect_equal(name + ": the capsule's device", (t.device.device_type, t.device.device_id),
                  (KDLCUDA, 0))
-    capsule = CudaProducer(managed).__dlpack__()
     y, how = import_capsule(rt, capsule)
     expect_equal(name + ": dlrun took it", how, IMPORT_WRAPPED)
     report(name + ": values", np.array_equal(values_of(y), VALUES))
     dlrun_array_release(y)
 
 
-def consumer():
-    """(name, from_dlpack, to_capsule, to_numpy, sync) of a CUDA build of
-    torch or cupy, or (None, why)."""
-    why = []
+class Absent(Exception):
+    """A consumer that cannot run here, with why."""
+
+
+def torch_consumer():
     try:
         import torch
-        import torch.utils.dlpack
-        if torch.cuda.is_available():
-            return ("torch %s" % torch.__version__, torch.from_dlpack, torch.utils.dlpack.to_dlpack,
-                    lambda t: t.cpu().numpy(), torch.cuda.synchronize)
-        why.append("torch %s has no CUDA (torch.cuda.is_available() is False)" % torch.__version__)
     except ImportError as e:
-        why.append("no torch (%s)" % e)
+        raise Absent("no torch (%s)" % e)
+    if not torch.cuda.is_available():
+        raise Absent("torch %s has no CUDA (torch.cuda.is_available() is False)" % torch.__version__)
+
+    @contextlib.contextmanager
+    def on_stream():
+        s = torch.cuda.Stream(device=0)
+        with torch.cuda.stream(s):
+            yield s.cuda_stream
+
+    return {"name": "torch", "version": torch.__version__, "on_stream": on_stream,
+            "from_dlpack": torch.from_dlpack, "to_numpy": lambda t: t.cpu().numpy()}
+
+
+def cupy_consumer():
     try:
         import cupy
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            return ("cupy %s" % cupy.__version__, cupy.from_dlpack, lambda a: a.toDlpack(),
-                    cupy.asnumpy, cupy.cuda.Device(0).synchronize)
-        why.append("cupy sees no CUDA device")
-    except Exception as e:  # noqa: BLE001 - ImportError, or cupy's CUDA errors
-        why.append("no cupy (%s: %s)" % (type(e).__name__, e))
-    return None, "; ".join(why)
+        n = cupy.cuda.runtime.getDeviceCount()
+    except ImportError as e:
+        raise Absent("no cupy (%s)" % e)
+    except Exception as e:  # noqa: BLE001 - cupy's CUDA errors: no driver, no device
+        raise Absent("cupy sees no CUDA device (%s: %s)" % (type(e).__name__, e))
+    if n < 1:
+        raise Absent("cupy sees no CUDA device")
+
+    @contextlib.contextmanager
+    def on_stream():
+        with cupy.cuda.Device(0), cupy.cuda.Stream(non_blocking=True) as s:
+            yield s.ptr
+
+    return {"name": "cupy", "version": cupy.__version__, "on_stream": on_stream,
+            "from_dlpack": cupy.from_dlpack, "to_numpy": cupy.asnumpy}
+
+
+def jax_consumer():
+    # JAX takes most of the GPU's memory at start unless told not to.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as e:
+        raise Absent("no jax (%s)" % e)
+    try:
+        jax.devices("gpu")
+    except RuntimeError as e:
+        raise Absent("jax %s has no GPU backend (%s)" % (jax.__version__, e))
+    from_dlpack = getattr(jnp, "from_dlpack", None) or jax.dlpack.from_dlpack
+
+    @contextlib.contextmanager
+    def on_stream():
+        yield None  # JAX passes a stream of its own; none can be made current
+
+    return {"name": "jax", "version": jax.__version__, "on_stream": on_stream,
+            "from_dlpack": from_dlpack, "to_numpy": np.asarray}
+
+
+CONSUMERS = [("torch", torch_consumer), ("cupy", cupy_consumer), ("jax", jax_consumer)]
 
 
 def consumer_round_trip(name, rt, x, lib):
-    cname, from_dlpack, to_capsule, to_numpy, sync = lib
+    cname = lib["name"]
     before = dlrun_live_exports(rt)
-    t = from_dlpack(CudaProducer(export_legacy(x, share=True)))
-    expect_equal(name + ": %s reads dlrun's values on its GPU" % cname,
-                 np.array_equal(to_numpy(t), VALUES), True)
-    u = t * 2 + 1
-    sync()
-    y, how = import_capsule(rt, to_capsule(u))
+    producer = CudaProducer(x)
+    with lib["on_stream"]() as own:
+        t = lib["from_dlpack"](producer)
+        passed = producer.streams[0] if producer.streams else "no call"
+        if own is None:
+            report(name + ": %s passed a stream the protocol allows" % cname,
+                   stream_allowed(passed), "got %r" % (passed,))
+        else:
+            expect_equal(name + ": %s passed its current stream to dlrun's __dlpack__" % cname,
+                         passed, own)
+        expect_equal(name + ": %s reads dlrun's values on its GPU" % cname,
+                     np.array_equal(lib["to_numpy"](t), VALUES), True)
+        u = t * 2 + 1
+        # dlrun as the consumer: its stream waits for the consumer's work.
+        y, how = import_capsule(rt, u.__dlpack__(stream=consumer_stream(rt)))
     expect_equal(name + ": dlrun wraps %s's result" % cname, how, IMPORT_WRAPPED)
     expect_equal(name + ": its outcome", dlrun_array_import_outcome(y), IMPORT_WRAPPED)
     report(name + ": dlrun reads x * 2 + 1", np.array_equal(values_of(y), VALUES * 2 + 1))
     dlrun_array_release(y)
-    del t, u
-    gc.collect()
+    del t, u, producer
+    # A consumer may free what it imported on a thread of its own (JAX).
+    deadline = time.monotonic() + 10
+    while True:
+        gc.collect()
+        if dlrun_live_exports(rt) == before or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     expect_equal(name + ": dlrun's deleter ran", dlrun_live_exports(rt), before)
 
 
@@ -126,11 +226,16 @@ def main():
                                               C.byref(sharding)), "sharding")
     x = from_host(sharding, "float32", VALUES)
     run_case("dlrun -> kDLCUDA capsule -> dlrun", dlrun_round_trip, rt, x)
-    lib = consumer()
-    if lib[0] is None:
-        print("skip - dlrun <-> torch/cupy: " + lib[1])
-    else:
-        run_case("dlrun <-> " + lib[0].split()[0], consumer_round_trip, rt, x, lib)
+    for cname, find in CONSUMERS:
+        try:
+            lib = find()
+            if os.environ.get("GPU_DLPACK_DOUBLE"):
+                raise Absent("%s %s has CUDA, but this is the driver double: its device memory is "
+                             "host memory no consumer can read" % (cname, lib["version"]))
+        except Absent as e:
+            print("skip - dlrun <-> %s: %s" % (cname, e))
+            continue
+        run_case("dlrun <-> %s %s" % (cname, lib["version"]), consumer_round_trip, rt, x, lib)
     dlrun_array_release(x)
     dlrun_sharding_release(sharding)
     dlrun_runtime_release(rt)

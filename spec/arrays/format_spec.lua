@@ -559,7 +559,8 @@ end)
 -- the text NumPy prints for them (see spec/data/make_format_cases.py).
 local CASES_FILE = "spec/data/format_cases.lua"
 local GENERATOR = "spec/data/make_format_cases.py"
-local PYTHON = "/usr/bin/python3"
+local PYTHON = require("python_side").PYTHON -- DLRUN_PYTHON, else /usr/bin/python3
+local QUOTED_PYTHON = require("helpers").shell_quote(PYTHON)
 local cases = dofile(CASES_FILE)
 
 local function unhex(h)
@@ -639,13 +640,13 @@ end)
 
 describe(CASES_FILE, function()
   it("is what " .. GENERATOR .. " writes with this machine's NumPy", function()
-    local p = io.popen(PYTHON .. " -c 'import numpy; print(numpy.__version__)' 2>/dev/null")
+    local p = io.popen(QUOTED_PYTHON .. " -c 'import numpy; print(numpy.__version__)' 2>/dev/null")
     local version = p:read("l")
     p:close()
     assert(version, PYTHON .. " with NumPy is missing (scripts/deps.sh installs python3-numpy)")
     assert.are.equal(cases.numpy, version,
                      "the cases were made with another NumPy: regenerate them with " .. GENERATOR)
-    local g = io.popen(PYTHON .. " " .. GENERATOR)
+    local g = io.popen(QUOTED_PYTHON .. " " .. GENERATOR)
     local text = g:read("a")
     assert.is_true(g:close())
     local f = assert(io.open(CASES_FILE, "rb"))

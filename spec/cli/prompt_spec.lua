@@ -10,7 +10,7 @@
 local helpers = require "helpers"
 
 local TIMEOUT = 60
-local PYTHON = "/usr/bin/python3" -- Debian's, which python3-numpy brings
+local PYTHON = require("python_side").PYTHON -- DLRUN_PYTHON, else Debian's /usr/bin/python3
 local DRIVER = "spec/data/type_at_prompt.py"
 local VERSION = helpers.capture(helpers.exe .. " --version"):match("^dlrun (%S+)")
 local LUA = helpers.capture(helpers.exe .. " --version"):match("%((Lua [^)]+)%)")
@@ -30,7 +30,7 @@ end
 local function type_at_prompt(lines, args, env)
   local cmd = {"env"}
   for k, v in pairs(env) do cmd[#cmd + 1] = k .. "=" .. quote(v) end
-  cmd[#cmd + 1] = PYTHON
+  cmd[#cmd + 1] = quote(PYTHON)
   cmd[#cmd + 1] = DRIVER
   cmd[#cmd + 1] = tostring(TIMEOUT)
   cmd[#cmd + 1] = quote(helpers.exe)
@@ -124,7 +124,7 @@ describe("the prompt", function()
   end)
 
   it("edits lines with readline when the system has it: the up arrow recalls a line", function()
-    local loads = PYTHON .. " -c 'import ctypes, sys\n" ..
+    local loads = quote(PYTHON) .. " -c 'import ctypes, sys\n" ..
                   "for name in sys.argv[1:]:\n  try: ctypes.CDLL(name); sys.exit(0)\n  except OSError: pass\n" ..
                   "sys.exit(1)' libreadline.so.8 libreadline.so.7 libedit.so.2"
     if os.execute(loads) ~= true then

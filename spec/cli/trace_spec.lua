@@ -19,8 +19,8 @@ collectgarbage()
 print("done")
 ]]
 
--- Parse JSON with Debian's python3 (always present: the deps script installs
--- python3-numpy) and print "<name> <count>" lines plus track names.
+-- Parse JSON with the specs' Python (spec/python_side.lua: DLRUN_PYTHON, else
+-- Debian's python3, which the deps script installs) and print "<name> <count>" lines plus track names.
 local SUMMARY = [[
 import collections, json, sys
 d = json.load(open(sys.argv[1]))
@@ -37,12 +37,14 @@ print("copy_fields", all({"bytes", "src", "dst"} <= set(e["args"]) for e in copi
 print("durations", all(isinstance(e["dur"], int) and e["dur"] >= 0 for e in ev if e["ph"] == "X"))
 ]]
 
+local PYTHON = require("python_side").PYTHON
+
 local function python_summary(path)
   local script = os.tmpname()
   local f = assert(io.open(script, "w"))
   f:write(SUMMARY)
   f:close()
-  local p = assert(io.popen("/usr/bin/python3 " .. helpers.shell_quote(script) .. " "
+  local p = assert(io.popen(helpers.shell_quote(PYTHON) .. " " .. helpers.shell_quote(script) .. " "
                             .. helpers.shell_quote(path) .. " 2>&1"))
   local out = p:read("a")
   p:close()

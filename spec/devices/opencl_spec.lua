@@ -1,7 +1,7 @@
 -- runs: every-platform
 -- ipc-off: no
 -- devices: any
--- needs: opencl
+-- needs: opencl, pocl
 
 -- The OpenCL platform from Lua (docs/opencl.md), in fresh dlrun
 -- processes on pocl (POCL_DEVICES); pending when OpenCL is not here. The

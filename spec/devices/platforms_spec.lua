@@ -1,7 +1,7 @@
 -- runs: every-platform
 -- ipc-off: no
 -- devices: any
--- needs: none
+-- needs: ocl-icd
 
 -- dl.platforms() and `dlrun --list-devices`: every platform dlrun knows,
 -- in the order "auto" prefers them (modules' platforms, then sim and cpu),

@@ -1,7 +1,7 @@
 -- runs: once
 -- ipc-off: yes
 -- devices: any
--- needs: mpi, opencl
+-- needs: mpi, opencl, pocl
 
 -- Device memory between processes (docs/cuda.md, "Many processes"): device_put between
 -- processes reaches a memory through its platform's transport view where

@@ -1,7 +1,7 @@
 -- runs: every-platform
 -- ipc-off: no
 -- devices: any
--- needs: opencl
+-- needs: opencl, pocl
 
 -- The DLPack stream protocol through the platforms (docs/opencl.md, "DLPack and host
 -- applications"): dl.from_dlpack

@@ -1,7 +1,7 @@
 -- runs: once
 -- ipc-off: no
 -- devices: any
--- needs: luarocks, pkg-config, man-db
+-- needs: build-deps, luarocks, pkg-config, man-db
 
 -- make install / make uninstall and the rockspec, used the way a packager, a
 -- C programmer and a Lua programmer would, from a temporary folder outside
