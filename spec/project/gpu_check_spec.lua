@@ -197,7 +197,7 @@ describe("scripts/gpu-check.sh --double", function()
     assert.are.equal(1, #matching(out, "^peer %(device 0 to 1%), 1 MiB: dlrun [%d.]+ GB/s, driver [%d.]+ GB/s"), out)
     -- the PTX kernels' fills and sequences, and the small operations' latency
     assert.are.equal(6, #matching(out, "^[a-z]+ [a-z0-9]+ .*kernel%) vs cuMemsetD32, 1 MiB: dlrun [%d.]+ GB/s"), out)
-    assert.are.equal(4, #matching(out, "^latency 4 KiB [a-z ()]+: dlrun [%d.]+ us, driver [%d.]+ us, " ..
+    assert.are.equal(4, #matching(out, "^latency 4 KiB [a-z0-9 ()]+: dlrun [%d.]+ us, driver [%d.]+ us, " ..
                                        "ratio [%d.]+$"), out)
     assert.are.equal(1, #matching(out, "^Lua suite on cuda:2: 4 successes / 0 failures / 0 errors / " ..
                                        "0 pending in 1 files$"), out)
