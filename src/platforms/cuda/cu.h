@@ -109,11 +109,6 @@ cu_device *cu_device_of_ordinal(int ordinal);
 dlrun_status cu_place_of(cu_device *d, dlrun_memory_kind kind, const void *addr, uint64_t n,
                          dlcu_ptr *out, uint64_t *room);
 
-/* An event for an op (DISABLE_TIMING): a spare one of d's, else a new one
- * (d's context current). cu_event_put gives it back when the op ends. */
-dlcu_result cu_event_get(cu_device *d, dlcu_event *ev);
-void cu_event_put(cu_device *d, dlcu_event ev);
-
 /* ---- ops (ops.c) ---- */
 /* The driver's part of the op protocol (common/op_queue.h). */
 extern const opq_driver cu_op_driver;
@@ -135,6 +130,9 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
 dlrun_status cu_usable(cu_device *d, const char *what);
 /* Make `stream` (a driver stream handle) wait for ev. */
 dlrun_status cu_stream_wait_event(cu_device *d, dlcu_stream stream, dlrun_event ev);
+/* Destroy the events d's ended ops left for the next (d's context current;
+ * no op of d left). */
+void cu_spare_events_destroy(cu_device *d);
 /* The platform's event_wait (a waiter ends a submitted op's work itself). */
 dlrun_status cu_event_wait(dlrun_event ev);
 /* The completion thread of d (device.c starts it). */

@@ -120,24 +120,6 @@ dlrun_status cu_device_init(dlrun_device *dev, size_t local_index, size_t ndevic
   return DLRUN_OK;
 }
 
-/* Creating and destroying an event per op costs driver calls a small op
- * need not pay: an ended op's event is kept for the next (a record
- * replaces what an event held). */
-dlcu_result cu_event_get(cu_device *d, dlcu_event *ev) {
-  pthread_mutex_lock(&d->ev_lock);
-  *ev = d->nspare ? d->spare[--d->nspare] : NULL;
-  pthread_mutex_unlock(&d->ev_lock);
-  return *ev ? DLCU_SUCCESS : cu_api.EventCreate(ev, DLCU_EVENT_DISABLE_TIMING);
-}
-
-void cu_event_put(cu_device *d, dlcu_event ev) {
-  pthread_mutex_lock(&d->ev_lock);
-  bool kept = d->nspare < CU_SPARE_EVENTS;
-  if (kept) d->spare[d->nspare++] = ev;
-  pthread_mutex_unlock(&d->ev_lock);
-  if (!kept) cu_api.EventDestroy(ev);
-}
-
 void cu_device_destroy(dlrun_device *dev, void *impl) {
   (void)dev;
   cu_device *d = impl;
@@ -155,7 +137,7 @@ void cu_device_destroy(dlrun_device *dev, void *impl) {
   cu_make_current(d->ctx);
   cu_api.StreamSynchronize(d->stream);
   if (d->module) cu_api.ModuleUnload(d->module);
-  for (size_t i = 0; i < d->nspare; i++) cu_api.EventDestroy(d->spare[i]);
+  cu_spare_events_destroy(d);
   cu_api.EventDestroy(d->unrecorded);
   cu_api.StreamDestroy(d->stream);
   cu_svc->timeline_destroy(d->q.tl);

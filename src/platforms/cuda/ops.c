@@ -56,8 +56,31 @@ static cu_op *live_op(dlrun_event ev) {
   return op;
 }
 
+/* Creating and destroying an event per op costs driver calls a small op
+ * need not pay: an ended op's event is kept for the next (a record
+ * replaces what an event held). */
+static dlcu_result event_get(cu_device *d, dlcu_event *ev) {
+  pthread_mutex_lock(&d->ev_lock);
+  *ev = d->nspare ? d->spare[--d->nspare] : NULL;
+  pthread_mutex_unlock(&d->ev_lock);
+  return *ev ? DLCU_SUCCESS : cu_api.EventCreate(ev, DLCU_EVENT_DISABLE_TIMING);
+}
+
+static void event_put(cu_device *d, dlcu_event ev) {
+  pthread_mutex_lock(&d->ev_lock);
+  bool kept = d->nspare < CU_SPARE_EVENTS;
+  if (kept) d->spare[d->nspare++] = ev;
+  pthread_mutex_unlock(&d->ev_lock);
+  if (!kept) cu_api.EventDestroy(ev);
+}
+
+void cu_spare_events_destroy(cu_device *d) {
+  for (size_t i = 0; i < d->nspare; i++) cu_api.EventDestroy(d->spare[i]);
+  d->nspare = 0;
+}
+
 static void op_free(cu_op *op) {
-  if (op->ev) cu_event_put(op->d, op->ev);
+  if (op->ev) event_put(op->d, op->ev);
   if (op->free_arg) op->free_arg(op->arg);
   opq_op_destroy(&op->base);
   free(op);
@@ -206,7 +229,7 @@ dlrun_status cu_enqueue(cu_device *d, const char *what, int inject_kind, cu_work
     if (ws != few) free(ws);
     return refused;
   }
-  if ((r = cu_make_current(d->ctx)) || (r = cu_event_get(d, &op->ev))) {
+  if ((r = cu_make_current(d->ctx)) || (r = event_get(d, &op->ev))) {
     op->ev = NULL;
     op_free(op);
     if (ws != few) free(ws);
