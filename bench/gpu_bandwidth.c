@@ -241,14 +241,20 @@ static void parse_args(bench *b, int argc, char **argv) {
   }
 }
 
-/* One size's cases use b->bytes, as a COLS-wide float32 matrix. */
+/* "16 MiB": bytes as the lines name a size. */
+static void size_label(size_t bytes, char *out, size_t n) {
+  if (bytes % (1u << 30) == 0) snprintf(out, n, "%zu GiB", bytes >> 30);
+  else if (bytes % (1u << 20) == 0) snprintf(out, n, "%zu MiB", bytes >> 20);
+  else snprintf(out, n, "%zu KiB", bytes >> 10);
+}
+
+/* One size's cases use b->bytes, as a COLS-wide float32 matrix (setup
+ * then gives every per-size field its value). */
 static void use_size(bench *b, size_t bytes) {
   b->bytes = bytes;
   b->dims[0] = (int64_t)(bytes / (COLS * sizeof(float)));
   b->dims[1] = COLS;
-  if (bytes % (1u << 30) == 0) snprintf(b->label, sizeof b->label, "%zu GiB", bytes >> 30);
-  else if (bytes % (1u << 20) == 0) snprintf(b->label, sizeof b->label, "%zu MiB", bytes >> 20);
-  else snprintf(b->label, sizeof b->label, "%zu KiB", bytes >> 10);
+  size_label(bytes, b->label, sizeof b->label);
 }
 
 /* The pattern in pageable, pinned and dlrun memory; the driver's buffers. */
@@ -318,11 +324,6 @@ static void teardown(bench *b) {
   free(b->halves);
   free(b->back);
   free(b->want);
-  bench keep = *b; /* what holds for every size */
-  *b = (bench){.nsizes = keep.nsizes, .runs = keep.runs, .latency_runs = keep.latency_runs,
-               .ngpu = keep.ngpu, .failures = keep.failures};
-  memcpy(b->sizes, keep.sizes, sizeof b->sizes);
-  memcpy(b->ctx, keep.ctx, sizeof b->ctx);
 }
 
 /* Peer access from GPU 1 to GPU 0 (the direction dlrun's put reads), or why not. */
@@ -392,8 +393,9 @@ int main(int argc, char **argv) {
   char name[128] = "", sizes[160] = "";
   CU(DeviceGetName(name, sizeof name, 0));
   for (int i = 0; i < b.nsizes; i++) {
-    use_size(&b, b.sizes[i]);
-    snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s", i ? ", " : "", b.label);
+    char label[32];
+    size_label(b.sizes[i], label, sizeof label);
+    snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%s", i ? ", " : "", label);
   }
   printf("gpu_bandwidth: CUDA driver %d.%d, %d device(s), device 0: %s; cases of %s, best of "
          "%d\n",

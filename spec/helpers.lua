@@ -193,10 +193,16 @@ function M.mpirun(n, code, opts)
   return o, e, status, os.time() - t0
 end
 
--- The lines of s, sorted (processes print in any order).
-function M.sorted_lines(s)
+-- The non-empty lines of s, in order.
+function M.lines(s)
   local t = {}
   for line in s:gmatch("[^\n]+") do t[#t + 1] = line end
+  return t
+end
+
+-- The lines of s, sorted (processes print in any order).
+function M.sorted_lines(s)
+  local t = M.lines(s)
   table.sort(t)
   return t
 end

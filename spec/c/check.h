@@ -55,6 +55,16 @@ static inline const char *check_slurp(const char *path) {
   return buf;
 }
 
+/* Wait for the child `pid` (a fork's result); whether it exited with 0,
+ * its checks all passed. *status: what waitpid said. */
+#include <sys/types.h>
+#include <sys/wait.h>
+static inline int check_child_passed(pid_t pid, int *status) {
+  *status = 0;
+  return pid > 0 && waitpid(pid, status, 0) == pid && WIFEXITED(*status) &&
+         WEXITSTATUS(*status) == 0;
+}
+
 static inline int check_summary(const char *name) {
   printf("C %s: %d passed, %d failed\n", name, check_passed, check_failed);
   return check_failed ? 1 : 0;

@@ -53,9 +53,8 @@ static int in_child(void (*fn)(void), const char *env) {
     fflush(stdout);
     exit(check_current_failed ? 1 : 0); /* exit: leak checkers look at the child too */
   }
-  int status = 0;
-  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-         WEXITSTATUS(status) == 0;
+  int status;
+  return check_child_passed(pid, &status);
 }
 
 /* Loads the library and resolves every entry as the platform does. */

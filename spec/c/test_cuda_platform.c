@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -63,6 +62,11 @@ static uint64_t reserved(dlrun_device *dev) {
   return m.bytes_reserved;
 }
 
+/* dev's bytes_reserved and what the driver holds are both `want`. */
+#define CHECK_HELD(dev, want)                                                            \
+  CHECK(reserved(dev) == (want) && held() == (want), "bytes_reserved %llu, held %llu",  \
+        (unsigned long long)reserved(dev), (unsigned long long)held())
+
 /* x_mib MiB + 16 bytes used, then freed and released: the driver gives
  * back all it held (VMM, 40 MiB: the two 32 MiB chunks touched; no VMM,
  * 4 MiB: the pool's one segment, 3/4 of the double's 256 MiB), and
@@ -87,8 +91,7 @@ static int release_case(dlrun_runtime *rt, int64_t x_mib, uint64_t want_held, ui
     uint64_t released = 0;
     CHECK(dlrun_device_release_unused(dev, &released) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(released == want_held - y_unit, "released %llu", (unsigned long long)released);
-    CHECK(reserved(dev) == y_unit && held() == y_unit, "bytes_reserved %llu, held %llu",
-          (unsigned long long)reserved(dev), (unsigned long long)held());
+    CHECK_HELD(dev, y_unit);
   }
   dlrun_array_release(y);
   dlrun_device_synchronize(dev);
@@ -187,8 +190,7 @@ static void release_all(dlrun_device *dev, uint64_t want) {
   dlrun_device_synchronize(dev);
   CHECK(dlrun_device_release_unused(dev, &released) == DLRUN_OK, "%s", dlrun_last_error());
   CHECK(released == want, "released %llu", (unsigned long long)released);
-  CHECK(reserved(dev) == 0 && held() == 0, "bytes_reserved %llu, held %llu",
-        (unsigned long long)reserved(dev), (unsigned long long)held());
+  CHECK_HELD(dev, 0);
   CHECK(created_exactly(NULL, 0), "created");
 }
 
@@ -203,22 +205,19 @@ static void chunk_case(dlrun_runtime *rt) {
   TEST("a VMM pool's first block of 4 MiB creates one chunk of 32 MiB") {
     CHECK(a && !dlrun_array_block_until_ready(a), "%s", dlrun_last_error());
     CHECK(created_exactly(chunk, 1), "created");
-    CHECK(reserved(dev) == 32 * MiB && held() == 32 * MiB, "bytes_reserved %llu, held %llu",
-          (unsigned long long)reserved(dev), (unsigned long long)held());
+    CHECK_HELD(dev, 32 * MiB);
   }
   dlrun_array *b = zeros(dev, 7 << 20); /* [4, 32 MiB) */
   TEST("a block of 28 MiB that ends the first chunk creates nothing") {
     CHECK(b && !dlrun_array_block_until_ready(b), "%s", dlrun_last_error());
     CHECK(created_exactly(NULL, 0), "created");
-    CHECK(reserved(dev) == 32 * MiB && held() == 32 * MiB, "bytes_reserved %llu, held %llu",
-          (unsigned long long)reserved(dev), (unsigned long long)held());
+    CHECK_HELD(dev, 32 * MiB);
   }
   dlrun_array *c = zeros(dev, 4); /* [32 MiB, + 16) */
   TEST("16 bytes past the first chunk create a second one of 32 MiB") {
     CHECK(c && !dlrun_array_block_until_ready(c), "%s", dlrun_last_error());
     CHECK(created_exactly(chunk, 1), "created");
-    CHECK(reserved(dev) == 64 * MiB && held() == 64 * MiB, "bytes_reserved %llu, held %llu",
-          (unsigned long long)reserved(dev), (unsigned long long)held());
+    CHECK_HELD(dev, 64 * MiB);
   }
   dlrun_array_release(a);
   dlrun_array_release(b);
@@ -244,8 +243,7 @@ static void small_pool_case(const char *name, uint64_t capacity, bool preallocat
     for (int i = 0; i < count && i < 4; i++)
       CHECK(a[i] && !dlrun_array_block_until_ready(a[i]), "%s", dlrun_last_error());
     CHECK(created_exactly(want, nwant), "created");
-    CHECK(dev && reserved(dev) == sum && held() == sum, "bytes_reserved %llu, held %llu",
-          (unsigned long long)(dev ? reserved(dev) : 0), (unsigned long long)held());
+    if (dev) CHECK_HELD(dev, sum);
     for (int i = 0; i < count && i < 4; i++) dlrun_array_release(a[i]);
     if (dev) release_all(dev, sum);
   }
@@ -264,15 +262,13 @@ static int granularity_case(void) {
   TEST("granularity 64 MiB: 16 bytes create one chunk of 64 MiB") {
     CHECK(a && !dlrun_array_block_until_ready(a), "%s", dlrun_last_error());
     CHECK(created_exactly(chunk, 1), "created");
-    CHECK(reserved(dev) == 64 * MiB && held() == 64 * MiB, "bytes_reserved %llu, held %llu",
-          (unsigned long long)reserved(dev), (unsigned long long)held());
+    CHECK_HELD(dev, 64 * MiB);
   }
   b = zeros(dev, 16 << 20); /* [256, 64 MiB + 256) */
   TEST("granularity 64 MiB: 64 MiB more create a second chunk of 64 MiB") {
     CHECK(b && !dlrun_array_block_until_ready(b), "%s", dlrun_last_error());
     CHECK(created_exactly(chunk, 1), "created");
-    CHECK(reserved(dev) == 128 * MiB && held() == 128 * MiB, "bytes_reserved %llu, held %llu",
-          (unsigned long long)reserved(dev), (unsigned long long)held());
+    CHECK_HELD(dev, 128 * MiB);
     dlrun_array_release(a);
     dlrun_array_release(b);
     release_all(dev, 128 * MiB);
@@ -304,9 +300,7 @@ int main(void) {
   }
   int status = 0;
   TEST("without VMM: a wholly unused cuMemAlloc segment goes back (the child's checks above)") {
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-              WEXITSTATUS(status) == 0,
-          "child status %d", status);
+    CHECK(check_child_passed(pid, &status), "child status %d", status);
   }
   unsetenv("CUDA_DOUBLE_NO_VMM");
   fflush(stdout);
@@ -319,9 +313,7 @@ int main(void) {
     _exit(failed);
   }
   TEST("granularity 64 MiB: chunks of 64 MiB (the child's checks above)") {
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-              WEXITSTATUS(status) == 0,
-          "child status %d", status);
+    CHECK(check_child_passed(pid, &status), "child status %d", status);
   }
   lib = dlopen(path, RTLD_NOW | RTLD_LOCAL); /* the same library the module opens */
   dlrun_runtime *rt = runtime();

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,9 +169,7 @@ int main(void) {
   }
   int status = 0;
   TEST("a failure on the stream (the child's checks above)") {
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-              WEXITSTATUS(status) == 0,
-          "child status %d", status);
+    CHECK(check_child_passed(pid, &status), "child status %d", status);
   }
   run(path, ok_case);
   return check_summary("cuda_waits");

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -35,9 +34,8 @@ static int in_child(void (*fn)(void)) {
     fflush(stdout);
     _exit(check_current_failed ? 1 : 0);
   }
-  int status = 0;
-  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-         WEXITSTATUS(status) == 0;
+  int status;
+  return check_child_passed(pid, &status);
 }
 
 static dlrun_platform_status listing[16];

@@ -509,12 +509,6 @@ local function assert_work_traced(path)
   end
 end
 
-local function lines(s)
-  local t = {}
-  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
-  return t
-end
-
 -- The message of the dlrun error fn raises, as "Class: message".
 local CAUGHT = [[
 local function caught(fn, ...)
@@ -548,7 +542,7 @@ print(caught(dl.trace_stop, 1))
         .. "No such file or directory",
       "TypeError: trace_start: argument 1 (path) must be a string, got no value",
       "TypeError: trace_stop: expected at most 0 arguments, got 1",
-    }, lines(out))
+    }, helpers.lines(out))
     assert_work_traced(trace)
   end)
 

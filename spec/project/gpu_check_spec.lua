@@ -75,12 +75,6 @@ local function run(line, env)
   return text, how == "exit" and code or 128 + code
 end
 
-local function lines_of(text)
-  local t = {}
-  for l in text:gmatch("[^\n]*") do t[#t + 1] = l end
-  return t
-end
-
 -- Whether `text` has `line`, whole.
 local function has_line(text, line)
   return ("\n" .. text .. "\n"):find("\n" .. line .. "\n", 1, true) ~= nil
@@ -95,7 +89,7 @@ end
 -- The lines of `text` that match `pattern`.
 local function matching(text, pattern)
   local t = {}
-  for _, l in ipairs(lines_of(text)) do
+  for _, l in ipairs(helpers.lines(text)) do
     if l:match(pattern) then t[#t + 1] = l end
   end
   return t
@@ -103,7 +97,7 @@ end
 
 -- The counts of the last line, which must be the summary.
 local function last_counts(text)
-  local lines = lines_of(text:gsub("\n$", ""))
+  local lines = helpers.lines(text)
   local p, f, s = lines[#lines]:match(LAST)
   assert(p, "the last line is not the summary: " .. lines[#lines])
   return {tonumber(p), tonumber(f), tonumber(s)}
@@ -120,7 +114,7 @@ local function check_it(name, fn)
     return pending(name .. " (an instrumented build: the round trip loads libdlrun.so into python3)")
   end
   it(name, function()
-    if not python.exists(DOUBLE) then return pending("the CUDA driver double is not built") end
+    assert(python.exists(DOUBLE), DOUBLE .. " is missing: make all builds the driver double")
     fn()
   end)
 end

@@ -86,7 +86,7 @@ typedef struct cu_device {
   pthread_t thread;         /* submits gated ops, completes recorded ones */
   dlcu_result broken;       /* a sticky error of the context (atomic): the device is unusable */
   cu_range *ranges;
-  pthread_mutex_t ev_lock;  /* spare */
+  pthread_mutex_t ev_lock;  /* spare and nspare */
   dlcu_event spare[CU_SPARE_EVENTS]; /* events of ops that ended, for the next ones */
   size_t nspare;
   dlcu_module module;       /* the PTX kernels, loaded on first use */
