@@ -99,6 +99,14 @@ DLRUN_API void dlrun_runtime_retain(dlrun_runtime *rt);
  * capacities of all the runtime's memories add up to more than host RAM.
  * Valid while the runtime lives. */
 DLRUN_API const char *dlrun_runtime_memory_note(const dlrun_runtime *rt);
+/* The worker threads that run the runtime's host work (copies, fills on
+ * host memory): by default one per core this process may use (its CPU
+ * affinity), the cores shared by the job's processes on this host; at least
+ * one. $DLRUN_WORKERS (auto, or 1 to 64) sets the number; a bad value fails
+ * dlrun_runtime_create. *note (may be NULL) gets a one-line account, "2 worker
+ * threads: the 2 cores this process may use (DLRUN_WORKERS sets it)", valid
+ * while the runtime lives. 0 (and NULL) for a NULL runtime. */
+DLRUN_API int dlrun_runtime_workers(const dlrun_runtime *rt, const char **note);
 /* Drop one reference; the last one waits for queued work and frees all. */
 DLRUN_API void dlrun_runtime_release(dlrun_runtime *rt);
 

@@ -1,6 +1,9 @@
 /* C tests of the runtime: device specs, sizes, devices, work queues, and arrays
  * on one device through the public C API. */
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -229,7 +232,10 @@ static void test_streams(void) {
     dlrun_runtime_release(rt);
   }
   TEST("a task waits for events of other work queues, parked without a thread") {
+    /* The gate holds one worker thread: another must run c's work. */
+    setenv("DLRUN_WORKERS", "2", 1);
     dlrun_runtime *rt = make_runtime("sim:4", 1 << 20);
+    unsetenv("DLRUN_WORKERS");
     if (!rt) return;
     gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     static int log[8];
@@ -564,6 +570,101 @@ static void test_trace(void) {
   }
 }
 
+/* Threads of this process now. */
+static int thread_count(void) {
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+  if (d) closedir(d);
+  return n;
+}
+
+/* The threads a runtime made with $DLRUN_WORKERS = `workers` (NULL: unset)
+ * starts for a 64 MiB copy between two cpu devices, cut into units that
+ * every worker may share; -1 when the runtime was refused. *count and note
+ * get what it says. */
+static int threads_for_copy(const char *workers, int *count, char *note, size_t n) {
+  if (workers) setenv("DLRUN_WORKERS", workers, 1);
+  else unsetenv("DLRUN_WORKERS");
+  int before = thread_count();
+  dlrun_runtime *rt = make_runtime("cpu:2", 0);
+  unsetenv("DLRUN_WORKERS");
+  if (!rt) return -1;
+  const char *text = NULL;
+  *count = dlrun_runtime_workers(rt, &text);
+  snprintf(note, n, "%s", text ? text : "(null)");
+  dlrun_sharding *s0 = NULL, *s1 = NULL;
+  int64_t dims[1] = {16 << 20};
+  dlrun_scalar v = {.kind = DLRUN_SCALAR_FLOAT, .re = 1.5};
+  dlrun_array *a = NULL, *b = NULL;
+  int grown = -1;
+  if (dlrun_single_device_sharding_create(dlrun_device_get(rt, "cpu", 0), DLRUN_MEM_DEVICE, &s0) ==
+          DLRUN_OK &&
+      dlrun_single_device_sharding_create(dlrun_device_get(rt, "cpu", 1), DLRUN_MEM_DEVICE, &s1) ==
+          DLRUN_OK &&
+      dlrun_array_full(s0, DLRUN_FLOAT32, 1, dims, &v, &a) == DLRUN_OK &&
+      dlrun_device_put(a, s1, NULL, &b) == DLRUN_OK && dlrun_array_block_until_ready(b) == DLRUN_OK)
+    grown = thread_count() - before;
+  dlrun_array_release(a);
+  dlrun_array_release(b);
+  dlrun_sharding_release(s0);
+  dlrun_sharding_release(s1);
+  dlrun_runtime_release(rt);
+  return grown;
+}
+
+#define CHECK_STR_SAME(got, want) CHECK(strcmp((got), (want)) == 0, "got \"%s\"", (got))
+
+static void test_workers(void) {
+  char note[200], want[200];
+  int count;
+  TEST("DLRUN_WORKERS sets how many worker threads run") {
+    int grown = threads_for_copy("1", &count, note, sizeof note);
+    CHECK(count == 1 && grown == 1, "count %d, %d threads started", count, grown);
+    CHECK_STR_SAME(note, "1 worker thread (DLRUN_WORKERS=1)");
+    grown = threads_for_copy("3", &count, note, sizeof note);
+    CHECK(count == 3 && grown >= 1 && grown <= 3, "count %d, %d threads started", count, grown);
+    CHECK_STR_SAME(note, "3 worker threads (DLRUN_WORKERS=3)");
+    CHECK(threads_for_copy("auto", &count, note, sizeof note) >= 1, "auto refused");
+  }
+  TEST("a bad DLRUN_WORKERS is a ValueError naming it, at creation and in the check") {
+    const char *bad[] = {"0", "65", "-1", "x", "2x", " 2", "1.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+      CHECK(threads_for_copy(bad[i], &count, note, sizeof note) == -1, "%s accepted", bad[i]);
+      snprintf(want, sizeof want,
+               "DLRUN_WORKERS=\"%s\" is not auto or a whole number from 1 to 64", bad[i]);
+      CHECK_STR_SAME(dlrun_last_error(), want);
+      setenv("DLRUN_WORKERS", bad[i], 1);
+      CHECK(dlrun_check_config(NULL) == DLRUN_ERR_VALUE, "%s passed the check", bad[i]);
+      unsetenv("DLRUN_WORKERS");
+    }
+  }
+  TEST("by default, one worker per core of this process's affinity") {
+    cpu_set_t mine, one;
+    CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0, "affinity");
+    int cores = CPU_COUNT(&mine);
+    int grown = threads_for_copy(NULL, &count, note, sizeof note);
+    CHECK(count == (cores < 64 ? cores : 64) && grown >= 1 && grown <= count,
+          "count %d for %d cores, %d threads started", count, cores, grown);
+    snprintf(want, sizeof want,
+             "%d worker thread%s: the %d core%s this process may use (DLRUN_WORKERS sets it)",
+             count, count == 1 ? "" : "s", cores, cores == 1 ? "" : "s");
+    CHECK_STR_SAME(note, want);
+    /* Bound to one core (as mpirun binds each of two processes): one worker. */
+    int first = 0;
+    while (!CPU_ISSET(first, &mine)) first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "bind");
+    grown = threads_for_copy(NULL, &count, note, sizeof note);
+    sched_setaffinity(0, sizeof mine, &mine);
+    CHECK(count == 1 && grown == 1, "count %d, %d threads started", count, grown);
+    CHECK_STR_SAME(note, "1 worker thread: the 1 core this process may use (DLRUN_WORKERS sets it)");
+    const char *none = "x";
+    CHECK(dlrun_runtime_workers(NULL, &none) == 0 && none == NULL, "NULL runtime");
+  }
+}
+
 static void test_default_runtime(void) {
   TEST("the default runtime is configured before first use only") {
     CHECK(dlrun_default_configure("sim:2", 1 << 20) == DLRUN_OK, "configure");
@@ -587,6 +688,7 @@ int main(void) {
   test_arrays();
   test_config();
   test_trace();
+  test_workers();
   test_default_runtime();
   return check_summary("runtime");
 }

@@ -87,6 +87,11 @@ static const help_entry environment[] = {
     {"DLRUN_SIM_MEMORY", "private (default: simulated device memory the host cannot read, as "
                          "on a discrete accelerator) or shared (host-readable); any other "
                          "value is a ValueError"},
+    {"DLRUN_WORKERS",
+     "worker threads that run host copies and fills: auto (default: one per core this "
+     "process may use; in a job of several unbound processes on one host, the host's cores "
+     "shared evenly among them; at least 1) or a number from 1 to 64; checked at start; "
+     "--stats says how many and why"},
     {"DLRUN_TRACE", "write a Chrome trace to this file, as --trace, from every way in: the "
                     "dlrun command, require \"dlrun\", the C API's default runtime"},
     {"DLRUN_DISTRIBUTED", "default for --distributed; checked at start"},

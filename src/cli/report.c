@@ -67,7 +67,9 @@ void cli_stats_at_end(lua_State *L, FILE *out) {
   if (dlrun_process_count() > 1)
     fprintf(out, ", process %d of %d: this process's devices", dlrun_process_index(),
             dlrun_process_count());
-  fputc('\n', out);
+  const char *workers;
+  dlrun_runtime_workers(stats_rt, &workers);
+  fprintf(out, "\n%s\n", workers);
   fprintf(out, "%-18s %12s %12s %12s %12s %13s %6s %14s\n", "device", "in use", "peak",
           "moved in", "moved out", "largest free", "frag", "exports alive");
   size_t idle = 0;

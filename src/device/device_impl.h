@@ -10,6 +10,7 @@
 #include "dlrun/device.h"
 #include "dlrun/platform.h"
 #include "mem/pool.h"
+#include "worker_plan.h"
 
 /* RuntimeError: dev is another process's ("... belongs to process 1: its
  * memory is not addressable from process 0"). */
@@ -90,6 +91,7 @@ struct dlrun_runtime {
   int process_index, process_count; /* this process's place in the job */
   char platforms[64];  /* "sim,cpu" */
   dlrun_workers *workers;
+  dlrun_worker_plan worker_plan; /* how many, and why */
   dlrun_device *devices;
   size_t ndevices;
   dlrun_device_group groups[DLRUN_MAX_PLATFORMS]; /* one per platform present */

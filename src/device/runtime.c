@@ -15,15 +15,6 @@
 #include "dlrun/stats.h"
 #include "dlrun/trace.h"
 
-#define MAX_WORKERS 64
-
-static int worker_count(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 2) n = 2;
-  if (n > MAX_WORKERS) n = MAX_WORKERS;
-  return (int)n;
-}
-
 /* The device spec and memory settings a runtime gets from `config`, else
  * from the environment (DLRUN_DEVICES, the memory variables), checked. */
 static dlrun_status resolve_config(const dlrun_config *config, dlrun_device_spec *spec,
@@ -43,6 +34,7 @@ dlrun_status dlrun_check_config(const dlrun_config *config) {
   dlrun_device_spec spec;
   dlrun_memory_settings memory;
   dlrun_status st = resolve_config(config, &spec, &memory);
+  if (!st) st = dlrun_check_workers_setting();
   return st ? st : dlrun_platforms_check_config();
 }
 
@@ -345,6 +337,7 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   dlrun_device_spec spec;
   dlrun_memory_settings settings;
   dlrun_status st = resolve_config(config, &spec, &settings);
+  if (!st) st = dlrun_check_workers_setting();
   if (!st) st = dlrun_platforms_check_config(); /* checked before any collective */
   if (st) return st;
 
@@ -362,7 +355,8 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   rt->process_index = dlrun_process_index();
   rt->process_count = dlrun_process_count();
   dlrun_ref_init(&rt->ref, release_last);
-  if ((st = dlrun_workers_create(worker_count(), &rt->workers))) {
+  if ((st = dlrun_plan_workers(&rt->worker_plan)) ||
+      (st = dlrun_workers_create(rt->worker_plan.count, &rt->workers))) {
     dlrun_free(rt);
     return st;
   }
@@ -377,6 +371,11 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
 
 const char *dlrun_runtime_memory_note(const dlrun_runtime *rt) {
   return rt && rt->memory_note[0] ? rt->memory_note : NULL;
+}
+
+int dlrun_runtime_workers(const dlrun_runtime *rt, const char **note) {
+  if (note) *note = rt ? rt->worker_plan.note : NULL;
+  return rt ? rt->worker_plan.count : 0;
 }
 
 void dlrun_runtime_retain(dlrun_runtime *rt) {

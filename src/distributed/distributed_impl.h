@@ -48,6 +48,9 @@ void dlrun_distributed_job_abort(int code);
  * with the same table, and memory made from then on is shareable when any
  * pair may. Fails (every process) only when the job's messages fail. */
 dlrun_status dlrun_distributed_probe_peers(bool wanted);
+/* The job's processes on this process's host, itself included (the
+ * transport's host, learnt at the join); 1 alone or after the job. */
+int dlrun_distributed_host_processes(void);
 /* Whether any pair of processes may (the same on every process). */
 bool dlrun_distributed_any_peers(void);
 /* Whether process `receiver` may copy straight out of `sender`'s memory. */

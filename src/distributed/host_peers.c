@@ -31,6 +31,7 @@ typedef struct probe_record {
 #define PROBE_BYTES 4096
 
 static int nproc;
+static int host_processes; /* the job's processes on this process's host */
 static unsigned char *readable; /* [receiver * nproc + sender] */
 static int *pids;
 static bool any_pair;
@@ -70,6 +71,7 @@ static void forget(void) {
   readable = NULL;
   pids = NULL;
   any_pair = false;
+  host_processes = 0;
 }
 
 dlrun_status dlrun_distributed_probe_peers(bool wanted) {
@@ -100,6 +102,8 @@ dlrun_status dlrun_distributed_probe_peers(bool wanted) {
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "joining the job: %s", err);
   if (mine.fd >= 0) close((int)mine.fd); /* every peer is done with it */
   for (int r = 0; r < n && !st; r++) pids[r] = all[r].pid;
+  host_processes = 0;
+  for (int r = 0; r < n && !st; r++) host_processes += all[r].host == mine.host;
   for (int i = 0; i < n * n && !st; i++) any_pair |= readable[i] != 0;
   dlrun_free(all);
   dlrun_free(row);
@@ -110,6 +114,8 @@ dlrun_status dlrun_distributed_probe_peers(bool wanted) {
 }
 
 bool dlrun_distributed_any_peers(void) { return any_pair; }
+
+int dlrun_distributed_host_processes(void) { return host_processes > 1 ? host_processes : 1; }
 
 bool dlrun_distributed_peer_readable(int receiver, int sender) {
   return any_pair && receiver >= 0 && sender >= 0 && receiver < nproc && sender < nproc &&

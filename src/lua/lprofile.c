@@ -93,8 +93,8 @@ static void push_row(lua_State *L, const dlrun_device_report *r) {
   dlrun_lua_set_printed(L, "record");
 }
 
-/* dl.stats(): {spec =, live_exports =, devices = {row, ...}}, the figures
- * of `dlrun --stats` for this process's devices. */
+/* dl.stats(): {spec =, workers =, workers_note =, live_exports =, devices =
+ * {row, ...}}, the figures of `dlrun --stats` for this process's devices. */
 static int l_stats(lua_State *L) {
   dlrun_lua_check_nargs(L, "stats", 0);
   dlrun_runtime *rt = dlrun_lua_runtime(L);
@@ -102,9 +102,13 @@ static int l_stats(lua_State *L) {
   dlrun_device_report *rows = lua_newuserdatauv(L, (n ? n : 1) * sizeof *rows, 0);
   size_t filled = dlrun_runtime_report(rt, rows, n);
   if (filled < n) n = filled;
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 5);
   lua_pushstring(L, dlrun_runtime_spec(rt));
   lua_setfield(L, -2, "spec");
+  const char *note;
+  set_integer(L, "workers", dlrun_runtime_workers(rt, &note));
+  lua_pushstring(L, note);
+  lua_setfield(L, -2, "workers_note");
   lua_createtable(L, (int)n, 0);
   lua_Integer exports = 0;
   for (size_t i = 0; i < n; i++) {
