@@ -20,7 +20,7 @@
 # the first pass), the other lists leave it out.
 set -eu
 cd "$(dirname "$0")/.."
-NEEDS="mpi python3 python3-numpy python3-torch opencl pocl ocl-icd abigail-tools luarocks pkg-config man-db build-deps"
+NEEDS="mpi python3 python3-numpy python3-torch opencl pocl ocl-icd abigail-tools luarocks pkg-config man-db build-deps uts-namespace"
 case "${1:-}" in
   check | all | every-platform | ipc-off | devices-8) ;;
   *)

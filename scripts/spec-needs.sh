@@ -37,6 +37,17 @@ icd_loader() {
 why_unmet() {
   case "$1" in
     mpi) has mpirun || echo "mpirun not found (Open MPI: openmpi-bin)" ;;
+    uts-namespace)
+      # As scripts/two-hosts-agent.sh makes one: a host name of its own.
+      if ! has unshare; then
+        echo "unshare not found (util-linux)"
+      elif ! has hostname; then
+        echo "hostname not found (hostname)"
+      elif ! said=$(timeout 60 unshare --uts hostname dlrun-probe 2>&1); then
+        echo "unshare --uts cannot make a UTS namespace here (it needs root, CAP_SYS_ADMIN):" \
+          "$(echo "$said" | head -n 1)"
+      fi
+      ;;
     python3)
       if [ ! -x "$PY" ]; then
         echo "no Python at $PY ($PY_WHO)"

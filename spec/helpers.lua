@@ -153,11 +153,30 @@ end
 M.MCA_SHM = "--mca btl self,vader"
 M.MCA_TCP = "--mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
             .. "--mca pml ob1"
+-- Processes on hosts simulated on this machine (opts.hosts of M.mpirun): shared
+-- memory within a host, TCP on the loopback between hosts.
+M.MCA_HOSTS = "--mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo"
+
+-- mpirun's options for n processes over the hosts named in the list `hosts`
+-- (n / #hosts each, in process order): names that are not this machine's, each
+-- host's daemon started by scripts/two-hosts-agent.sh (standing in for ssh)
+-- in a UTS namespace of that name, so that MPI sees as many nodes.
+local function hosts_options(n, hosts)
+  assert(#hosts > 0 and n % #hosts == 0,
+         n .. " processes do not split evenly over " .. #hosts .. " hosts")
+  local slots = {}
+  for i, h in ipairs(hosts) do slots[i] = h .. ":" .. n // #hosts end
+  local agent = M.capture("pwd"):gsub("\n$", "") .. "/scripts/two-hosts-agent.sh"
+  return "--host " .. table.concat(slots, ",") .. " --mca plm_rsh_agent " .. shell_quote(agent)
+end
 
 -- Run `code` (with dl = require "dlrun") under mpirun -n n, for at most
 -- opts.limit seconds (120); opts.env, opts.args (dlrun's) and opts.mca (the
--- transport; shared memory by default); opts.per_rank, shell code each
--- process runs first (with $OMPI_COMM_WORLD_RANK: an environment per rank). Returns stdout, stderr, exit status
+-- transport; shared memory by default, M.MCA_HOSTS with opts.hosts);
+-- opts.hosts, a list of host names to simulate on this machine (n / #hosts
+-- processes each, in process order: hosts_options); opts.per_rank, shell
+-- code each process runs first (with $OMPI_COMM_WORLD_RANK: an environment
+-- per rank). Returns stdout, stderr, exit status
 -- and the seconds it took. Each process writes to files
 -- of its own (mpirun's forwarding may cut one process's line by another's);
 -- the outputs are mpirun's own, then each process's in process order.
@@ -173,7 +192,9 @@ function M.mpirun(n, code, opts)
   -- Bounded: a job that hangs is killed (exit 124) instead of stalling the suite.
   local line = table.concat(env, " ") .. " timeout -k 10 " .. (opts.limit or 120)
                .. " mpirun -n " .. n
-               .. " --oversubscribe --mca mpi_yield_when_idle 1 " .. (opts.mca or M.MCA_SHM) .. " "
+               .. " --oversubscribe --mca mpi_yield_when_idle 1 "
+               .. (opts.hosts and hosts_options(n, opts.hosts) .. " " or "")
+               .. (opts.mca or opts.hosts and M.MCA_HOSTS or M.MCA_SHM) .. " "
                .. "sh -c " .. q(own) .. " " .. q(base) .. " "
                .. q(M.exe) .. " " .. (opts.args or "") .. " -e "
                .. q('local dl = require "dlrun"\n' .. code) .. " >" .. out .. " 2>" .. err
@@ -224,6 +245,33 @@ local function shards(x)
   return table.concat(t, " ")
 end
 ]]
+
+-- The transfer events of a trace file (dl.trace_start's, of one process),
+-- summed: "name src src_process dst bytes" lines, sorted (src_process "-"
+-- when the event has none: a piece from this process), each checked to be
+-- on its destination's track.
+function M.trace_transfers(path)
+  local tracks, sums = {}, {}
+  for line in io.lines(path) do
+    local tid, track = line:match('"name": "thread_name", "pid": 1, "tid": (%d+), '
+                                  .. '"args": {"name": "([^"]+)"}')
+    if tid then tracks[tid] = track end
+    local name, etid, args = line:match('"ph": "X", "cat": "transfer", "name": "(%w+)", '
+                                        .. '"pid": 1, "tid": (%d+),.*"args": {(.*)}}')
+    if name then
+      local bytes, src, rest = args:match('^"bytes": (%d+), "src": "([^"]+)", (.*)$')
+      local proc = rest:match('^"src_process": (%d+), ') or "-"
+      local dst = rest:match('"dst": "([^"]+)"$')
+      assert.are.equal(dst, tracks[etid], line)
+      local key = table.concat({name, src, proc, dst}, " ")
+      sums[key] = (sums[key] or 0) + tonumber(bytes)
+    end
+  end
+  local t = {}
+  for key, bytes in pairs(sums) do t[#t + 1] = key .. " " .. bytes end
+  table.sort(t)
+  return t
+end
 
 -- ---- files and shell lines ----
 

@@ -119,32 +119,6 @@ print(p, "bytes_moved", dl.transfer_stats().bytes_moved)]])
   end
 end)
 
--- The transfer events of a trace file, summed: "name src src_process dst
--- bytes" lines (src_process "-" when the event has none), each checked to
--- be on its destination's track.
-local function transfers(path)
-  local tracks, sums = {}, {}
-  for line in io.lines(path) do
-    local tid, track = line:match('"name": "thread_name", "pid": 1, "tid": (%d+), '
-                                  .. '"args": {"name": "([^"]+)"}')
-    if tid then tracks[tid] = track end
-    local name, etid, args = line:match('"ph": "X", "cat": "transfer", "name": "(%w+)", '
-                                        .. '"pid": 1, "tid": (%d+),.*"args": {(.*)}}')
-    if name then
-      local bytes, src, rest = args:match('^"bytes": (%d+), "src": "([^"]+)", (.*)$')
-      local proc = rest:match('^"src_process": (%d+), ') or "-"
-      local dst = rest:match('"dst": "([^"]+)"$')
-      assert.are.equal(dst, tracks[etid], line)
-      local key = table.concat({name, src, proc, dst}, " ")
-      sums[key] = (sums[key] or 0) + tonumber(bytes)
-    end
-  end
-  local t = {}
-  for key, bytes in pairs(sums) do t[#t + 1] = key .. " " .. bytes end
-  table.sort(t)
-  return t
-end
-
 describe("the trace of a reshard between processes", function()
   for _, n in ipairs {2, 3} do
     for _, devices in ipairs {"sim:2", "cpu:2"} do
@@ -178,7 +152,7 @@ dl.trace_stop()]]):format(base .. ".json"))
             end
             table.sort(want)
             local path = ("%s.%d.json"):format(base, p)
-            local got = transfers(path)
+            local got = H.trace_transfers(path)
             os.remove(path)
             assert.are.same(want, got)
           end
