@@ -234,11 +234,13 @@ describe("dlrun --stats", function()
       leaked = y:__dlpack__{legacy_sharing = "share"} -- a global: still alive at exit
       keep = y
     ]]
-    local _, err, status = helpers.run({"--stats", "-e", code}, nil, {DLRUN_DEVICES = "sim:8"})
+    local _, err, status = helpers.run({"--stats", "-e", code}, nil,
+                                       {DLRUN_DEVICES = "sim:8", DLRUN_WORKERS = "2"})
     assert.are.equal(0, status)
     local lines = {}
     for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
     assert.are.equal("dlrun stats (sim:8,cpu:1)", lines[1])
+    assert.are.equal("2 worker threads (DLRUN_WORKERS=2)", table.remove(lines, 2))
     assert.truthy(lines[2]:find("device%s+in use%s+peak%s+moved in%s+moved out%s+largest free%s+"
                                 .. "frag%s+exports alive"))
     -- device 0 received 7 shards of 512 bytes; the others sent one each.
@@ -445,13 +447,15 @@ print(dl.process_index(), "done")]]
     it("on " .. n .. " processes: --stats shows this process's devices only, named as such",
        function()
       local _, err, status = helpers.mpirun(n, JOB,
-                                            {args = "--devices sim:2 --device-memory 64MiB --stats"})
+                                            {args = "--devices sim:2 --device-memory 64MiB --stats",
+                                             env = {DLRUN_WORKERS = "1"}})
       assert.are.equal(0, status)
       local want = {}
       local row = "%-18s %12s %12s %12s %12s %13s %6s %14s"
       for p = 0, n - 1 do
         want[#want + 1] = ("dlrun stats (sim:2,cpu:1), process %d of %d: this process's devices")
                           :format(p, n)
+        want[#want + 1] = "1 worker thread (DLRUN_WORKERS=1)"
         want[#want + 1] = row:format("device", "in use", "peak", "moved in", "moved out",
                                      "largest free", "frag", "exports alive")
         want[#want + 1] = row:format("SimDevice(id=" .. 2 * p .. ")", "0B", "1.00KiB", "1.00KiB",
@@ -653,20 +657,23 @@ print((tostring(s):gsub("largest_free_block_bytes=%d+", "largest_free_block_byte
       .. "device=SimDevice(id=1), fragmentation=0.0, largest_free_block_bytes=N, live_exports=1, "
       .. "peak_bytes_in_use=2048}, {bytes_in_use=0, bytes_moved_in=0, bytes_moved_out=0, "
       .. "device=CpuDevice(id=0), fragmentation=0.0, largest_free_block_bytes=N, live_exports=0, "
-      .. "peak_bytes_in_use=0}], live_exports=1, spec=\"sim:2,cpu:1\"}",
+      .. "peak_bytes_in_use=0}], live_exports=1, spec=\"sim:2,cpu:1\", workers=3, "
+      .. "workers_note=\"3 worker threads (DLRUN_WORKERS=3)\"}",
   }, "\n") .. "\n"
 
   it("returns what --stats prints, per device of this process, under plain lua5.4", function()
-    local out, err, status = plain_lua(CODE)
+    local out, err, status = plain_lua(CODE, {DLRUN_WORKERS = "3"})
     assert.are.equal("", err)
     assert.are.equal(0, status)
     assert.are.equal(WANT, out)
   end)
 
   it("agrees with the --stats table of the dlrun command", function()
-    local out, err, status = helpers.run({"--stats", "-e", CODE}, nil, {DLRUN_DEVICES = "sim:2"})
+    local out, err, status = helpers.run({"--stats", "-e", CODE}, nil,
+                                         {DLRUN_DEVICES = "sim:2", DLRUN_WORKERS = "3"})
     assert.are.equal(0, status)
     assert.are.equal(WANT, out)
+    assert.truthy(err:find("\n3 worker threads %(DLRUN_WORKERS=3%)\n"), err)
     assert.truthy(err:find("\nSimDevice%(id=0%)%s+1%.00KiB%s+1%.00KiB%s+0B%s+1%.00KiB%s.*%s0\n"), err)
     assert.truthy(err:find("\nSimDevice%(id=1%)%s+2%.00KiB%s+2%.00KiB%s+1%.00KiB%s+0B%s.*%s1\n"), err)
   end)
