@@ -3,10 +3,20 @@
  * the platform's own private view) can address. Inner dimensions that are
  * contiguous in both blocks merge into one run, so contiguous data moves
  * with a single memcpy. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "boxes.h"
 #include "host_loops.h"
+#include "stream_copy.h"
+
+/* A box of at least STREAM_BOX_BYTES whose runs are at least
+ * STREAM_RUN_BYTES goes with streaming stores: far larger than what stays
+ * cached, it is written once and read later. Shorter runs gain nothing
+ * (measured: 2 KiB rows as fast either way, 4-16 KiB rows 1.4x faster
+ * streamed, on par with one memcpy of the whole). */
+#define STREAM_BOX_BYTES ((uint64_t)2 << 20)
+#define STREAM_RUN_BYTES 4096
 
 uint64_t dlrun_box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
   uint64_t bytes = esize;
@@ -70,15 +80,32 @@ void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_
     }
   }
   /* A strided innermost dimension: copy that dimension element by element
-   * in one tight loop. */
+   * in one tight loop; so too short runs of a power-of-two size, as
+   * elements of that size along the next dimension out. */
   bool strided = k == ndim && ndim > 0;
   if (strided) k = ndim - 1;
+  size_t elem = esize;
+  int64_t inner = ndim > 0 ? extent[ndim - 1] : 1;
+  int64_t dstep = ndim > 0 ? dst_strides[ndim - 1] * (int64_t)esize : 0;
+  int64_t sstep = ndim > 0 ? src_strides[ndim - 1] * (int64_t)esize : 0;
+  if (!strided && k > 0 && run <= 16 && (run & (run - 1)) == 0) {
+    strided = true;
+    elem = (size_t)run;
+    k--;
+    inner = extent[k];
+    dstep = dst_strides[k] * (int64_t)esize;
+    sstep = src_strides[k] * (int64_t)esize;
+  }
+  bool stream = !strided && run >= STREAM_RUN_BYTES &&
+                dlrun_box_bytes(esize, ndim, lo, hi) >= STREAM_BOX_BYTES &&
+                dlrun_stream_copy_supported();
   /* Odometer over the outer dimensions 0..k-1. */
   int64_t idx[DLRUN_MAX_NDIM] = {0};
   for (;;) {
     if (strided)
-      strided_elements(d0, s0, extent[ndim - 1], dst_strides[ndim - 1] * (int64_t)esize,
-                       src_strides[ndim - 1] * (int64_t)esize, esize);
+      strided_elements(d0, s0, inner, dstep, sstep, elem);
+    else if (stream)
+      dlrun_stream_copy(d0, s0, (size_t)run);
     else
       memcpy(d0, s0, (size_t)run);
     int d = k - 1;
@@ -91,6 +118,7 @@ void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_
       idx[d] = 0;
       d--;
     }
-    if (d < 0) return;
+    if (d < 0) break;
   }
+  if (stream) dlrun_stream_copy_end();
 }
