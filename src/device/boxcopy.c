@@ -8,15 +8,6 @@
 
 #include "boxes.h"
 #include "host_loops.h"
-#include "stream_copy.h"
-
-/* A box of at least STREAM_BOX_BYTES whose runs are at least
- * STREAM_RUN_BYTES goes with streaming stores: far larger than what stays
- * cached, it is written once and read later. Shorter runs gain nothing
- * (measured: 2 KiB rows as fast either way, 4-16 KiB rows 1.4x faster
- * streamed, on par with one memcpy of the whole). */
-#define STREAM_BOX_BYTES ((uint64_t)2 << 20)
-#define STREAM_RUN_BYTES 4096
 
 uint64_t dlrun_box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
   uint64_t bytes = esize;
@@ -96,16 +87,11 @@ void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_
     dstep = dst_strides[k] * (int64_t)esize;
     sstep = src_strides[k] * (int64_t)esize;
   }
-  bool stream = !strided && run >= STREAM_RUN_BYTES &&
-                dlrun_box_bytes(esize, ndim, lo, hi) >= STREAM_BOX_BYTES &&
-                dlrun_stream_copy_supported();
   /* Odometer over the outer dimensions 0..k-1. */
   int64_t idx[DLRUN_MAX_NDIM] = {0};
   for (;;) {
     if (strided)
       strided_elements(d0, s0, inner, dstep, sstep, elem);
-    else if (stream)
-      dlrun_stream_copy(d0, s0, (size_t)run);
     else
       memcpy(d0, s0, (size_t)run);
     int d = k - 1;
@@ -118,7 +104,6 @@ void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_
       idx[d] = 0;
       d--;
     }
-    if (d < 0) break;
+    if (d < 0) return;
   }
-  if (stream) dlrun_stream_copy_end();
 }
