@@ -502,6 +502,32 @@ int main(int argc, char **argv) {
     pl->release(dev[0], DLRUN_MEM_PINNED_HOST, pin, 1 << 20);
   }
 
+  TEST("copy: big copies, split over a CPU device's two queues, keep the queue's order") {
+    const int64_t n = DEV_BYTES - 4099, one = 1, hi = n; /* an odd size, over 4 MiB */
+    unsigned char *a = malloc((size_t)n), *b = malloc((size_t)n), *out = malloc((size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+      a[i] = (unsigned char)(i * 7);
+      b[i] = (unsigned char)(i * 13 + 5);
+    }
+    memset(out, 0, (size_t)n);
+    /* a then b into dev0, queued back to back: b must be what is left */
+    dlrun_event e1, e2, e3;
+    dlrun_status st = write_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0], a, n, NULL, 0, &e1);
+    if (!st) st = write_bytes(0, 0, DLRUN_MEM_DEVICE, dev_mem[0], b, n, NULL, 0, &e2);
+    dlrun_copy_piece pc = {.src = {dev[0], DLRUN_MEM_DEVICE, dev_mem[0], zeros, &one},
+                           .lo = zeros, .hi = &hi};
+    dlrun_copy_op op = {.esize = 1, .ndim = 1,
+                        .dst = {dev[1], DLRUN_MEM_DEVICE, dev_mem[1], zeros, &one},
+                        .npieces = 1, .pieces = &pc};
+    if (!st) st = pl->copy_box(dev[1], &op, &e2, 1, &e3); /* dev0 -> dev1 after b */
+    if (!st) st = read_bytes(1, 1, DLRUN_MEM_DEVICE, dev_mem[1], out, n);
+    CHECK(!st && !memcmp(out, b, (size_t)n), "host -> dev0 twice -> dev1 -> host: %s", last_msg);
+    CHECK(!st && pl->event_query(e1) && pl->event_query(e3), "every point complete");
+    free(a);
+    free(b);
+    free(out);
+  }
+
   TEST("copy and fill between host memories: host work in the queue's order, seeing every "
        "write") {
     unsigned char *pin[2] = {NULL, NULL};

@@ -59,17 +59,9 @@ static cl_int enqueue_rect(ocl_enqueue *q, const plan *p, const ocl_place *s,
   cl_event ev = NULL;
   cl_int err;
   cl_command_queue cq = q->d->queue;
-  if (extent[1] == 1 && extent[2] == 1) { /* one run: the plain commands */
-    if (s->mem && d->mem)
-      err = clEnqueueCopyBuffer(cq, s->mem, d->mem, s->offset, d->offset, extent[0],
-                                ocl_wait_count(q), ocl_wait_list(q), &ev);
-    else if (s->mem)
-      err = clEnqueueReadBuffer(cq, s->mem, CL_FALSE, s->offset, extent[0], d->host,
-                                ocl_wait_count(q), ocl_wait_list(q), &ev);
-    else
-      err = clEnqueueWriteBuffer(cq, d->mem, CL_FALSE, d->offset, extent[0], s->host,
-                                 ocl_wait_count(q), ocl_wait_list(q), &ev);
-  } else if (s->mem && s->mem == d->mem && (sr != dr || ss != ds)) {
+  if (extent[1] == 1 && extent[2] == 1) /* one run: the plain commands (lane.c) */
+    return ocl_plain_copy(q, s, d, extent[0]);
+  if (s->mem && s->mem == d->mem && (sr != dr || ss != ds)) {
     /* OpenCL refuses a rect within one buffer whose pitches differ: rows */
     err = CL_SUCCESS;
     for (size_t z = 0; z < extent[2] && !err; z++)

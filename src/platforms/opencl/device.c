@@ -2,7 +2,8 @@
  * (waits across contexts fail with CL_INVALID_CONTEXT, and a copy between
  * two devices needs both buffers in one context), made by the first
  * device_init and released by the last device_destroy; an in-order queue
- * and a timeline of the library's per device. */
+ * (a CPU device's big copies also use a second one, lane.c) and a timeline
+ * of the library's per device. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,9 @@ dlrun_status ocl_device_init(dlrun_device *dev, size_t local_index, size_t ndevi
       unshare_context();
     }
   }
+  if (!st) ocl_lane_open(d);
   if (!st && (st = ocl_svc->timeline_create(&ocl_platform, &d->q.tl))) {
+    ocl_lane_close(d);
     clReleaseCommandQueue(d->queue);
     unshare_context();
   }
@@ -132,6 +135,7 @@ void ocl_device_destroy(dlrun_device *dev, void *impl) {
   /* The queue's work is done, but its completion callbacks may still run:
    * wait until every op has completed its point. */
   clFinish(d->queue);
+  ocl_lane_close(d); /* idle: every op that used it ended on the main queue */
   pthread_mutex_lock(&d->q.lock);
   opq_queue_wait_idle(&d->q);
   pthread_mutex_unlock(&d->q.lock);

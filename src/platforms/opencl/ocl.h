@@ -79,6 +79,7 @@ typedef struct ocl_device {
   size_t index; /* local index: kDLOpenCL device_id */
   cl_device_id id;
   cl_command_queue queue;
+  cl_command_queue lane; /* a CPU device's second queue for big copies (lane.c); or NULL */
   uint64_t global_mem, max_alloc;
   bool unified;   /* CL_DEVICE_HOST_UNIFIED_MEMORY: its memory is host RAM */
   bool fp64;      /* doubles in kernels */
@@ -169,6 +170,15 @@ dlrun_status ocl_end(ocl_enqueue *q, cl_int err, dlrun_event *done);
  * native event, or a user event released when it completes; ev already
  * failed: its status and message. */
 dlrun_status ocl_wait_event(ocl_device *d, dlrun_event ev, cl_event *out);
+
+/* ---- the lane (lane.c) ---- */
+/* Open d's lane where the device is a CPU with more than one compute unit
+ * (none when it cannot be made); close it, its commands done. */
+void ocl_lane_open(ocl_device *d);
+void ocl_lane_close(ocl_device *d);
+/* n contiguous bytes from s to d as the op's next command(s): a big copy
+ * on a device with a lane is split over both queues, in the op's order. */
+cl_int ocl_plain_copy(ocl_enqueue *q, const ocl_place *s, const ocl_place *d, size_t n);
 
 /* ---- the slots (one file each area) ---- */
 dlrun_status ocl_device_init(dlrun_device *dev, size_t local_index, size_t ndevices, void **impl);
