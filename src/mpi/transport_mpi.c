@@ -98,6 +98,24 @@ static void take_back(MPI_Request *reqs, size_t nrecvs, size_t n, double timeout
     if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&reqs[i]);
 }
 
+/* Between two polls of a wait: yield while the wait is young (processes in
+ * step meet within microseconds), then, when the call moves little data (an
+ * agreement), sleep, a little longer each time up to about 100 us, so that
+ * a long wait leaves the core to this process's worker threads, copying
+ * meanwhile, and to the host's other processes. A call that moves data
+ * keeps yielding: MPI moves a large message's bytes only while polled. */
+#define SLEEPY_BYTES ((size_t)1 << 16)
+
+static void pause_poll(unsigned *polls, size_t bytes) {
+  unsigned n = (*polls)++;
+  if (n < 32 || bytes > SLEEPY_BYTES) {
+    sched_yield();
+    return;
+  }
+  unsigned shift = n - 32 < 7 ? n - 32 : 7;
+  nanosleep(&(struct timespec){0, 1000L << shift}, NULL);
+}
+
 /* Bytes per message: MPI counts are int. A larger contribution goes as
  * several messages, in order. */
 #define CHUNK ((size_t)1 << 30)
@@ -149,6 +167,9 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
   if (e) rc = mpi_failed(e, "posting a message", err, errlen);
   double deadline = now_s() + timeout_s;
   int pending = size - 1;
+  unsigned polls = 0;
+  size_t total = 0;
+  for (int r = 0; r < size; r++) total += counts[r];
   while (rc == DLRUN_TRANSPORT_OK && pending > 0) {
     for (int r = 0; r < size && !e; r++) {
       if (r == rank || arrived[r]) continue;
@@ -162,7 +183,7 @@ static int allgatherv(const void *send, void *recv, const size_t *counts, const 
     if (e) rc = mpi_failed(e, "receiving a message", err, errlen);
     else if (pending == 0) break;
     else if (now_s() > deadline) rc = timed_out(arrived, pending, timeout_s, err, errlen);
-    else sched_yield(); /* oversubscribed processes: let the others run */
+    else pause_poll(&polls, total);
   }
   /* Everyone received from everyone, so every send is matched: finish them. */
   if (rc == DLRUN_TRANSPORT_OK &&
