@@ -246,6 +246,29 @@ local function shards(x)
 end
 ]]
 
+-- For the reshard specs, after code that defines C: right(a), whether a has
+-- addressable shards and each holds, at its index, the values of a 2-d array
+-- whose element (i, j) (from 0) is i * C + j; stats(), this process's
+-- "bytes_sent bytes_received ipc_bytes" since the last call.
+M.RESHARD_CHECKS = [[
+local function right(a)
+  for _, s in ipairs(a.addressable_shards) do
+    local r0, c0 = s.index[1][1] - 1, s.index[2][1] - 1 -- {first, last}, from 1
+    for i, row in ipairs(s.data:tolist()) do
+      for j, v in ipairs(row) do
+        if v ~= (r0 + i - 1) * C + c0 + j - 1 then return false end
+      end
+    end
+  end
+  return #a.addressable_shards > 0
+end
+local function stats()
+  local s = dl.transfer_stats()
+  dl.transfer_stats{reset = true}
+  return ("%d %d %d"):format(s.bytes_sent, s.bytes_received, s.ipc_bytes)
+end
+]]
+
 -- The transfer events of a trace file (dl.trace_start's, of one process),
 -- summed: "name src src_process dst bytes" lines, sorted (src_process "-"
 -- when the event has none: a piece from this process), each checked to be

@@ -33,23 +33,6 @@ local function make()
   end
   return dl.make_array_from_process_local_data(rows, dl.array(here, "float32"))
 end
--- Whether every addressable shard of a holds x's values at its index.
-local function right(a)
-  for _, s in ipairs(a.addressable_shards) do
-    local r0, c0 = s.index[1][1] - 1, s.index[2][1] - 1 -- {first, last}, from 1
-    for i, row in ipairs(s.data:tolist()) do
-      for j, v in ipairs(row) do
-        if v ~= (r0 + i - 1) * C + c0 + j - 1 then return false end
-      end
-    end
-  end
-  return true
-end
-local function stats()
-  local s = dl.transfer_stats()
-  dl.transfer_stats{reset = true}
-  return ("%%d %%d %%d"):format(s.bytes_sent, s.bytes_received, s.ipc_bytes)
-end
 -- Peer regions this process maps (and its own memfds): lines of its maps.
 local function memfds()
   local k = 0
@@ -58,7 +41,7 @@ local function memfds()
   end
   return k
 end
-]]):format(R, C)
+]]):format(R, C) .. H.RESHARD_CHECKS
 
 -- What one process sends (and receives) in the reshard: of each of its 2
 -- row shards, the columns of the 2 (n - 1) devices of other processes.

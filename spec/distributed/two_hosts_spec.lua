@@ -50,27 +50,10 @@ local function make()
     return dl.array(t, "float32")
   end)
 end
--- Whether every addressable shard of a holds x's values at its index.
-local function right(a)
-  for _, s in ipairs(a.addressable_shards) do
-    local r0, c0 = s.index[1][1] - 1, s.index[2][1] - 1 -- {first, last}, from 1
-    for i, row in ipairs(s.data:tolist()) do
-      for j, v in ipairs(row) do
-        if v ~= (r0 + i - 1) * C + c0 + j - 1 then return false end
-      end
-    end
-  end
-  return #a.addressable_shards > 0
-end
-local function stats()
-  local s = dl.transfer_stats()
-  dl.transfer_stats{reset = true}
-  return ("%%d %%d %%d"):format(s.bytes_sent, s.bytes_received, s.ipc_bytes)
-end
 local f = assert(io.open("/proc/sys/kernel/hostname"))
 local hostname = f:read("l")
 f:close()
-]]):format(RB, CB, table.concat(ROWS, ", "), table.concat(COLS, ", "))
+]]):format(RB, CB, table.concat(ROWS, ", "), table.concat(COLS, ", ")) .. H.RESHARD_CHECKS
 
 -- The plan, computed here from the meshes: bytes[s][q], what process s sends process q
 -- (every row block meets every column block in one RB x CB float32 piece).
