@@ -239,7 +239,7 @@ def main():
 
     # 3: reshard.
     dl = get(c, "reshard", "dlrun_s")
-    speed_row("3 reshard vs memcpy 7/8", dl, get(c, "reshard", "memcpy_s"), 0.6, c_ok, "memcpy")
+    speed_row("3 reshard vs memcpy 7/8", dl, get(c, "reshard", "memcpy_s"), 0.9, c_ok, "memcpy")
     moved, want = get(c, "reshard", "bytes_moved"), get(c, "reshard", "expected_bytes_moved")
     if moved is None:
         met = "ERROR"
