@@ -3,7 +3,6 @@
  * the platform's own private view) can address. Inner dimensions that are
  * contiguous in both blocks merge into one run, so contiguous data moves
  * with a single memcpy. */
-#include <stdbool.h>
 #include <string.h>
 
 #include "boxes.h"

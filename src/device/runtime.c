@@ -336,8 +336,9 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   *out = NULL;
   dlrun_device_spec spec;
   dlrun_memory_settings settings;
+  dlrun_worker_plan workers;
   dlrun_status st = resolve_config(config, &spec, &settings);
-  if (!st) st = dlrun_check_workers_setting();
+  if (!st) st = dlrun_plan_workers(&workers); /* the join counted this host's processes */
   if (!st) st = dlrun_platforms_check_config(); /* checked before any collective */
   if (st) return st;
 
@@ -355,8 +356,8 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   rt->process_index = dlrun_process_index();
   rt->process_count = dlrun_process_count();
   dlrun_ref_init(&rt->ref, release_last);
-  if ((st = dlrun_plan_workers(&rt->worker_plan)) ||
-      (st = dlrun_workers_create(rt->worker_plan.count, &rt->workers))) {
+  rt->worker_plan = workers;
+  if ((st = dlrun_workers_create(workers.count, &rt->workers))) {
     dlrun_free(rt);
     return st;
   }

@@ -52,27 +52,27 @@ dlrun_status dlrun_plan_workers(dlrun_worker_plan *out) {
   dlrun_status st = env_workers(&set);
   if (st) return st;
   bool bound;
-  out->cores = usable_cores(&bound);
+  int cores = usable_cores(&bound);
   /* Unbound processes of one host share its cores evenly. */
-  out->host_processes = bound ? 1 : dlrun_distributed_host_processes();
+  int sharing = bound ? 1 : dlrun_distributed_host_processes();
   out->count = set;
   if (!set) {
-    out->count = out->cores / out->host_processes;
+    out->count = cores / sharing;
     if (out->count < 1) out->count = 1;
     if (out->count > DLRUN_MAX_WORKERS) out->count = DLRUN_MAX_WORKERS;
   }
-  const char *s = out->count == 1 ? "" : "s";
+  const char *s = out->count == 1 ? "" : "s", *cs = cores == 1 ? "" : "s";
   if (set)
     snprintf(out->note, sizeof out->note, "%d worker thread%s (DLRUN_WORKERS=%d)", out->count, s,
              set);
-  else if (out->host_processes > 1)
+  else if (sharing > 1)
     snprintf(out->note, sizeof out->note,
              "%d worker thread%s: %d core%s this process may use, shared by the job's %d "
              "processes on this host (DLRUN_WORKERS sets it)",
-             out->count, s, out->cores, out->cores == 1 ? "" : "s", out->host_processes);
+             out->count, s, cores, cs, sharing);
   else
     snprintf(out->note, sizeof out->note,
              "%d worker thread%s: the %d core%s this process may use (DLRUN_WORKERS sets it)",
-             out->count, s, out->cores, out->cores == 1 ? "" : "s");
+             out->count, s, cores, cs);
   return DLRUN_OK;
 }

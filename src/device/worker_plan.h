@@ -13,15 +13,14 @@
 #define DLRUN_MAX_WORKERS 64
 
 typedef struct dlrun_worker_plan {
-  int count;          /* the worker threads to start */
-  int cores;          /* the cores this process may use */
-  int host_processes; /* the processes sharing those cores (1 alone or bound) */
-  char note[160];     /* "2 worker threads: the 2 cores this process may use (...)" */
+  int count;      /* the worker threads to start */
+  char note[160]; /* "2 worker threads: the 2 cores this process may use (...)" */
 } dlrun_worker_plan;
 
 /* DLRUN_ERR_VALUE naming $DLRUN_WORKERS when it is wrong. */
 dlrun_status dlrun_check_workers_setting(void);
-/* The plan for a runtime made now (after the join, when in a job). */
+/* The plan for a runtime made now (after the join, when in a job), or
+ * dlrun_check_workers_setting's error. */
 dlrun_status dlrun_plan_workers(dlrun_worker_plan *out);
 
 #endif

@@ -102,7 +102,6 @@ dlrun_status dlrun_distributed_probe_peers(bool wanted) {
     st = dlrun_fail(DLRUN_ERR_RUNTIME, "joining the job: %s", err);
   if (mine.fd >= 0) close((int)mine.fd); /* every peer is done with it */
   for (int r = 0; r < n && !st; r++) pids[r] = all[r].pid;
-  host_processes = 0;
   for (int r = 0; r < n && !st; r++) host_processes += all[r].host == mine.host;
   for (int i = 0; i < n * n && !st; i++) any_pair |= readable[i] != 0;
   dlrun_free(all);
