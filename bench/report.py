@@ -71,6 +71,10 @@ def get(d, *path):
 
 ROWS = []
 
+# Machines with this many cores or fewer report the scale line (6) instead of
+# judging it: see bench/README.
+SCALE_REPORT_CORES = 2
+
 
 def row(name, dlrun_s, ref_s, ratio, target_text, met, ratio_def, better, ratio_text=None,
         dlrun_text=None, ref_text=None):
@@ -278,10 +282,16 @@ def main():
     # 6: scale (lower is better).
     ts = get(c, "scale", "dlrun_s")
     counts = get(c, "scale", "devices")
+    # On 2 cores t(4096) is bound by the per-device CPU work, not the copy,
+    # and the ratio moves with t(8) (bench/README, "Reading the numbers"):
+    # there it is reported, as issue 35 allows; with more cores, a target.
+    cores = len(os.sched_getaffinity(0))
+    few_cores = cores <= SCALE_REPORT_CORES
+    scale_target = "report (%d cores)" % cores if few_cores else "<= 1.5 (lower better)"
     if ts and counts:
         r = ts[-1] / ts[0]
         row("6 scale t(%d)/t(%d)" % (counts[-1], counts[0]), ts[-1], ts[0], r,
-            "<= 1.5 (lower better)", "FAILED" if not c_ok else r <= 1.5,
+            scale_target, "FAILED" if not c_ok else None if few_cores else r <= 1.5,
             "t(4096 devices) / t(8 devices)", "lower")
         m = get(c, "scale", "index_map_s")
         pct = 100.0 * m / ts[-1]
@@ -289,7 +299,7 @@ def main():
             "< 1% (lower better)", pct < 1.0, "index map time / t(4096) in %", "lower",
             ratio_text="%.3f%%" % pct)
     else:
-        row("6 scale t(4096)/t(8)", None, None, None, "<= 1.5 (lower better)", "ERROR",
+        row("6 scale t(4096)/t(8)", None, None, None, scale_target, "ERROR",
             "t(4096 devices) / t(8 devices)", "lower")
 
     # 7: import (reported against NumPy's own from_dlpack; no target).
