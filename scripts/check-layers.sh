@@ -55,7 +55,7 @@ public_layer() {
   sharding) echo shard ;;
   multihost) echo array ;;
   array) echo array ;;
-  dlpack | partitioned) echo dlpack ;;
+  dlpack | partitioned | exchange) echo dlpack ;;
   lua | dlrun) echo lua ;;
   *) echo unknown ;;
   esac

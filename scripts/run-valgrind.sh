@@ -46,6 +46,7 @@ for t in "$build"/stress/*; do
 done
 check "examples/pipeline.lua" "$build/dlrun" examples/pipeline.lua
 check "examples/host/minimal" "$build/examples/minimal"
+check "examples/host/exchange" "$build/examples/exchange"
 # The OpenCL platform on pocl, when the module and a driver are here.
 if [ -x "$build/examples/opencl_interop" ] &&
    POCL_DEVICES="pthread pthread" "$build/dlrun" --list-devices | grep -q '^opencl  available'; then

@@ -12,6 +12,7 @@
 #include "device.h"
 #include "distributed.h"
 #include "dtype.h"
+#include "exchange.h"
 #include "multihost.h"
 #include "partitioned.h"
 #include "runtime.h"

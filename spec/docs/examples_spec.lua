@@ -438,12 +438,27 @@ describe("examples/host/minimal.c (a host application on the C API)", function()
     local make = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD="
                  .. helpers.shell_quote(build) .. " "
     local plan = helpers.capture(make .. "-n -B examples 2>&1")
-    for _, name in ipairs {"minimal", "embed"} do
+    for _, name in ipairs {"minimal", "embed", "exchange"} do
       assert(plan:find(" -o " .. build .. "/examples/" .. name .. " ", 1, true),
              ("make -n -B examples does not build %s/examples/%s:\n%s"):format(build, name, plan))
     end
     local _, _, status = os.execute(make .. "-q examples")
     assert.are.equal(0, status, "make -q examples: not up to date after make")
+  end)
+end)
+
+describe("examples/host/exchange.c (a DLPack 1.3 library allocating in dlrun's memory)", function()
+  it("allocates through the exchange table, takes the output back without a copy, and says why "
+     .. "a device it lacks is refused", function()
+    assert.are.equal(
+      "library: float32[4, 3] allocated on kDLCPU:0 by the host, work stream NULL (host memory), "
+        .. "12 values written\n"
+        .. "host: imported without a copy onto CpuDevice(id=0); moved to SimDevice(id=1): "
+        .. "0 1 4 9 16 25 36 49 64 81 100 121\n"
+        .. "library: BufferError: dlrun_exchange_allocator: this runtime has no memory for device "
+        .. "kDLCUDA:0; it has kDLExtDev:0..1, kDLCPU:0\n"
+        .. "host: 0 exports alive, 0 bytes in use on CpuDevice(id=0)\n",
+      run_host_ok(host_example("exchange")))
   end)
 end)
 

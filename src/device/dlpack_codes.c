@@ -6,6 +6,11 @@ void dlrun_buffer_dlpack_device(const dlrun_buffer *b, int32_t *type, int32_t *i
   b->dev->platform->dlpack_device(b->dev, b->kind, type, id);
 }
 
+void dlrun_memory_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                                int32_t *id) {
+  dev->platform->dlpack_device(dev, kind, type, id);
+}
+
 dlrun_status dlrun_buffer_export_data(const dlrun_buffer *b, void **data, uint64_t *byte_offset) {
   *data = b->data;
   *byte_offset = 0;

@@ -7,6 +7,9 @@
 
 /* The (device_type, device_id) b's memory exports as. */
 void dlrun_buffer_dlpack_device(const dlrun_buffer *b, int32_t *type, int32_t *id);
+/* The (device_type, device_id) dev's `kind` memory exports as. */
+void dlrun_memory_dlpack_device(const dlrun_device *dev, dlrun_memory_kind kind, int32_t *type,
+                                int32_t *id);
 /* The device and memory kind a producer's (device_type, device_id) names in
  * rt, or NULL when none of rt's platforms knows it. */
 dlrun_device *dlrun_device_from_dlpack(dlrun_runtime *rt, int32_t type, int32_t id,

@@ -20,6 +20,14 @@ typedef struct dlrun_export_origin {
 bool dlrun_export_source(const DLManagedTensor *legacy, const DLManagedTensorVersioned *versioned,
                          dlrun_export_origin *origin);
 
+/* A versioned tensor over the fresh buffer b, whose reference it takes on
+ * success: shape dims (ndim of them, row-major strides), dtype, b's own
+ * DLPack device, flags 0. It is an export like every other (counted by
+ * dlrun_live_exports, its deleter releasing b once from any thread, known
+ * to dlrun_import). */
+dlrun_status dlrun_export_fresh(dlrun_buffer *b, int ndim, const int64_t *dims,
+                                dlrun_dtype dtype, DLManagedTensorVersioned **out);
+
 /* JAX's ValueError for copy=False when data in `src` memory must be copied
  * to `dest`; the memory kinds are named when the devices are the same, so
  * that the two places never read alike. */

@@ -332,28 +332,29 @@ static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind
 }
 
 /* Fill the DLTensor and managed struct around buffer b (reference taken),
- * in `storage` or, when NULL, in a block of its own; list it live. */
-static dlrun_status build(const dlrun_array *a, dlrun_buffer *b, DLDevice device,
-                          const int64_t *layout, bool versioned, bool copied, char *storage,
-                          dlrun_exported *out) {
+ * a tensor of ndim dims of dtype, in `storage` or, when NULL, in a block of
+ * its own; list it live. */
+static dlrun_status build(int ndim, const int64_t *dims, dlrun_dtype dtype, dlrun_buffer *b,
+                          DLDevice device, const int64_t *layout, bool versioned, bool copied,
+                          char *storage, dlrun_exported *out) {
   void *data;
   uint64_t byte_offset;
   dlrun_status st = dlrun_buffer_export_data(b, &data, &byte_offset);
   if (st) return st;
   char *block = storage;
-  if (!block && (st = listed_block(block_size(a->ndim, versioned), &block))) return st;
+  if (!block && (st = listed_block(block_size(ndim, versioned), &block))) return st;
   /* Counted before the block is written: the atomic updates then need not
    * wait for those (often cache-missing) stores. */
   dlrun_buffer_tag_export(b, 1);
   atomic_fetch_add(&b->dev->live_exports, 1);
-  int64_t *shape = (int64_t *)(block + head_size(versioned)), *strides = shape + a->ndim;
-  memcpy(shape, a->dims, (size_t)a->ndim * sizeof *shape);
-  memcpy(strides, layout, (size_t)a->ndim * sizeof *strides);
-  const dlrun_dtype_info *info = dlrun_dtype_get(a->dtype);
+  int64_t *shape = (int64_t *)(block + head_size(versioned)), *strides = shape + ndim;
+  memcpy(shape, dims, (size_t)ndim * sizeof *shape);
+  memcpy(strides, layout, (size_t)ndim * sizeof *strides);
+  const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   DLTensor t = {
       .data = b->nbytes ? data : NULL,
       .device = device,
-      .ndim = a->ndim,
+      .ndim = ndim,
       .dtype = {.code = info->dl_code, .bits = info->dl_bits, .lanes = info->dl_lanes},
       .shape = shape, /* never NULL, even for ndim 0 (dlpack.h) */
       .strides = strides,
@@ -441,8 +442,9 @@ static dlrun_status export_array(dlrun_array *a, const dlrun_export_options *opt
   if (o.has_dl_device && !move)
     device = (DLDevice){.device_type = (DLDeviceType)o.device_type, .device_id = o.device_id};
   int64_t scratch[DLRUN_MAX_NDIM];
-  if ((st = build(a, b, device, dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned,
-                  copied, storage, out)))
+  if ((st = build(a->ndim, a->dims, a->dtype, b, device,
+                  dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, copied, storage,
+                  out)))
     goto fail;
   if (o.stats) *o.stats = counted;
   if (dlrun_trace_enabled())
@@ -524,6 +526,18 @@ dlrun_status dlrun_export_detach(dlrun_exported *e) {
     e->versioned = m;
   }
   __atomic_store_n(ctx, NULL, __ATOMIC_RELEASE); /* the storage is free */
+  return DLRUN_OK;
+}
+
+dlrun_status dlrun_export_fresh(dlrun_buffer *b, int ndim, const int64_t *dims,
+                                dlrun_dtype dtype, DLManagedTensorVersioned **out) {
+  int64_t scratch[DLRUN_MAX_NDIM];
+  dlrun_exported e;
+  dlrun_status st = build(ndim, dims, dtype, b, dl_device_of(b),
+                          dlrun_buffer_layout(b, ndim, dims, scratch), true, false, NULL, &e);
+  if (st) return st;
+  e.versioned->flags = 0; /* the caller's to write: neither READ_ONLY nor a copy */
+  *out = e.versioned;
   return DLRUN_OK;
 }
 
