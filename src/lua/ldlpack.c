@@ -157,10 +157,13 @@ static int capsule_index(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)t->byte_offset);
   } else if (strcmp(key, "shape") == 0 || strcmp(key, "strides") == 0) {
     bool shape = key[1] == 'h';
+    /* nil for NULL (a producer's "row-major" before DLPack 1.2): never
+     * dlrun's own exports, which set both whatever ndim. */
+    if (!(shape ? t->shape : t->strides)) return 0;
     lua_createtable(L, t->ndim, 0);
     dlrun_lua_set_printed(L, "tuple");
     for (int d = 0; d < t->ndim; d++) {
-      lua_pushinteger(L, shape ? t->shape[d] : t->strides ? t->strides[d] : 0);
+      lua_pushinteger(L, shape ? t->shape[d] : t->strides[d]);
       lua_rawseti(L, -2, d + 1);
     }
   } else if (strcmp(key, "dtype") == 0) {
