@@ -10,6 +10,10 @@
  * tensor is an ASan report. The deleter counts its calls and frees the
  * memory, so any use after it is an ASan report too.
  *
+ * Device types reach every DLPack code up to 1.2's kDLTrn (18) and beyond;
+ * dtype codes reach 1.1's float8/6/4 codes (7 to 17) with odd bits. NULL
+ * strides come with any version, 1.2 and later included: row-major.
+ *
  * Oracle: the target predicts independently of dlrun whether the tensor is
  * valid, whether the import must fail (bad target, copy=0 when a copy is
  * needed) and whether it copies, then checks:
@@ -20,8 +24,8 @@
  *     array gives the tensor's elements in row-major order; a wrapped
  *     tensor's memory is left unchanged; the deleter has run exactly once
  *     after the array is released;
- *   - on failure: *out is NULL, there is a message, the DLTensor is
- *     unchanged;
+ *   - on failure: *out is NULL, there is a message that names every DLPack
+ *     code it shows, the DLTensor is unchanged;
  *   - with an allocation failure injected (dlrun_debug_fail_alloc): a
  *     valid import fails with DLRUN_ERR_RESOURCE_EXHAUSTED, the deleter
  *     not called, nothing leaked.
@@ -99,6 +103,15 @@ static const dl_dtype dtype_choices[] = {
     {2, 8, 0, 0},                {6, 16, 0, 0},                {3, 64, 0, 0},
     {0, 128, 0, 0},              {5, 32, 0, 0},                {4, 32, 0, 0},
     {7, 8, 0, 0},                {0, 1, 0, 0},
+    /* DLPack 1.1's codes (7 to 17) with bits no 1.1 type has, and the float6
+     * and float4 types dlrun's table lacks, and a code past 1.3's: refused,
+     * with the code named (kDLFloat4_e2m1fn, "unknown to DLPack 1.3"). */
+    {7, 16, 0, 0},               {8, 4, 0, 0},                 {9, 6, 0, 0},
+    {10, 16, 0, 0},              {11, 7, 0, 0},                {12, 9, 0, 0},
+    {13, 32, 0, 0},              {14, 1, 0, 0},                {15, 8, 0, 0},
+    {16, 8, 0, 0},               {17, 8, 0, 0},                {15, 6, 0, 0},
+    {16, 6, 0, 0},               {17, 4, 0, 0},                {18, 8, 0, 0},
+    {200, 32, 0, 0},
 };
 #define NDTYPE_CHOICES (sizeof dtype_choices / sizeof dtype_choices[0])
 
@@ -211,10 +224,14 @@ static void read_desc(fuzz_reader *r, tensor_desc *t) {
   else if (v < 0xF0) t->ndim = -(int)(v - 0xE0) - 1;
   else t->ndim = (int32_t)fz_u32(r);
 
-  static const int32_t types[] = {kDLCPU, kDLExtDev, kDLCUDAHost, kDLROCMHost, kDLCUDA,
-                                  kDLCUDAManaged, DLRUN_DL_ONEAPI, 0};
+  /* The first eight as before (the seeds name them by index); then every
+   * other device type up to DLPack 1.2's kDLTrn, and codes past it. */
+  static const int32_t types[] = {kDLCPU,    kDLExtDev, kDLCUDAHost, kDLROCMHost, kDLCUDA,
+                                  kDLCUDAManaged, DLRUN_DL_ONEAPI, 0, kDLOpenCL, kDLVulkan,
+                                  kDLMetal, kDLVPI, kDLROCM, 15, 16, 17, kDLTrn, 19, 99, 5};
   v = fz_u8(r);
-  t->device_type = v < 0xF0 ? types[v % 8] : (int32_t)fz_u32(r);
+  t->device_type =
+      v < 0xF0 ? types[v % (sizeof types / sizeof types[0])] : (int32_t)fz_u32(r);
   v = fz_u8(r);
   t->device_id = v < 0xF0 ? v % 3 : (int32_t)fz_u32(r);
 
@@ -283,6 +300,23 @@ static void read_desc(fuzz_reader *r, tensor_desc *t) {
 }
 
 /* ---- the oracle ---- */
+
+/* Whether every DLPack code in a message is named: a number after any of
+ * these marks is followed by " (kDL..." or " (unknown to DLPack 1.3)". */
+static bool codes_named(const char *msg) {
+  static const char *const marks[] = {"device type ", "device_type=", "DLDeviceType: ",
+                                      "DLDeviceType ", "code="};
+  for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++)
+    for (const char *at = strstr(msg, marks[m]); at; at = strstr(at + 1, marks[m])) {
+      const char *n = at + strlen(marks[m]);
+      if (*n == '-') n++;
+      if (*n < '0' || *n > '9') continue; /* prose, not a code */
+      while (*n >= '0' && *n <= '9') n++;
+      if (strncmp(n, " (kDL", 5) != 0 && strncmp(n, " (unknown to DLPack 1.3)", 24) != 0)
+        return false;
+    }
+  return true;
+}
 
 typedef struct prediction {
   bool tensor_ok;  /* dlrun must accept the tensor itself */
@@ -552,6 +586,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                (int)dlrun_array_import_outcome(a), copied);
   if (st) {
     FUZZ_CHECK_FAILED_WITH_MESSAGE(st);
+    FUZZ_CHECK(codes_named(dlrun_last_error()), "a DLPack code shown bare: %s",
+               dlrun_last_error());
     FUZZ_CHECK(a == NULL, "failed import left *out set");
     if (calls == 0) {
       const DLTensor *now = legacy ? &legacy->dl_tensor : versioned ? &versioned->dl_tensor : NULL;

@@ -54,11 +54,14 @@ DL_DTYPES = {
     "bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "uint16": 6,
     "uint32": 7, "uint64": 8, "float16": 9, "bfloat16": 10, "float32": 11, "float64": 12,
     "complex64": 13, "complex128": 14, "float8": 15, "bool16": 16,
+    "float8_e3m4_16": 23, "float4_e2m1fn_8": 33, "float4_e2m1fn": 36, "code18": 37,
 }
 # Index into the device type table: kDLCPU, kDLExtDev, kDLCUDAHost,
-# kDLROCMHost, kDLCUDA, kDLCUDAManaged, oneAPI, 0.
+# kDLROCMHost, kDLCUDA, kDLCUDAManaged, oneAPI, 0, then kDLOpenCL, kDLVulkan,
+# kDLMetal, kDLVPI, kDLROCM, kDLWebGPU, kDLHexagon, kDLMAIA, kDLTrn, 19, 99, 5.
 DEV = {"cpu": 0, "sim": 1, "cuda_host": 2, "rocm_host": 3, "cuda": 4, "managed": 5,
-       "oneapi": 6, "zero": 7}
+       "oneapi": 6, "zero": 7, "opencl": 8, "vulkan": 9, "maia": 15, "trn": 16, "type19": 17,
+       "type99": 18}
 TARGETS = {None: 0, "sim0": 1, "sim1": 2, "cpu": 3, "sim0_pinned": 4, "cpu_pinned": 5,
            "two_devices": 6, "other_runtime": 7}
 
@@ -191,6 +194,21 @@ def dlpack_seeds():
     S("legacy_lanes4_error", raw_dtype=(2, 32, 4), dims=(2,), data=pattern)
     S("legacy_bool16_error", dtype="bool16", dims=(2,), data=pattern)
     S("legacy_cuda_device_error", device="cuda", dims=(2,), data=pattern)
+    # DLPack 1.1 and 1.2 codes: refused, named in the message
+    S("legacy_trn_device_error", device="trn", dims=(2,), data=pattern)
+    S("versioned_maia_device_error", mode="versioned", minor=2, device="maia", dims=(2,),
+      data=pattern)
+    S("legacy_device_type_19_error", device="type19", dims=(2,), data=pattern)
+    S("legacy_float4_bits8_error", dtype="float4_e2m1fn_8", dims=(2,), data=pattern)
+    S("versioned_float4_error", mode="versioned", minor=1, dtype="float4_e2m1fn", dims=(2,),
+      data=pattern)
+    S("legacy_float8_e3m4_bits16_error", dtype="float8_e3m4_16", dims=(2,), data=pattern)
+    S("legacy_code18_error", dtype="code18", dims=(2,), data=pattern)
+    # DLPack 1.2 forbids NULL strides for ndim > 0; dlrun still reads them as row-major
+    S("versioned_minor2_null_strides_wrap", mode="versioned", minor=2, dims=(2, 3),
+      data=pattern)
+    S("versioned_minor3_null_strides_copy1", mode="versioned", minor=3, dims=(3, 2), copy=1,
+      data=pattern)
     S("legacy_sim_id2_error", device="sim", device_id=2, dims=(2,), data=pattern)
     S("legacy_null_data_error", null_data=True, dims=(2,))
     S("legacy_byte_offset_overflow", dims=(2,), byte_offset=0xFFFFFFFFFFFFFFF0, data=pattern)

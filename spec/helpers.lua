@@ -397,6 +397,11 @@ setmetatable(M, {__index = function(_, k)
 end})
 function M.dev(id) return ("%s(id=%d)"):format(platform().class, id) end
 
+-- How dlrun's messages show a DLPack device type of its platforms: "12 (kDLExtDev)".
+local DL_TYPE_NAMES = {[1] = "kDLCPU", [2] = "kDLCUDA", [3] = "kDLCUDAHost", [4] = "kDLOpenCL",
+                       [12] = "kDLExtDev"}
+function M.dl_type_text(t) return ("%d (%s)"):format(t, DL_TYPE_NAMES[t]) end
+
 -- What a device array of the default platform takes as __dlpack__'s stream,
 -- as the BufferError refusing another says: sim has no queues a consumer can
 -- name, opencl also takes one of its command queues, cuda its streams.

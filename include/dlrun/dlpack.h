@@ -7,6 +7,7 @@
 #define DLRUN_DLPACK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <dlpack/dlpack.h>
@@ -43,9 +44,42 @@ typedef struct DLManagedTensorVersioned {
 #define DLRUN_DL_BOOL 6
 #define DLRUN_DL_ONEAPI 14
 
-/* The DLPack version whose rules dlrun follows for versioned exports. */
+/* Codes of DLPack 1.1 and 1.2 that older headers lack, declared only where
+ * the included header has no such enumerator (0.6 has no
+ * DLPACK_MAJOR_VERSION; 1.0 lacks the 1.1 type codes, 1.1 lacks kDLTrn). */
+#if !defined(DLPACK_MAJOR_VERSION) || (DLPACK_MAJOR_VERSION == 1 && DLPACK_MINOR_VERSION < 1)
+enum {
+  kDLFloat8_e3m4 = 7,
+  kDLFloat8_e4m3 = 8,
+  kDLFloat8_e4m3b11fnuz = 9,
+  kDLFloat8_e4m3fn = 10,
+  kDLFloat8_e4m3fnuz = 11,
+  kDLFloat8_e5m2 = 12,
+  kDLFloat8_e5m2fnuz = 13,
+  kDLFloat8_e8m0fnu = 14,
+  kDLFloat6_e2m3fn = 15,
+  kDLFloat6_e3m2fn = 16,
+  kDLFloat4_e2m1fn = 17,
+};
+#endif
+#if !defined(DLPACK_MAJOR_VERSION) || (DLPACK_MAJOR_VERSION == 1 && DLPACK_MINOR_VERSION < 2)
+enum { kDLTrn = 18 };
+#endif
+
+/* The DLPack version whose rules dlrun follows: 1.2's (strides never NULL
+ * when ndim is not 0; kDLTrn named). A versioned export says {1, 2}, or
+ * the consumer's max_version when that is a lower 1.x (a tensor under 1.2's
+ * rules is valid under every 1.x); see docs/dlpack.md. */
 #define DLRUN_DLPACK_MAJOR 1
-#define DLRUN_DLPACK_MINOR 1
+#define DLRUN_DLPACK_MINOR 2
+
+/* How dlrun's messages show a DLPack code: "18 (kDLTrn)", "17
+ * (kDLFloat4_e2m1fn)", or "99 (unknown to DLPack 1.3)" for a code DLPack
+ * does not define (one table of names per kind, up to DLPack 1.3). Writes
+ * at most n bytes, NUL-terminated, into the caller's buf (64 are enough for
+ * any code) and returns buf. */
+DLRUN_API const char *dlrun_dlpack_device_type_text(int64_t type, char *buf, size_t n);
+DLRUN_API const char *dlrun_dlpack_type_code_text(int64_t code, char *buf, size_t n);
 
 /* Whether a call may copy, as the array API's `copy` (None, False, True).
  * Zero is the default. */

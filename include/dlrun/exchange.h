@@ -76,7 +76,7 @@ DLRUN_API void dlrun_exchange_bind(dlrun_runtime *rt);
  * and device are read, as DLPack says: the prototype's data, strides and
  * byte_offset are ignored, and the prototype stays the caller's.
  *
- * Returns 0 with *out set: the caller owns the tensor (version {1, 1},
+ * Returns 0 with *out set: the caller owns the tensor (version {1, 2},
  * flags 0: writable, neither read-only nor a copy; shape and strides never
  * NULL; data NULL for zero elements, else the platform's data and
  * byte_offset as dlrun's exports have them; contents undefined, as

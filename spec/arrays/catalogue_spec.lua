@@ -1280,28 +1280,28 @@ for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
   add {name = fn .. "{dl_device={7, 0}}", fn = function() return export {dl_device = {7, 0}} end,
        class = "BufferError",
        message = "The device specification passed to to_dlpack contains an unsupported device type "
-                 .. "(DLDeviceType: 7)"}
+                 .. "(DLDeviceType: 7 (kDLVulkan))"}
   add {name = fn .. "{dl_device={-1, 0}}", fn = function() return export {dl_device = {-1, 0}} end,
        class = "BufferError",
        message = "The device specification passed to to_dlpack contains an unsupported device type "
-                 .. "(DLDeviceType: -1)"}
+                 .. "(DLDeviceType: -1 (unknown to DLPack 1.3))"}
   add {name = fn .. "{dl_device={" .. helpers.dl_type .. ", 99}}",
        fn = function() return export {dl_device = {helpers.dl_type, 99}} end,
        class = "BufferError",
        message = "The device specification passed to to_dlpack names device id 99, which does not "
-                 .. "exist for DLDeviceType " .. helpers.dl_type}
+                 .. "exist for DLDeviceType " .. helpers.dl_type_text(helpers.dl_type)}
   add {name = fn .. "{dl_device={1, -1}}", fn = function() return export {dl_device = {1, -1}} end,
        class = "BufferError",
        message = "The device specification passed to to_dlpack names device id -1, which does not "
-                 .. "exist for DLDeviceType 1"}
+                 .. "exist for DLDeviceType 1 (kDLCPU)"}
   add {name = fn .. "{dl_device={1, 2^32}} (an id past int32)",
        fn = function() return export {dl_device = {1, 1 << 32}} end, class = "BufferError",
        message = "The device specification passed to to_dlpack names device id 4294967296, which "
-                 .. "does not exist for DLDeviceType 1"}
+                 .. "does not exist for DLDeviceType 1 (kDLCPU)"}
   add {name = fn .. "{dl_device={2^32+1, 0}} (a type past int32)",
        fn = function() return export {dl_device = {(1 << 32) + 1, 0}} end, class = "BufferError",
        message = "The device specification passed to to_dlpack contains an unsupported device type "
-                 .. "(DLDeviceType: 4294967297)"}
+                 .. "(DLDeviceType: 4294967297 (unknown to DLPack 1.3))"}
   add {name = fn .. "{dl_device={1, 0}, copy=false}", fn = function() return export {dl_device = {1, 0}, copy = false} end,
        class = "ValueError",
        message = {contains = "which requires a copy since the source device is " .. tostring(F.d0)
@@ -1525,7 +1525,7 @@ add {name = "export(x, {max_version='1'}) (a bad DLPack option passes through)",
 -- kDLVulkan (7): a device type no platform of dlrun exports (kDLCUDA, 2, is cuda's)
 add {name = "try_export(xs, {dl_device={7, 0}}) (not a one-device BufferError)",
      fn = function() return dl.try_export(F.xs, {dl_device = {7, 0}}) end, class = "BufferError",
-     message = "The device specification passed to to_dlpack contains an unsupported device type (DLDeviceType: 7)"}
+     message = "The device specification passed to to_dlpack contains an unsupported device type (DLDeviceType: 7 (kDLVulkan))"}
 for _, w in ipairs(wrong_values()) do
   if w[2] ~= nil then
     add {name = "ensure_single_device(xs, " .. w[1] .. ")",

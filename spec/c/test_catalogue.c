@@ -855,7 +855,7 @@ static void test_dlpack(void) {
   STATUS(dlrun_export(live, &bad_version, &o_exp), DLRUN_ERR_BUFFER, OUT_EXPORTED,
          "dlrun does not support any version below (0, 5) but version (0, 4) was requested.");
   STATUS(dlrun_export(live, &bad_type, &o_exp), DLRUN_ERR_BUFFER, OUT_EXPORTED,
-         "unsupported device type (DLDeviceType: 99)");
+         "unsupported device type (DLDeviceType: 99 (unknown to DLPack 1.3))");
   STATUS(dlrun_export(live, &bad_id, &o_exp), DLRUN_ERR_BUFFER, OUT_EXPORTED, "device id 99");
   STATUS(dlrun_export(live, &bad_copy, &o_exp), DLRUN_ERR_VALUE, OUT_EXPORTED, "copy", "7");
   STATUS(dlrun_export(live, &bad_stream, &o_exp), DLRUN_ERR_BUFFER, OUT_EXPORTED, "12345");

@@ -692,6 +692,26 @@ static void dlpack_codes(dlrun_runtime *rt, const char *pl, bool strict) {
       CHECK(dlrun_export_device(a, &atype, &aid) == DLRUN_OK && atype == type && aid == id,
             "%s: export_device (%d, %d), buffer (%d, %d)", dlrun_device_name(d), atype, aid,
             type, id);
+      /* DLPack 1.2: every platform's export sets strides, legacy and versioned. */
+      for (int v = 0; v < 2; v++) {
+        dlrun_export_options o = {.has_max_version = v, .max_major = 1,
+                                  .max_minor = DLRUN_DLPACK_MINOR,
+                                  .legacy_sharing = DLRUN_LEGACY_SHARE};
+        dlrun_exported e = {0};
+        dlrun_status st = dlrun_export(a, &o, &e);
+        CHECK(st == DLRUN_OK, "%s %s: export: %s", dlrun_device_name(d),
+              dlrun_memory_kind_name(kind), dlrun_last_error());
+        if (st) continue;
+        const DLTensor *t = e.legacy ? &e.legacy->dl_tensor : &e.versioned->dl_tensor;
+        CHECK(t->ndim == 1 && t->strides && t->strides[0] == 1 && t->shape && t->shape[0] == 8,
+              "%s %s: %s export's strides %p", dlrun_device_name(d),
+              dlrun_memory_kind_name(kind), v ? "versioned" : "legacy", (void *)t->strides);
+        CHECK(!v || (e.versioned->version.major == 1 &&
+                     e.versioned->version.minor == DLRUN_DLPACK_MINOR),
+              "%s: version", dlrun_device_name(d));
+        if (e.legacy) e.legacy->deleter(e.legacy);
+        else e.versioned->deleter(e.versioned);
+      }
       dlrun_device *back = dlrun_device_from_dlpack(rt, type, id, &back_kind);
       CHECK(back != NULL, "%s %s: (%d, %d) names no device", dlrun_device_name(d),
             dlrun_memory_kind_name(kind), type, id);

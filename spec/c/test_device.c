@@ -216,12 +216,12 @@ static void test_dlpack_codes(void) {
     dlrun_exported e;
     CHECK(dlrun_export(x, &o, &e) == DLRUN_ERR_BUFFER &&
               strstr(dlrun_last_error(), "names device id 1, which does not exist for "
-                                         "DLDeviceType 1"),
+                                         "DLDeviceType 1 (kDLCPU)"),
           "dl_device (1, 1): %s", dlrun_last_error());
     o.device_type = kDLCUDAHost;
     o.device_id = 0;
     CHECK(dlrun_export(x, &o, &e) == DLRUN_ERR_BUFFER &&
-              strstr(dlrun_last_error(), "unsupported device type (DLDeviceType: 3)"),
+              strstr(dlrun_last_error(), "unsupported device type (DLDeviceType: 3 (kDLCUDAHost))"),
           "dl_device (3, 0): %s", dlrun_last_error());
     dlrun_array_release(x);
     dlrun_runtime_release(rt);
@@ -234,7 +234,7 @@ static void test_dlpack_codes(void) {
                               .device_type = kDLExtDev, .device_id = 0};
     dlrun_exported e;
     CHECK(dlrun_export(x, &o, &e) == DLRUN_ERR_BUFFER &&
-              strstr(dlrun_last_error(), "unsupported device type (DLDeviceType: 12)"),
+              strstr(dlrun_last_error(), "unsupported device type (DLDeviceType: 12 (kDLExtDev))"),
           "dl_device (12, 0) on cpu:1: %s", dlrun_last_error());
     o.device_type = kDLCPU;
     CHECK(dlrun_export(x, &o, &e) == DLRUN_OK && e.legacy, "dl_device (1, 0): %s",

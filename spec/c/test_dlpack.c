@@ -224,24 +224,33 @@ static int shape_is(dlrun_array *a, int ndim, const int64_t *dims) {
 /* ---- export: checklist 1-7 ---------------------------------------------- */
 
 static void test_export_version(void) {
-  TEST("checklist 1: versioned export says {1, DLRUN_DLPACK_MINOR}, only defined flag bits") {
+  TEST("checklist 1: versioned export says {1, 2}, or the consumer's lower 1.x; only defined flag bits") {
+    /* dlrun follows DLPack 1.2's rules (strides set whenever ndim > 0). */
+    CHECK(DLRUN_DLPACK_MAJOR == 1 && DLRUN_DLPACK_MINOR == 2, "dlrun follows DLPack (%d, %d)",
+          DLRUN_DLPACK_MAJOR, DLRUN_DLPACK_MINOR);
     int64_t dims[2] = {3, 4};
     dlrun_array *c = iota_f32(on_host, 2, dims), *s = iota_f32(on_sim0, 2, dims);
     struct {
       dlrun_array *a;
       dlrun_export_options o;
       const char *what;
+      uint32_t minor; /* what the export must say: the array API's max_version rule */
     } cases[] = {
-        {c, versioned_opts(-1), "cpu"},
-        {c, versioned_opts(1), "cpu copy=1"},
-        {s, versioned_opts(-1), "sim"},
-        {s, versioned_opts(0), "sim copy=0"},
-        {s, versioned_opts(1), "sim copy=1"},
-        {s, {.has_max_version = true, .max_major = 1, .max_minor = 0, .copy = DLRUN_COPY_IF_NEEDED}, "max (1, 0)"},
-        {s, {.has_max_version = true, .max_major = 1, .max_minor = 7, .copy = DLRUN_COPY_IF_NEEDED}, "max (1, 7)"},
-        {s, {.has_max_version = true, .max_major = 2, .max_minor = 3, .copy = DLRUN_COPY_IF_NEEDED}, "max (2, 3)"},
+        {c, versioned_opts(-1), "cpu", 1},
+        {c, versioned_opts(1), "cpu copy=1", 1},
+        {s, versioned_opts(-1), "sim", 1},
+        {s, versioned_opts(0), "sim copy=0", 1},
+        {s, versioned_opts(1), "sim copy=1", 1},
+        {s, {.has_max_version = true, .max_major = 1, .max_minor = 0, .copy = DLRUN_COPY_IF_NEEDED}, "max (1, 0)", 0},
+        {s, {.has_max_version = true, .max_major = 1, .max_minor = 2, .copy = DLRUN_COPY_IF_NEEDED}, "max (1, 2)", 2},
+        {s, {.has_max_version = true, .max_major = 1, .max_minor = 3, .copy = DLRUN_COPY_IF_NEEDED}, "max (1, 3)", 2},
+        {s, {.has_max_version = true, .max_major = 1, .max_minor = 7, .copy = DLRUN_COPY_IF_NEEDED}, "max (1, 7)", 2},
+        {s, {.has_max_version = true, .max_major = 2, .max_minor = 3, .copy = DLRUN_COPY_IF_NEEDED}, "max (2, 3)", 2},
         {s, {.has_max_version = true, .max_major = 1, .max_minor = 1, .has_dl_device = true,
-             .device_type = kDLCPU, .device_id = 0, .copy = DLRUN_COPY_IF_NEEDED}, "sim to host"},
+             .device_type = kDLCPU, .device_id = 0, .copy = DLRUN_COPY_IF_NEEDED}, "sim to host", 1},
+        {s, {.has_max_version = true, .max_major = 1, .max_minor = DLRUN_DLPACK_MINOR,
+             .has_dl_device = true, .device_type = kDLCPU, .device_id = 0,
+             .copy = DLRUN_COPY_IF_NEEDED}, "sim to host, max (1, 2)", 2},
     };
     for (size_t i = 0; i < NELEM(cases); i++) {
       dlrun_exported e;
@@ -253,9 +262,12 @@ static void test_export_version(void) {
         call_deleter(&e);
         continue;
       }
-      CHECK(e.versioned->version.major == 1 && e.versioned->version.minor == DLRUN_DLPACK_MINOR,
-            "%s: version (%u, %u)", cases[i].what, e.versioned->version.major,
-            e.versioned->version.minor);
+      CHECK(e.versioned->version.major == 1 && e.versioned->version.minor == cases[i].minor,
+            "%s: version (%u, %u), expected (1, %u)", cases[i].what, e.versioned->version.major,
+            e.versioned->version.minor, cases[i].minor);
+      const DLTensor *t = &e.versioned->dl_tensor;
+      CHECK(t->strides && t->strides[0] == 4 && t->strides[1] == 1, "%s: strides",
+            cases[i].what);
       CHECK((e.versioned->flags & ~(uint64_t)ALL_FLAGS) == 0, "%s: undefined flag bits %#llx",
             cases[i].what, (unsigned long long)e.versioned->flags);
       CHECK(!(e.versioned->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED),
@@ -742,23 +754,34 @@ static void test_export_errors(void) {
     dlrun_array *s = iota_f32(on_sim0, 1, dims), *c = iota_f32(on_host, 1, dims);
     dlrun_exported e;
     /* dl_device of an unsupported type, and of a sim id that does not exist */
-    int bad_types[] = {kDLCUDA, kDLOpenCL, kDLROCM, 99};
+    static const struct {
+      int type;
+      const char *text;
+    } bad_types[] = {{kDLCUDA, "2 (kDLCUDA)"},
+                     {kDLOpenCL, "4 (kDLOpenCL)"},
+                     {kDLROCM, "10 (kDLROCM)"},
+                     {kDLTrn, "18 (kDLTrn)"},
+                     {99, "99 (unknown to DLPack 1.3)"},
+                     {-1, "-1 (unknown to DLPack 1.3)"}};
     for (size_t i = 0; i < NELEM(bad_types); i++) {
-      dlrun_export_options o = {.has_dl_device = true, .device_type = bad_types[i],
+      dlrun_export_options o = {.has_dl_device = true, .device_type = bad_types[i].type,
                                 .device_id = 0, .copy = DLRUN_COPY_IF_NEEDED};
-      CHECK(dlrun_export(s, &o, &e) == DLRUN_ERR_BUFFER, "type %d accepted", bad_types[i]);
+      CHECK(dlrun_export(s, &o, &e) == DLRUN_ERR_BUFFER, "type %d accepted", bad_types[i].type);
       char want[200];
       snprintf(want, sizeof want,
                "The device specification passed to to_dlpack contains an unsupported device "
-               "type (DLDeviceType: %d)",
-               bad_types[i]);
+               "type (DLDeviceType: %s)",
+               bad_types[i].text);
       CHECK(strcmp(dlrun_last_error(), want) == 0, "\"%s\"", dlrun_last_error());
       CHECK(!e.legacy && !e.versioned, "out set");
     }
     dlrun_export_options bad_id = {.has_dl_device = true, .device_type = kDLExtDev,
                                    .device_id = 99, .copy = DLRUN_COPY_IF_NEEDED};
     CHECK(dlrun_export(s, &bad_id, &e) == DLRUN_ERR_BUFFER, "sim 99 accepted");
-    CHECK_STR_CONTAINS(dlrun_last_error(), "99");
+    CHECK(strcmp(dlrun_last_error(),
+                 "The device specification passed to to_dlpack names device id 99, which does "
+                 "not exist for DLDeviceType 12 (kDLExtDev)") == 0,
+          "\"%s\"", dlrun_last_error());
     /* copy=False with a copy needed */
     dlrun_export_options to_host = {.has_dl_device = true, .device_type = kDLCPU,
                                     .device_id = 0, .copy = DLRUN_COPY_NEVER};
@@ -951,19 +974,49 @@ static size_t bad_cases(bad_case *out) {
   BAD("lanes 0", "lanes", "0", t_.dtype.lanes = 0);
   BAD("bool with 1 bit", "bool", "8 bits", t_.dtype.code = DLRUN_DL_BOOL; t_.dtype.bits = 1);
   BAD("bool with 16 bits", "bool", "16", t_.dtype.code = DLRUN_DL_BOOL; t_.dtype.bits = 16);
-  BAD("opaque handle code", "dtype", "code=3", t_.dtype.code = kDLOpaqueHandle);
-  BAD("float8 code", "dtype", "code=7", t_.dtype.code = 7; t_.dtype.bits = 8);
-  BAD("unknown code 200", "dtype", "code=200", t_.dtype.code = 200);
+  /* Codes are named, DLPack 1.1's included; bits no 1.1 type has. */
+  BAD("opaque handle code", "dtype", "code=3 (kDLOpaqueHandle), bits=32",
+      t_.dtype.code = kDLOpaqueHandle);
+  BAD("float8 e3m4 with 16 bits", "dtype", "code=7 (kDLFloat8_e3m4), bits=16",
+      t_.dtype.code = kDLFloat8_e3m4; t_.dtype.bits = 16);
+  BAD("float8 e4m3fn with 4 bits", "dtype", "code=10 (kDLFloat8_e4m3fn), bits=4",
+      t_.dtype.code = kDLFloat8_e4m3fn; t_.dtype.bits = 4);
+  BAD("float8 e8m0fnu with 7 bits", "dtype", "code=14 (kDLFloat8_e8m0fnu), bits=7",
+      t_.dtype.code = kDLFloat8_e8m0fnu; t_.dtype.bits = 7);
+  BAD("float6 e2m3fn with 8 bits", "dtype", "code=15 (kDLFloat6_e2m3fn), bits=8",
+      t_.dtype.code = kDLFloat6_e2m3fn; t_.dtype.bits = 8);
+  BAD("float6 e3m2fn with 6 bits", "dtype", "code=16 (kDLFloat6_e3m2fn), bits=6",
+      t_.dtype.code = kDLFloat6_e3m2fn; t_.dtype.bits = 6);
+  BAD("float4 e2m1fn with 8 bits", "dtype", "code=17 (kDLFloat4_e2m1fn), bits=8",
+      t_.dtype.code = kDLFloat4_e2m1fn; t_.dtype.bits = 8);
+  BAD("code 18, past DLPack 1.3's", "dtype", "code=18 (unknown to DLPack 1.3), bits=8",
+      t_.dtype.code = 18; t_.dtype.bits = 8);
+  BAD("unknown code 200", "dtype", "code=200 (unknown to DLPack 1.3)", t_.dtype.code = 200);
   BAD("float with 8 bits", "dtype", "bits=8", t_.dtype.bits = 8);
   BAD("int with 12 bits", "dtype", "bits=12", t_.dtype.code = kDLInt; t_.dtype.bits = 12);
   BAD("bfloat with 32 bits", "dtype", "bits=32", t_.dtype.code = kDLBfloat);
-  BAD("CUDA device", "device", "device_type=2", t_.device.device_type = kDLCUDA);
-  BAD("OpenCL device", "device", "device_type=4", t_.device.device_type = kDLOpenCL);
-  BAD("unknown device type 99", "device", "device_type=99",
+  /* Device types are named, DLPack 1.2's kDLTrn included. */
+  BAD("CUDA device", "device", "device type 2 (kDLCUDA), device_id 0",
+      t_.device.device_type = kDLCUDA);
+  BAD("OpenCL device", "device", "device type 4 (kDLOpenCL)", t_.device.device_type = kDLOpenCL);
+  BAD("Vulkan device", "device", "device type 7 (kDLVulkan)", t_.device.device_type = kDLVulkan);
+  BAD("WebGPU device", "device", "device type 15 (kDLWebGPU)",
+      t_.device.device_type = (DLDeviceType)15);
+  BAD("MAIA device", "device", "device type 17 (kDLMAIA)",
+      t_.device.device_type = (DLDeviceType)17);
+  BAD("Trainium device (1.2)", "device", "device type 18 (kDLTrn), device_id 0",
+      t_.device.device_type = (DLDeviceType)kDLTrn);
+  BAD("device type 19, past DLPack 1.3's", "device", "device type 19 (unknown to DLPack 1.3)",
+      t_.device.device_type = (DLDeviceType)19);
+  BAD("device type 5, never assigned", "device", "device type 5 (unknown to DLPack 1.3)",
+      t_.device.device_type = (DLDeviceType)5);
+  BAD("device type 0", "device", "device type 0 (unknown to DLPack 1.3)",
+      t_.device.device_type = (DLDeviceType)0);
+  BAD("unknown device type 99", "device", "device type 99 (unknown to DLPack 1.3)",
       t_.device.device_type = (DLDeviceType)99);
-  BAD("kDLExtDev id 99 (no such sim device)", "device", "device_id=99",
+  BAD("kDLExtDev id 99 (no such sim device)", "device", "device type 12 (kDLExtDev), device_id 99",
       t_.device.device_type = kDLExtDev; t_.device.device_id = 99);
-  BAD("kDLExtDev id -1", "device", "device_id=-1",
+  BAD("kDLExtDev id -1", "device", "device_id -1",
       t_.device.device_type = kDLExtDev; t_.device.device_id = -1);
   BAD("NULL data with 4 elements", "data", "NULL", t_.data = NULL);
   BAD("NULL data with 12 elements", "data", "12", t_.data = NULL; t_.ndim = 2; t_.shape = s34);
@@ -1533,7 +1586,7 @@ static void test_import_more(void) {
     a = NULL;
     dlrun_status st = hand_import(&h, -1, NULL, &a);
     CHECK(st == DLRUN_ERR_BUFFER && !a, "status %d", (int)st);
-    CHECK(strstr(dlrun_last_error(), "names SimDevice(id=1) (device_type=12, device_id=1), but "
+    CHECK(strstr(dlrun_last_error(), "names SimDevice(id=1) (device type 12 (kDLExtDev), device_id 1), but "
                                       "its 24 bytes at ") != NULL,
           "message: %s", dlrun_last_error());
     CHECK(hand_calls(&h) == 0, "the refused tensor's deleter ran");
@@ -2138,6 +2191,119 @@ static void test_export_into(void) {
   }
 }
 
+/* ---- DLPack 1.2: strides --------------------------------------------------- */
+
+/* 1 when t's strides are set (for ndim 0 too: dlrun's choice, docs/dlpack.md)
+ * and equal want[0..ndim). */
+static int strides_are(const DLTensor *t, const int64_t *want) {
+  if (!t || !t->strides || !t->shape) return 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->strides[d] != want[d]) return 0;
+  return 1;
+}
+
+static void test_export_strides_1_2(void) {
+  TEST("DLPack 1.2: every export path sets strides (ndim 0 to 3, legacy and versioned)") {
+    int64_t dims[3] = {2, 3, 4}, rm[3][3] = {{0}, {1}, {4, 1}}, rm3[3] = {12, 4, 1};
+    for (int ndim = 0; ndim <= 3; ndim++) {
+      const int64_t *want = ndim == 3 ? rm3 : rm[ndim];
+      const int64_t *shape = ndim == 3 ? dims : dims + 3 - ndim;
+      dlrun_array *c = iota_f32(on_host, ndim, shape), *s = iota_f32(on_sim0, ndim, shape);
+      struct {
+        dlrun_array *a;
+        dlrun_export_options o;
+        const char *what;
+      } paths[] = {
+          {c, {0}, "legacy (a protecting copy)"},
+          {c, {.legacy_sharing = DLRUN_LEGACY_SHARE}, "legacy shared"},
+          {s, {.copy = DLRUN_COPY_ALWAYS}, "legacy copy=1"},
+          {c, {.has_max_version = true, .max_major = 1, .max_minor = 2}, "versioned shared"},
+          {c, {.has_max_version = true, .max_major = 1, .max_minor = 0}, "versioned (1, 0)"},
+          {s, {.has_max_version = true, .max_major = 1, .max_minor = 2,
+               .copy = DLRUN_COPY_ALWAYS}, "versioned copy=1"},
+          {s, {.has_max_version = true, .max_major = 1, .max_minor = 2, .has_dl_device = true,
+               .device_type = kDLCPU}, "versioned, moved to the host"},
+          {c, {.has_max_version = true, .max_major = 1, .max_minor = 2, .has_dl_device = true,
+               .device_type = kDLExtDev, .device_id = 1}, "versioned, moved to a sim device"},
+          {s, {.has_max_version = true, .max_major = 1, .max_minor = 2, .has_stream = true,
+               .stream = -1}, "versioned, stream -1"},
+      };
+      for (size_t i = 0; i < NELEM(paths); i++) {
+        dlrun_exported e;
+        dlrun_status st = dlrun_export(paths[i].a, &paths[i].o, &e);
+        CHECK(st == DLRUN_OK, "ndim %d, %s: %s", ndim, paths[i].what, dlrun_last_error());
+        if (st) continue;
+        CHECK(strides_are(tensor_of(&e), want), "ndim %d, %s: strides %p", ndim, paths[i].what,
+              (void *)tensor_of(&e)->strides);
+        call_deleter(&e);
+        /* The same through the caller's storage, then moved out for a consumer. */
+        _Alignas(8) char storage[512];
+        st = dlrun_export_into(paths[i].a, &paths[i].o, storage, sizeof storage, &e);
+        CHECK(st == DLRUN_OK, "ndim %d, %s (into): %s", ndim, paths[i].what, dlrun_last_error());
+        if (st) continue;
+        CHECK(strides_are(tensor_of(&e), want), "ndim %d, %s (into): strides", ndim,
+              paths[i].what);
+        CHECK(dlrun_export_detach(&e) == DLRUN_OK, "detach: %s", dlrun_last_error());
+        CHECK(strides_are(tensor_of(&e), want) &&
+                  ((const char *)tensor_of(&e)->strides < storage ||
+                   (const char *)tensor_of(&e)->strides >= storage + sizeof storage),
+              "ndim %d, %s (detached): strides not moved with the tensor", ndim, paths[i].what);
+        call_deleter(&e);
+      }
+      dlrun_array_release(c);
+      dlrun_array_release(s);
+    }
+    /* A transposed import (its buffer keeps column-major strides) and a
+     * zero-size array export their strides too. */
+    float buf[6] = {0, 1, 2, 3, 4, 5};
+    int64_t shape[2] = {2, 3}, col[2] = {1, 2};
+    hand h;
+    hand_init(&h, f32_tensor(buf, 2, shape, col), false);
+    dlrun_array *t = NULL;
+    CHECK(hand_import(&h, 0, NULL, &t) == DLRUN_OK, "transposed import: %s", dlrun_last_error());
+    dlrun_export_options shared = {.has_max_version = true, .max_major = 1, .max_minor = 2};
+    dlrun_exported e;
+    if (t && dlrun_export(t, &shared, &e) == DLRUN_OK) {
+      CHECK(strides_are(tensor_of(&e), col), "transposed re-export: strides");
+      call_deleter(&e);
+    }
+    dlrun_array_release(t);
+    int64_t empty[2] = {0, 5}, empty_rm[2] = {5, 1};
+    dlrun_array *z = iota_f32(on_sim0, 2, empty);
+    for (int v = 0; v < 2 && z; v++) {
+      CHECK(dlrun_export(z, v ? &shared : NULL, &e) == DLRUN_OK, "%s", dlrun_last_error());
+      CHECK(tensor_of(&e)->data == NULL && strides_are(tensor_of(&e), empty_rm),
+            "zero-size export: strides");
+      call_deleter(&e);
+    }
+    dlrun_array_release(z);
+    CHECK(dlrun_live_exports(rt) == 0, "live exports %lld", (long long)dlrun_live_exports(rt));
+  }
+}
+
+static void test_import_null_strides_1_2(void) {
+  TEST("DLPack 1.2: NULL strides still import as row-major, legacy and versioned (1, 0) to (1, 3)") {
+    float buf[12];
+    for (int i = 0; i < 12; i++) buf[i] = (float)i;
+    int64_t shape[2] = {3, 4};
+    uint32_t minors[] = {0, 1, 2, 3};
+    for (size_t k = 0; k <= NELEM(minors); k++) {
+      bool versioned = k < NELEM(minors);
+      hand h;
+      hand_init(&h, f32_tensor(buf, 2, shape, NULL), versioned);
+      if (versioned) h.versioned.version.minor = minors[k];
+      dlrun_array *a = NULL;
+      CHECK(hand_import(&h, 0, NULL, &a) == DLRUN_OK, "%s (1, %u): %s",
+            versioned ? "versioned" : "legacy", versioned ? minors[k] : 0, dlrun_last_error());
+      CHECK(shape_is(a, 2, shape) && array_equals_f32(a, buf, 12),
+            "NULL strides not read as row-major (minor %u)", versioned ? minors[k] : 0);
+      CHECK(dlrun_array_import_outcome(a) == DLRUN_IMPORT_WRAPPED, "row-major: not wrapped");
+      dlrun_array_release(a);
+      CHECK(hand_calls(&h) == 1, "deleter calls %d", hand_calls(&h));
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--deleter-twice") == 0)
     return deleter_twice_main(strcmp(argv[2], "1") == 0);
@@ -2184,6 +2350,8 @@ int main(int argc, char **argv) {
   test_transposed_downstream();
   test_import_own_host_memory();
   test_roundtrips();
+  test_export_strides_1_2();
+  test_import_null_strides_1_2();
 
   dlrun_sharding_release(on_host);
   dlrun_sharding_release(on_cpu1);

@@ -210,9 +210,10 @@ static const refusal refusals[] = {
     {"negative dimension", DLRUN_ERR_BUFFER, "dimension 0 is negative", negative_dim},
     {"byte size overflow", DLRUN_ERR_BUFFER, "from_dlpack: ", too_big},
     {"lanes 4", DLRUN_ERR_BUFFER, "from_dlpack: ", lanes_4},
-    {"type code 99", DLRUN_ERR_BUFFER, "from_dlpack: ", code_99},
-    {"kDLCUDA", DLRUN_ERR_BUFFER, "unsupported DLPack device (device_type=2", cuda},
-    {"host memory as kDLExtDev", DLRUN_ERR_BUFFER, "dlrun imports device_type 12 only", ext_dev},
+    {"type code 99", DLRUN_ERR_BUFFER, "code=99 (unknown to DLPack 1.3)", code_99},
+    {"kDLCUDA", DLRUN_ERR_BUFFER, "unsupported DLPack device: device type 2 (kDLCUDA)", cuda},
+    {"host memory as kDLExtDev", DLRUN_ERR_BUFFER,
+     "dlrun imports device type 12 (kDLExtDev) only", ext_dev},
     {"NULL data", DLRUN_ERR_BUFFER, "data is NULL but the tensor has 4 elements", null_data},
     {"byte_offset wraps", DLRUN_ERR_BUFFER, "overflows the address", offset_wraps},
     {"copy never, another device", DLRUN_ERR_VALUE, "however copy=False", never_to_sim},
@@ -421,10 +422,10 @@ static void test_foreign_ext_dev(void) {
       CHECK(hand_import(rt, &h, NULL, &a, &how) == DLRUN_ERR_BUFFER && !a,
             "an empty host tensor labelled kDLExtDev was imported onto %s",
             a ? dlrun_device_name(dlrun_array_device(a)) : "nothing");
-      CHECK_STR_CONTAINS(dlrun_last_error(), "names SimDevice(id=0) (device_type=12, "
-                                             "device_id=0), but its 0 bytes at ");
-      CHECK_STR_CONTAINS(dlrun_last_error(), "dlrun imports device_type 12 only from memory of "
-                                             "its own devices");
+      CHECK_STR_CONTAINS(dlrun_last_error(), "names SimDevice(id=0) (device type 12 (kDLExtDev), "
+                                             "device_id 0), but its 0 bytes at ");
+      CHECK_STR_CONTAINS(dlrun_last_error(), "dlrun imports device type 12 (kDLExtDev) only from "
+                                             "memory of its own devices");
       CHECK(how == DLRUN_IMPORT_REFUSED && calls(&h) == 0, "outcome %d calls %d", (int)how,
             calls(&h));
       dlrun_array_release(a);

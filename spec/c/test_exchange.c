@@ -73,7 +73,7 @@ static DLManagedTensorVersioned *allocated(DLTensor *p) {
  * strides, the device asked for. */
 static void check_layout(const DLManagedTensorVersioned *m, const DLTensor *p) {
   const DLTensor *t = &m->dl_tensor;
-  CHECK(m->version.major == 1 && m->version.minor == 1, "version {%u, %u}", m->version.major,
+  CHECK(m->version.major == 1 && m->version.minor == 2, "version {%u, %u}", m->version.major,
         m->version.minor);
   CHECK(m->flags == 0, "flags %llu", (unsigned long long)m->flags);
   CHECK(t->device.device_type == p->device.device_type && t->device.device_id == p->device.device_id,

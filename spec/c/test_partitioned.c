@@ -59,6 +59,10 @@ static void test_describe(void) {
       CHECK(t && (t->flags & DLPACK_FLAG_BITMASK_READ_ONLY) && t->dl_tensor.ndim == 2 &&
                 t->dl_tensor.shape[0] == 2 && t->dl_tensor.shape[1] == 3,
             "tensor of %zu", k);
+      /* DLPack 1.2: strides set, and the version whose rules dlrun follows. */
+      CHECK(t && t->dl_tensor.strides && t->dl_tensor.strides[0] == 3 &&
+                t->dl_tensor.strides[1] == 1 && t->version.major == 1 && t->version.minor == 2,
+            "strides and version of %zu", k);
     }
     /* Take one tensor: the consumer deletes it, the release the rest. */
     DLManagedTensorVersioned *taken = p ? p->partitions[1].data.versioned : NULL;
@@ -72,6 +76,12 @@ static void test_describe(void) {
     p = NULL;
     CHECK(dlrun_array_partitioned(a, &legacy, &p) == DLRUN_OK, "%s", dlrun_last_error());
     CHECK(p && p->partitions[0].data.legacy && p->partitions[0].data.copied, "legacy copy");
+    for (size_t k = 0; p && k < p->npartitions; k++) {
+      const DLManagedTensor *l = p->partitions[k].data.legacy;
+      CHECK(l && l->dl_tensor.strides && l->dl_tensor.strides[0] == 3 &&
+                l->dl_tensor.strides[1] == 1,
+            "legacy strides of %zu", k);
+    }
     CHECK(stats.bytes_moved + stats.local_bytes == 4 * 2 * 3 * sizeof(float),
           "copied %llu", (unsigned long long)(stats.bytes_moved + stats.local_bytes));
     dlrun_partitioned_release(p);

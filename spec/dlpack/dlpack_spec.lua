@@ -145,14 +145,18 @@ describe("max_version", function()
     assert.are.equal("dltensor", dl.to_dlpack(x, {}).name)
   end)
 
-  local versioned_cases = {{1, 0}, {1, 1}, {1, 5}, {2, 0}}
-  for _, mv in ipairs(versioned_cases) do
+  -- The version said: dlrun's (1.2), or the consumer's max_version when that is a lower
+  -- 1.x (the array API's recommendation; the tensor is valid under every 1.x).
+  local versioned_cases = {{{1, 0}, {1, 0}}, {{1, 1}, {1, 1}}, {{1, 2}, {1, 2}}, {{1, 5}, {1, 2}},
+                           {{2, 0}, {1, 2}}}
+  for _, case in ipairs(versioned_cases) do
+    local mv, said = case[1], case[2]
     for _, src in ipairs({helpers.platform, "cpu"}) do
-      it(("{%d, %d} gives dltensor_versioned {1, 1}, READ_ONLY without a copy (%s)"):format(mv[1], mv[2], src), function()
+      it(("{%d, %d} gives dltensor_versioned {1, %d}, READ_ONLY without a copy (%s)"):format(mv[1], mv[2], said[2], src), function()
         local x = arange6(src ~= "cpu" and D[0] or H)
         local c = x:__dlpack__{max_version = mv}
         assert.are.equal("dltensor_versioned", c.name)
-        assert.are.same({1, 1}, c.version)
+        assert.are.same(said, c.version)
         assert.are.equal(READ_ONLY, c.flags)
         assert.is_true(c.read_only)
         assert.is_false(c.is_copied)
@@ -162,7 +166,7 @@ describe("max_version", function()
         local x = arange6(src ~= "cpu" and D[0] or H)
         local c = dl.to_dlpack(x, {max_version = mv, copy = true})
         assert.are.equal("dltensor_versioned", c.name)
-        assert.are.same({1, 1}, c.version)
+        assert.are.same(said, c.version)
         assert.are.equal(IS_COPIED, c.flags)
         assert.is_false(c.read_only)
         assert.is_true(c.is_copied)
@@ -308,19 +312,32 @@ describe("export devices", function()
                  x.__dlpack__, x, {dl_device = {kDLDevice, 2}, copy = false})
   end)
 
-  for _, t in ipairs({2, 4, 10, 13}) do
-    if t ~= kDLDevice then it("an unknown device type {" .. t .. ", 0} raises JAX's BufferError", function()
+  -- Device types are named as DLPack names them (1.2's kDLTrn included), never bare.
+  local DEVICE_TYPE_TEXT = {[2] = "2 (kDLCUDA)", [4] = "4 (kDLOpenCL)", [10] = "10 (kDLROCM)",
+                            [13] = "13 (kDLCUDAManaged)", [18] = "18 (kDLTrn)",
+                            [19] = "19 (unknown to DLPack 1.3)", [99] = "99 (unknown to DLPack 1.3)"}
+  for _, t in ipairs({2, 4, 10, 13, 18, 19, 99}) do
+    if t ~= kDLDevice then it("an unknown device type {" .. t .. ", 0} raises JAX's BufferError, naming it", function()
       local x = arange6(D[0])
       expect_error("BufferError",
-                   "The device specification passed to to_dlpack contains an unsupported device type (DLDeviceType: " .. t .. ")",
+                   "The device specification passed to to_dlpack contains an unsupported device type (DLDeviceType: "
+                   .. DEVICE_TYPE_TEXT[t] .. ")",
                    x.__dlpack__, x, {dl_device = {t, 0}})
     end) end
   end
 
+  it("a device type outside int32 is named unknown to DLPack", function()
+    local x = arange6(D[0])
+    expect_error("BufferError",
+                 "The device specification passed to to_dlpack contains an unsupported device type "
+                 .. "(DLDeviceType: 4294967314 (unknown to DLPack 1.3))",
+                 x.__dlpack__, x, {dl_device = {(1 << 32) + 18, 0}})
+  end)
+
   it("a device id that does not exist raises a BufferError naming it", function()
     local x = arange6(D[0])
     expect_error("BufferError", "The device specification passed to to_dlpack names device id 99, "
-                 .. "which does not exist for DLDeviceType " .. kDLDevice,
+                 .. "which does not exist for DLDeviceType " .. helpers.dl_type_text(kDLDevice),
                  x.__dlpack__, x, {dl_device = {kDLDevice, 99}})
   end)
 
@@ -661,7 +678,7 @@ describe("Capsules", function()
     local x = dl.zeros({2, 3, 4}, "complex64", H)
     local c = x:__dlpack__{max_version = {1, 0}}
     assert.are.equal("dltensor_versioned", c.name)
-    assert.are.same({1, 1}, c.version)
+    assert.are.same({1, 0}, c.version)
     assert.are.equal(READ_ONLY, c.flags)
     assert.is_true(c.read_only)
     assert.is_false(c.is_copied)
@@ -774,7 +791,7 @@ describe("from_dlpack producers", function()
     return type(opts) == "table" and opts.max_version or nil
   end
 
-  it("a producer that takes max_version is asked once, for {1, 1}, and gives a versioned capsule", function()
+  it("a producer that takes max_version is asked once, for {1, 2}, and gives a versioned capsule", function()
     local x = arange6(D[3])
     local got
     local p = producer(x, function(opts)
@@ -784,7 +801,7 @@ describe("from_dlpack producers", function()
     local y = dl.from_dlpack(p)
     assert.are.equal(1, #p.calls)
     assert.are.equal(p, p.selves[1])
-    assert.are.same({1, 1}, p.calls[1].max_version)
+    assert.are.same({1, 2}, p.calls[1].max_version)
     assert.are.equal("used_dltensor_versioned", got.name)
     assert.are.equal(D[3], y:devices()[1])
     assert.are.same(VALUES6, y:tolist())
@@ -807,7 +824,7 @@ describe("from_dlpack producers", function()
     end)
     local y = dl.from_dlpack(p)
     assert.are.equal(2, #p.calls)
-    assert.are.same({1, 1}, max_version_of(p.calls[1]))
+    assert.are.same({1, 2}, max_version_of(p.calls[1]))
     assert.is_nil(max_version_of(p.calls[2]))
     assert.are.equal(p, p.selves[2])
     assert.are.equal(D[1], y:devices()[1])
@@ -1281,5 +1298,82 @@ describe("legacy tensors and provenance (docs/dlpack.md)", function()
     assert.has_error(function() dl.from_dlpack(c3, {device = D[2], copy = false}) end)
     assert.are.equal("dltensor_versioned", c3.name)
     assert.is_nil(c3.imported)
+  end)
+end)
+
+--------------------------------------------------------------------------
+-- DLPack 1.2: strides are never NULL when ndim is not 0 (a 1.2 consumer may refuse NULL).
+-- A Capsule's `strides` is nil exactly when the tensor's pointer is NULL, so each path
+-- below proves its pointer set (docs/dlpack.md, "Layout"). dlrun sets them for ndim 0
+-- too (an empty tuple).
+describe("DLPack 1.2 strides", function()
+  if dl.export == nil then require("dlrun.export")(dl) end
+  local ROW_MAJOR = {[0] = {}, {1}, {4, 1}, {12, 4, 1}}
+  local SHAPES = {[0] = {}, {3}, {3, 4}, {2, 3, 4}}
+  -- float32 0, 1, ... of `shape` on `target` (a Device or Sharding)
+  local function iota(shape, target)
+    local n = 1
+    for _, d in ipairs(shape) do n = n * d end
+    return dl.frombytes(dl.arange(n, "float32", H):tobytes(), shape, "float32", target)
+  end
+
+  local function check(c, ndim, what)
+    assert(c.strides ~= nil, what .. ": strides NULL (ndim " .. ndim .. ")")
+    assert.are.same(ROW_MAJOR[ndim], c.strides, what)
+    assert.are.same(SHAPES[ndim], c.shape, what)
+  end
+
+  for ndim = 0, 3 do
+    it("every __dlpack__ path sets strides (ndim " .. ndim .. ")", function()
+      local shape = SHAPES[ndim]
+      local on_dev, on_host = iota(shape, D[0]), iota(shape, H)
+      local paths = {
+        {on_dev, nil, "legacy"},
+        {on_host, {legacy_sharing = "share"}, "legacy shared"},
+        {on_dev, {max_version = {1, 2}}, "versioned"},
+        {on_dev, {max_version = {1, 0}}, "versioned (1, 0)"},
+        {on_dev, {max_version = {1, 2}, copy = true}, "versioned copy"},
+        {on_dev, {max_version = {1, 2}, dl_device = {kDLCPU, 0}}, "moved to the host"},
+        {on_host, {max_version = {1, 2}, dl_device = {kDLDevice, 1}}, "moved to a device"},
+        {on_dev, {max_version = {1, 2}, stream = -1}, "stream -1"},
+      }
+      for _, p in ipairs(paths) do
+        local c = p[1]:__dlpack__(p[2])
+        check(c, ndim, p[3])
+        check(dl.to_dlpack(p[1], p[2]), ndim, p[3] .. " (to_dlpack)")
+        -- a consumer's copy reads the strides it was given
+        assert.are.same(p[1]:tolist(), dl.from_dlpack(c):tolist(), p[3] .. ": values")
+      end
+    end)
+  end
+
+  it("every dl.export strategy and __partitioned__ set strides", function()
+    local split = iota({8, 4}, dl.NamedSharding(mesh({D[0], D[1], D[2], D[3]}), dl.P("x")))
+    local repl = iota({3, 4}, dl.NamedSharding(mesh({D[4], D[5]}), dl.P()))
+    for _, case in ipairs({{split, "gather"}, {split, "host"}, {split, "auto"}, {repl, "replica"}}) do
+      for _, mv in ipairs({{}, {max_version = {1, 2}}}) do
+        local opts = {strategy = case[2], max_version = mv.max_version}
+        local r = dl.export(case[1], opts)
+        assert(r.capsule.strides ~= nil, case[2] .. ": strides NULL")
+        assert.are.same({4, 1}, r.capsule.strides, case[2])
+      end
+    end
+    local r = dl.export(split, {strategy = "shards", max_version = {1, 2}})
+    assert.are.equal(4, #r.shards)
+    for _, s in ipairs(r.shards) do
+      assert.are.same({2, 4}, s.capsule.shape)
+      assert.are.same({4, 1}, s.capsule.strides)
+    end
+    local d = split:__partitioned__()
+    assert.are.equal(4, #d.partitions)
+    for _, p in ipairs(d.partitions) do
+      assert.are.same({1, 2}, p.data.version)
+      assert.are.same({4, 1}, p.data.strides)
+    end
+    local old = split:__partitioned__{max_version = {1, 1}}
+    for _, p in ipairs(old.partitions) do
+      assert.are.same({1, 1}, p.data.version)
+      assert.are.same({4, 1}, p.data.strides)
+    end
   end)
 end)

@@ -181,7 +181,8 @@ describe("dl.export, strategy gather", function()
   it("passes max_version to __dlpack__", function()
     local r = export(split8(), {strategy = "gather", max_version = {1, 1}})
     assert.are.equal("dltensor_versioned", r.capsule.name)
-    assert.are.same({1, 1}, r.capsule.version)
+    assert.are.same({1, 1}, r.capsule.version) -- the consumer's 1.1, under dlrun's 1.2
+    assert.are.same({1, 2}, export(split8(), {strategy = "gather", max_version = {1, 9}}).capsule.version)
     assert.is_true(r.capsule.read_only)
     local legacy = export(split8(), {strategy = "gather"})
     assert.are.equal("dltensor", legacy.capsule.name)
@@ -671,7 +672,7 @@ describe("dl.export errors", function()
     expect_error("BufferError", "dlrun does not support any version below (0, 5) but version (0, 4) "
                  .. "was requested.", export, split8(), {strategy = "gather", max_version = {0, 4}})
     expect_error("BufferError", "The device specification passed to to_dlpack contains an "
-                 .. "unsupported device type (DLDeviceType: 7)",
+                 .. "unsupported device type (DLDeviceType: 7 (kDLVulkan))",
                  export, replicated8(), {dl_device = {7, 0}})
   end)
 end)

@@ -249,6 +249,20 @@ m.dl_tensor = DLTensor(data=buf.ctypes.data, device=DLDevice(12, 0), ndim=1,
                        dtype=DLDataType(2, 32, 1), shape=(C.c_int64 * 1)(6))
 st = dlrun_import(rt, C.byref(m), None, None, C.byref(P()), None)
 quote("%s: %s" % (dlrun_status_name(st).decode(), dlrun_last_error().decode()))]]},
+  {"a tensor on a Trainium device (DLPack 1.2's kDLTrn)", [[
+buf = np.zeros(6, dtype=np.float32)
+m = DLManagedTensor()
+m.dl_tensor = DLTensor(data=buf.ctypes.data, device=DLDevice(18, 0), ndim=1,
+                       dtype=DLDataType(2, 32, 1), shape=(C.c_int64 * 1)(6))
+st = dlrun_import(rt, C.byref(m), None, None, C.byref(P()), None)
+quote("%s: %s" % (dlrun_status_name(st).decode(), dlrun_last_error().decode()))]]},
+  {"a float4_e2m1fn tensor that says 8 bits", [[
+buf = np.zeros(6, dtype=np.uint8)
+m = DLManagedTensor()
+m.dl_tensor = DLTensor(data=buf.ctypes.data, device=DLDevice(1, 0), ndim=1,
+                       dtype=DLDataType(17, 8, 1), shape=(C.c_int64 * 1)(6))
+st = dlrun_import(rt, C.byref(m), None, None, C.byref(P()), None)
+quote("%s: %s" % (dlrun_status_name(st).decode(), dlrun_last_error().decode()))]]},
 }
 
 -- Why opencl:1 is not here (no module, no driver), from --list-devices; nil when it is.

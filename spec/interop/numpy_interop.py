@@ -53,6 +53,10 @@ def export_case(name, rt, sharding, dtname, shape, release_first):
         problems.append("ndim %d shape %r" % (t.ndim, tshape))
     if t.byte_offset != 0:
         problems.append("byte_offset %d" % t.byte_offset)
+    # DLPack 1.2: strides never NULL when ndim > 0 (dlrun sets them for 0-d too)
+    row_major = tuple(int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape)))
+    if tstrides is None or tstrides != row_major:
+        problems.append("strides %r, want %r" % (tstrides, row_major))
     if a.size == 0 and t.data:
         problems.append("zero-size data not NULL")
     report(name + " tensor", not problems, ", ".join(problems))

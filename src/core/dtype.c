@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dlpack_names.h"
 #include "dtype_impl.h"
 #include "status_impl.h"
 
@@ -106,8 +107,10 @@ dlrun_status dlrun_dtype_from_dlpack(uint8_t code, uint8_t bits, uint16_t lanes,
       return DLRUN_OK;
     }
   }
-  return dlrun_fail(DLRUN_ERR_BUFFER, "unsupported DLPack dtype (code=%u, bits=%u, lanes=%u)",
-                    (unsigned)code, (unsigned)bits, (unsigned)lanes);
+  char name[DLRUN_DL_CODE_TEXT];
+  return dlrun_fail(DLRUN_ERR_BUFFER, "unsupported DLPack dtype (code=%s, bits=%u, lanes=%u)",
+                    dlrun_dlpack_type_code_text(code, name, sizeof name), (unsigned)bits,
+                    (unsigned)lanes);
 }
 
 /* ---- float16 and bfloat16 ------------------------------------------------ */

@@ -13,6 +13,7 @@
 
 #include "array/array_impl.h"
 #include "core/alloc.h"
+#include "core/dlpack_names.h"
 #include "core/status_impl.h"
 #include "core/trace_impl.h"
 #include "device/dlpack_codes.h"
@@ -246,15 +247,17 @@ static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t i
   bool type_known;
   *out = dlrun_device_exporting_as(rt, type, id, &type_known);
   if (*out) return DLRUN_OK;
+  char text[DLRUN_DL_CODE_TEXT];
+  dlrun_dlpack_device_type_text(type, text, sizeof text);
   if (type_known)
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "The device specification passed to to_dlpack names device id %d, which "
-                      "does not exist for DLDeviceType %d",
-                      id, type);
+                      "does not exist for DLDeviceType %s",
+                      id, text);
   return dlrun_fail(DLRUN_ERR_BUFFER,
                     "The device specification passed to to_dlpack contains an unsupported device "
-                    "type (DLDeviceType: %d)",
-                    type);
+                    "type (DLDeviceType: %s)",
+                    text);
 }
 
 static dlrun_status check_options(const dlrun_array *a, const dlrun_export_options *o,
@@ -331,12 +334,26 @@ static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind
   return st;
 }
 
+/* The minor version a versioned export says: the one whose rules dlrun
+ * follows, or the consumer's max_version when that is a lower 1.x (the
+ * array API recommends answering with max_version when the producer can,
+ * and a tensor under 1.2's rules, strides set, is valid under every 1.x),
+ * but never below 1.1 for a dtype code 1.1 brought. */
+static uint32_t export_minor(const dlrun_export_options *o, uint8_t dl_code) {
+  uint32_t minor = DLRUN_DLPACK_MINOR;
+  if (o->max_major == DLRUN_DLPACK_MAJOR && o->max_minor < minor) minor = o->max_minor;
+  if (dl_code >= kDLFloat8_e3m4 && minor < 1) minor = 1;
+  return minor;
+}
+
 /* Fill the DLTensor and managed struct around buffer b (reference taken),
  * a tensor of ndim dims of dtype, in `storage` or, when NULL, in a block of
- * its own; list it live. */
+ * its own; list it live. A versioned tensor says version {1, minor}. Shape
+ * and strides are never NULL, for ndim 0 too (DLPack 1.2: strides may be
+ * NULL only then). */
 static dlrun_status build(int ndim, const int64_t *dims, dlrun_dtype dtype, dlrun_buffer *b,
-                          DLDevice device, const int64_t *layout, bool versioned, bool copied,
-                          char *storage, dlrun_exported *out) {
+                          DLDevice device, const int64_t *layout, bool versioned, uint32_t minor,
+                          bool copied, char *storage, dlrun_exported *out) {
   void *data;
   uint64_t byte_offset;
   dlrun_status st = dlrun_buffer_export_data(b, &data, &byte_offset);
@@ -356,14 +373,14 @@ static dlrun_status build(int ndim, const int64_t *dims, dlrun_dtype dtype, dlru
       .device = device,
       .ndim = ndim,
       .dtype = {.code = info->dl_code, .bits = info->dl_bits, .lanes = info->dl_lanes},
-      .shape = shape, /* never NULL, even for ndim 0 (dlpack.h) */
-      .strides = strides,
+      .shape = shape,     /* never NULL, even for ndim 0 (dlpack.h) */
+      .strides = strides, /* never NULL: 1.2 consumers may refuse NULL */
       .byte_offset = byte_offset,
   };
   *out = (dlrun_exported){0};
   if (versioned) {
     DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)block;
-    m->version = (DLPackVersion){.major = DLRUN_DLPACK_MAJOR, .minor = DLRUN_DLPACK_MINOR};
+    m->version = (DLPackVersion){.major = DLRUN_DLPACK_MAJOR, .minor = minor};
     m->manager_ctx = b;
     m->deleter = storage ? delete_stored_versioned : delete_versioned;
     /* A copy is the consumer's alone; shared memory must not be written. */
@@ -442,9 +459,10 @@ static dlrun_status export_array(dlrun_array *a, const dlrun_export_options *opt
   if (o.has_dl_device && !move)
     device = (DLDevice){.device_type = (DLDeviceType)o.device_type, .device_id = o.device_id};
   int64_t scratch[DLRUN_MAX_NDIM];
+  uint32_t minor = export_minor(&o, dlrun_dtype_get(a->dtype)->dl_code);
   if ((st = build(a->ndim, a->dims, a->dtype, b, device,
-                  dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, copied, storage,
-                  out)))
+                  dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, minor, copied,
+                  storage, out)))
     goto fail;
   if (o.stats) *o.stats = counted;
   if (dlrun_trace_enabled())
@@ -534,7 +552,8 @@ dlrun_status dlrun_export_fresh(dlrun_buffer *b, int ndim, const int64_t *dims,
   int64_t scratch[DLRUN_MAX_NDIM];
   dlrun_exported e;
   dlrun_status st = build(ndim, dims, dtype, b, dl_device_of(b),
-                          dlrun_buffer_layout(b, ndim, dims, scratch), true, false, NULL, &e);
+                          dlrun_buffer_layout(b, ndim, dims, scratch), true, DLRUN_DLPACK_MINOR,
+                          false, NULL, &e);
   if (st) return st;
   e.versioned->flags = 0; /* the caller's to write: neither READ_ONLY nor a copy */
   *out = e.versioned;

@@ -12,6 +12,7 @@
 
 #include "array/array_impl.h"
 #include "core/alloc.h"
+#include "core/dlpack_names.h"
 #include "core/status_impl.h"
 #include "core/text.h"
 #include "core/trace_impl.h"
@@ -56,10 +57,11 @@ typedef struct layout {
 static dlrun_status check_device(dlrun_runtime *rt, DLDevice d, layout *l) {
   l->source = dlrun_device_from_dlpack(rt, d.device_type, d.device_id, &l->source_kind);
   if (l->source) return DLRUN_OK;
+  char type[DLRUN_DL_CODE_TEXT];
   return dlrun_fail(DLRUN_ERR_BUFFER,
-                    "from_dlpack: unsupported DLPack device (device_type=%d, device_id=%d); dlrun "
+                    "from_dlpack: unsupported DLPack device: device type %s, device_id %d; dlrun "
                     "reads host memory (kDLCPU, kDLCUDAHost) and its own sim devices (kDLExtDev)",
-                    (int)d.device_type, d.device_id);
+                    dlrun_dlpack_device_type_text(d.device_type, type, sizeof type), d.device_id);
 }
 
 /* Positive strides that are some permutation of a row-major layout. */
@@ -88,12 +90,14 @@ static bool is_compact(const layout *l) {
 /* BufferError: memory labelled with a device of dlrun's is not in it. */
 static dlrun_status not_device_memory(const layout *l, const DLTensor *t, uint64_t nbytes,
                                       const void *at) {
+  char type[DLRUN_DL_CODE_TEXT];
+  dlrun_dlpack_device_type_text(t->device.device_type, type, sizeof type);
   return dlrun_fail(DLRUN_ERR_BUFFER,
-                    "from_dlpack: the tensor names %s (device_type=%d, device_id=%d), but its %llu "
-                    "bytes at %p are not in that device's memory: dlrun imports device_type %d "
-                    "only from memory of its own devices",
-                    l->source->name, (int)t->device.device_type, t->device.device_id,
-                    (unsigned long long)nbytes, at, (int)t->device.device_type);
+                    "from_dlpack: the tensor names %s (device type %s, device_id %d), but its "
+                    "%llu bytes at %p are not in that device's memory: dlrun imports device type "
+                    "%s only from memory of its own devices",
+                    l->source->name, type, t->device.device_id, (unsigned long long)nbytes, at,
+                    type);
 }
 
 static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l) {
@@ -120,6 +124,9 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
     return dlrun_fail_prefix(DLRUN_ERR_BUFFER, "from_dlpack: ");
   l->size = (int64_t)(l->nbytes / l->esize); /* every dtype has whole bytes */
   if ((st = check_device(rt, t->device, l))) return st;
+  /* NULL strides are row-major: DLPack's rule before 1.2, and still
+   * accepted from a versioned tensor that says 1.2 or later (which DLPack
+   * lets a consumer refuse): the meaning is not in doubt. */
   if (t->strides) memcpy(l->strides, t->strides, (size_t)l->ndim * sizeof(int64_t));
   else dlrun_row_major_strides(l->ndim, l->dims, l->strides);
   /* Size-1 dimensions may carry any stride: normalise them. */

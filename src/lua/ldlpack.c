@@ -157,10 +157,13 @@ static int capsule_index(lua_State *L) {
     lua_pushinteger(L, (lua_Integer)t->byte_offset);
   } else if (strcmp(key, "shape") == 0 || strcmp(key, "strides") == 0) {
     bool shape = key[1] == 'h';
+    /* nil for NULL (a producer's "row-major" before DLPack 1.2): never
+     * dlrun's own exports, which set both whatever ndim. */
+    if (!(shape ? t->shape : t->strides)) return 0;
     lua_createtable(L, t->ndim, 0);
     dlrun_lua_set_printed(L, "tuple");
     for (int d = 0; d < t->ndim; d++) {
-      lua_pushinteger(L, shape ? t->shape[d] : t->strides ? t->strides[d] : 0);
+      lua_pushinteger(L, shape ? t->shape[d] : t->strides[d]);
       lua_rawseti(L, -2, d + 1);
     }
   } else if (strcmp(key, "dtype") == 0) {
@@ -307,16 +310,17 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
     opt_int_pair(L, lua_gettop(L), "dl_device", fn, &a, &b);
     lua_pop(L, 1);
     /* Core takes int32 values: refuse others here, as given, in core's words. */
+    char type[64];
     if (a < INT32_MIN || a > INT32_MAX)
       dlrun_lua_raise(L, "BufferError",
                       "The device specification passed to to_dlpack contains an unsupported "
-                      "device type (DLDeviceType: %lld)",
-                      (long long)a);
+                      "device type (DLDeviceType: %s)",
+                      dlrun_dlpack_device_type_text(a, type, sizeof type));
     if (b < INT32_MIN || b > INT32_MAX)
       dlrun_lua_raise(L, "BufferError",
                       "The device specification passed to to_dlpack names device id %lld, which "
-                      "does not exist for DLDeviceType %lld",
-                      (long long)b, (long long)a);
+                      "does not exist for DLDeviceType %s",
+                      (long long)b, dlrun_dlpack_device_type_text(a, type, sizeof type));
     o.has_dl_device = true;
     o.device_type = (int32_t)a;
     o.device_id = (int32_t)b;
