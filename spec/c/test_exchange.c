@@ -425,13 +425,13 @@ int main(void) {
             0);
     p.dtype = (DLDataType){kDLFloat, 24, 1};
     refused(&p, "BufferError",
-            "dlrun_exchange_allocator: prototype: unsupported DLPack dtype (code=2, bits=24, "
-            "lanes=1)",
+            "dlrun_exchange_allocator: prototype: unsupported DLPack dtype (code=2 (kDLFloat), "
+            "bits=24, lanes=1)",
             0);
     p.dtype = (DLDataType){17, 4, 1}; /* float4_e2m1fn */
     refused(&p, "BufferError",
-            "dlrun_exchange_allocator: prototype: unsupported DLPack dtype (code=17, bits=4, "
-            "lanes=1)",
+            "dlrun_exchange_allocator: prototype: unsupported DLPack dtype "
+            "(code=17 (kDLFloat4_e2m1fn), bits=4, lanes=1)",
             0);
     const char *has = "; it has kDLExtDev:0..1, kDLCPU:0";
     struct { int32_t type, id; const char *name; } missing[] = {

@@ -49,10 +49,18 @@ static const char *const type_codes[] = {
 
 #define COUNT(a) ((int64_t)(sizeof a / sizeof a[0]))
 
+static const char *name_of(int64_t code, const char *const *names, int64_t count) {
+  return code >= 0 && code < count ? names[code] : NULL;
+}
+
+const char *dlrun_dlpack_device_type_name(int64_t type) {
+  return name_of(type, device_types, COUNT(device_types));
+}
+
 /* "N (name)", or "N (unknown to DLPack 1.3)" past the table or in a gap. */
 static const char *code_text(int64_t code, const char *const *names, int64_t count, char *buf,
                              size_t n) {
-  const char *name = code >= 0 && code < count ? names[code] : NULL;
+  const char *name = name_of(code, names, count);
   if (buf && n)
     snprintf(buf, n, "%lld (%s)", (long long)code, name ? name : "unknown to DLPack 1.3");
   return buf;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dlpack_names.h"
 #include "core/status_impl.h"
 #include "device/dlpack_codes.h"
 #include "device/memory_place.h"
@@ -48,19 +49,10 @@ static dlrun_runtime *take_bound(const char *fn) {
   return rt;
 }
 
-/* DLDeviceType's names (DLPack 1.3), by code; NULL where none. */
-static const char *const type_names[] = {
-    [1] = "kDLCPU",       [2] = "kDLCUDA",     [3] = "kDLCUDAHost",     [4] = "kDLOpenCL",
-    [7] = "kDLVulkan",    [8] = "kDLMetal",    [9] = "kDLVPI",          [10] = "kDLROCM",
-    [11] = "kDLROCMHost", [12] = "kDLExtDev",  [13] = "kDLCUDAManaged", [14] = "kDLOneAPI",
-    [15] = "kDLWebGPU",   [16] = "kDLHexagon", [17] = "kDLMAIA",        [18] = "kDLTrn",
-};
-
 /* "kDLCUDA:1", or "DLDeviceType 99:1" for a code DLPack does not name. */
 static const char *device_text(int32_t type, int32_t id, char *buf, size_t n) {
-  size_t ntypes = sizeof type_names / sizeof *type_names;
-  if (type >= 0 && (size_t)type < ntypes && type_names[type])
-    snprintf(buf, n, "%s:%d", type_names[type], (int)id);
+  const char *name = dlrun_dlpack_device_type_name(type);
+  if (name) snprintf(buf, n, "%s:%d", name, (int)id);
   else snprintf(buf, n, "DLDeviceType %d:%d", (int)type, (int)id);
   return buf;
 }
