@@ -13,6 +13,7 @@
 
 #include "array/array_impl.h"
 #include "core/alloc.h"
+#include "core/dtype_impl.h"
 #include "core/status_impl.h"
 #include "core/trace_impl.h"
 #include "device/dlpack_codes.h"
@@ -257,8 +258,36 @@ static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t i
                     type);
 }
 
+/* A dtype whose DLPack code a later version added (the float8 family, 1.1)
+ * goes only to a consumer that can know it: one asking for that version or
+ * later, or a legacy one the caller vouches for. Any other would read the
+ * bytes as what it thinks the code means, or fail in its own words. */
+static dlrun_status check_type_code(dlrun_dtype dtype, const dlrun_export_options *o) {
+  unsigned major, minor;
+  dlrun_dtype_dlpack_since(dtype, &major, &minor);
+  if (major == 0) return DLRUN_OK;
+  const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
+  if (!o->has_max_version) {
+    if (o->legacy_knows_1_1) return DLRUN_OK;
+    return dlrun_fail(DLRUN_ERR_BUFFER,
+                      "%s has DLPack type code %u, which DLPack %u.%u added: the consumer of a "
+                      "legacy DLPack tensor (no max_version) may predate it. Ask for "
+                      "max_version (%u, %u) or later, or pass legacy_knows_1_1=true if the "
+                      "consumer reads DLPack %u.%u's type codes.",
+                      info->name, (unsigned)info->dl_code, major, minor, major, minor, major,
+                      minor);
+  }
+  if (o->max_major > major || (o->max_major == major && o->max_minor >= minor)) return DLRUN_OK;
+  return dlrun_fail(DLRUN_ERR_BUFFER,
+                    "%s has DLPack type code %u, which DLPack %u.%u added, but the consumer "
+                    "asked for max_version (%u, %u). Ask for max_version (%u, %u) or later.",
+                    info->name, (unsigned)info->dl_code, major, minor, o->max_major, o->max_minor,
+                    major, minor);
+}
+
 static dlrun_status check_options(const dlrun_array *a, const dlrun_export_options *o,
                                   const dlrun_buffer *b) {
+  dlrun_status st;
   if (a->nshards > 1)
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "to_dlpack can only pack a dlpack tensor from an array on a singular "
@@ -286,6 +315,7 @@ static dlrun_status check_options(const dlrun_array *a, const dlrun_export_optio
                       "dlrun_export: copy must be DLRUN_COPY_IF_NEEDED (0), DLRUN_COPY_NEVER (1) "
                       "or DLRUN_COPY_ALWAYS (2), got %d",
                       (int)o->copy);
+  if ((st = check_type_code(a->dtype, o))) return st;
   if ((unsigned)o->legacy_sharing > DLRUN_LEGACY_SHARE)
     return dlrun_fail(DLRUN_ERR_VALUE,
                       "dlrun_export: legacy_sharing must be DLRUN_LEGACY_PROTECT (0) or "
