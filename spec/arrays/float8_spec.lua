@@ -393,6 +393,12 @@ describe("float8 on the default devices", function()
                    .. "later."):format(name, code), x.__dlpack__, x, {max_version = {1, 0}})
       expect_error("TypeError", "__dlpack__: legacy_knows_1_1 must be a boolean or nil, got string",
                    x.__dlpack__, x, {legacy_knows_1_1 = "yes"})
+      -- the export strategies pass the option on
+      local ok, e = pcall(dl.export, x)
+      assert.is_false(ok)
+      assert.are.equal("BufferError", e.name)
+      assert.are.equal(name, dl.from_dlpack(dl.export(x, {legacy_knows_1_1 = true}).capsule).dtype)
+      assert.are.equal(name, dl.from_dlpack(dl.export(x, {max_version = {1, 1}}).capsule).dtype)
     end)
 
     it(name .. ": __partitioned__ describes it and from_partitioned rebuilds it", function()
