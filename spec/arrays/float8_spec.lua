@@ -255,18 +255,23 @@ describe("the float8 family", function()
   -- ml_dtypes' documented limits (float8.h's numeric_limits and README):
   -- largest finite, smallest subnormal, the first value past the largest
   -- that rounds away from it, and what inf and NaN become.
+  -- Columns: largest finite and its pattern, smallest subnormal, the first
+  -- value past the largest that rounds away from it and what it gives, the
+  -- NaN a NaN gives, the midpoint below the largest and whether that tie
+  -- goes to the largest (an even pattern; e8m0fnu's ties round up).
   local LIMITS = {
-    {"float8_e3m4", 15.5, 0x6F, 2.0 ^ -6, 15.75, 0x70, 0x78},
-    {"float8_e4m3", 240.0, 0x77, 2.0 ^ -9, 248.0, 0x78, 0x7C},
-    {"float8_e4m3b11fnuz", 30.0, 0x7F, 2.0 ^ -13, 31.0, 0x80, 0x80},
-    {"float8_e4m3fn", 448.0, 0x7E, 2.0 ^ -9, 464.0 * (1 + 2.0 ^ -40), 0x7F, 0x7F},
-    {"float8_e4m3fnuz", 240.0, 0x7F, 2.0 ^ -10, 248.0, 0x80, 0x80},
-    {"float8_e5m2", 57344.0, 0x7B, 2.0 ^ -16, 61440.0, 0x7C, 0x7E},
-    {"float8_e5m2fnuz", 57344.0, 0x7F, 2.0 ^ -17, 61440.0, 0x80, 0x80},
-    {"float8_e8m0fnu", 2.0 ^ 127, 0xFE, 2.0 ^ -127, 1.5 * 2.0 ^ 127, 0xFF, 0xFF},
+    {"float8_e3m4", 15.5, 0x6F, 2.0 ^ -6, 15.75, 0x70, 0x78, 15.25, false},
+    {"float8_e4m3", 240.0, 0x77, 2.0 ^ -9, 248.0, 0x78, 0x7C, 232.0, false},
+    {"float8_e4m3b11fnuz", 30.0, 0x7F, 2.0 ^ -13, 31.0, 0x80, 0x80, 29.0, false},
+    {"float8_e4m3fn", 448.0, 0x7E, 2.0 ^ -9, 464.0 * (1 + 2.0 ^ -40), 0x7F, 0x7F, 432.0, true},
+    {"float8_e4m3fnuz", 240.0, 0x7F, 2.0 ^ -10, 248.0, 0x80, 0x80, 232.0, false},
+    {"float8_e5m2", 57344.0, 0x7B, 2.0 ^ -16, 61440.0, 0x7C, 0x7E, 53248.0, false},
+    {"float8_e5m2fnuz", 57344.0, 0x7F, 2.0 ^ -17, 61440.0, 0x80, 0x80, 53248.0, false},
+    {"float8_e8m0fnu", 2.0 ^ 127, 0xFE, 2.0 ^ -127, 1.5 * 2.0 ^ 127, 0xFF, 0xFF, 1.5 * 2.0 ^ 126,
+     true},
   }
   for _, row in ipairs(LIMITS) do
-    local name, maxv, maxb, tiny, first_over, over_b, nan_b = table.unpack(row)
+    local name, maxv, maxb, tiny, first_over, over_b, nan_b, mid, mid_to_max = table.unpack(row)
     it(name .. " has ml_dtypes' largest and smallest values, overflow and NaN", function()
       local x = dl.array({maxv, tiny, first_over, huge, PNAN}, name)
       local b = {x:tobytes():byte(1, -1)}
@@ -277,6 +282,12 @@ describe("the float8 family", function()
       -- just below the first value that rounds away, the largest stays
       local below = first_over * (1 - 2.0 ^ -40)
       assert.are.equal(maxb, dl.array(below, name):tobytes():byte())
+      -- the first values that round to the largest
+      local prev = dl.frombytes(string.char(maxb - 1), {}, name):item()
+      assert.are.equal(mid, (prev + maxv) / 2)
+      assert.are.same({mid_to_max and maxb or maxb - 1, maxb, maxb - 1},
+                      {dl.array({mid, mid * (1 + 2.0 ^ -40), mid * (1 - 2.0 ^ -40)}, name)
+                         :tobytes():byte(1, -1)})
     end)
   end
 
