@@ -987,7 +987,8 @@ static void test_float8(void) {
     b = 0x11;
     CHECK(store(DLRUN_FLOAT8_E4M3FN, &b, scomplex(1, 2)) == DLRUN_ERR_VALUE, "complex accepted");
     CHECK(b == 0x11, "dst changed on failure");
-    CHECK_STR_CONTAINS(dlrun_last_error(), "complex value (1+2j) cannot be stored in float8_e4m3fn");
+    CHECK_STR_CONTAINS(dlrun_last_error(),
+                       "complex value (1+2j) cannot be stored in float8_e4m3fn");
   }
 
   TEST("float8: every pattern loads as a FLOAT and stores back to itself (NaNs: the format's)") {
