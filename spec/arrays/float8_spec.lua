@@ -302,6 +302,12 @@ describe("the float8 family", function()
     end
   end)
 
+  it("gives NaN for e8m0fnu values from 1.5 * 2^128 to 2^129 (ml_dtypes wraps to 0x00 there)",
+     function()
+    assert.are.equal("\xFF\xFF\xFF\xFF", dl.array({2.0 ^ 128, 1.5 * 2.0 ^ 128, 1.99 * 2.0 ^ 128,
+                                                   2.0 ^ 129}, "float8_e8m0fnu"):tobytes())
+  end)
+
   it("keeps e8m0fnu to positive powers of two: zero and negatives are NaN", function()
     assert.are.equal("\xFF\xFF\xFF\x7F\x81\x7F\x00\x01\xFE\xFF",
                      dl.array({0.0, -0.0, -1.0, 1.0, 3.0, 0.75, 2.0 ^ -140, 1.2 * 2.0 ^ -127,

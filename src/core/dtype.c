@@ -295,8 +295,11 @@ static uint8_t float8_overflow(const float8_format *f, bool negative) {
 }
 
 /* Round the exact value (-1)^negative * m * 2^exp to `f`, ties to even, in
- * one step. Exponent field 0 holds subnormals (for e8m0fnu: 2^-127, which
- * ml_dtypes rounds to as if it were the subnormal 0.5 * 2^-126). */
+ * one step, as ml_dtypes' conversion from double does bit for bit. Exponent
+ * field 0 holds subnormals (for e8m0fnu: 2^-127, which ml_dtypes rounds to
+ * as if it were the subnormal 0.5 * 2^-126). One difference: e8m0fnu values
+ * in [1.5 * 2^128, 2^129) overflow to NaN here, where ml_dtypes' 8-bit sum
+ * wraps around to 0x00. */
 static uint8_t float8_round(const float8_format *f, bool negative, uint64_t m, int exp) {
   if (f->specials == F8_E8M0 && (negative || m == 0)) return f->nan_bits;
   uint8_t sign = negative ? 0x80 : 0;
