@@ -298,7 +298,8 @@ describe("the float8 family", function()
 
   it("has no negative zero in the fnuz formats: -0.0 and tiny negatives store 0x00", function()
     for _, name in ipairs({"float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz"}) do
-      assert.are.equal("\0\0\x80\x80\x80", dl.array({-0.0, -1e-30, -huge, PNAN, NNAN}, name):tobytes())
+      assert.are.equal("\0\0\x80\x80\x80",
+                       dl.array({-0.0, -1e-30, -huge, PNAN, NNAN}, name):tobytes())
     end
   end)
 

@@ -677,8 +677,9 @@ describe("device_get", function()
 
   it("keeps dtype and values of every dtype", function()
     local all = {table.unpack(DTYPES)}
-    for _, dtype in ipairs({"float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
-                            "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"}) do
+    for _, dtype in ipairs({"float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+                            "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                            "float8_e8m0fnu"}) do
       all[#all + 1] = dtype
     end
     for _, dtype in ipairs(all) do
