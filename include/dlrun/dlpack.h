@@ -118,6 +118,12 @@ typedef struct dlrun_export_options {
    * totals are counted as well. */
   dlrun_transfer_stats *stats;
   dlrun_legacy_sharing legacy_sharing; /* read by legacy exports only */
+  /* Read only without max_version: the caller vouches that the consumer of
+   * the legacy tensor reads DLPack 1.1's type codes. Without it, exporting
+   * a dtype DLPack 1.1 added (the float8 family) with no max_version is
+   * DLRUN_ERR_BUFFER. A versioned export of one says version {1, 1} or
+   * later, whatever the consumer's 1.x max_version. */
+  bool legacy_knows_1_1;
 } dlrun_export_options;
 
 /* A tensor handed out by an export: exactly one of legacy / versioned is

@@ -33,6 +33,17 @@ typedef enum dlrun_dtype {
   DLRUN_FLOAT64,
   DLRUN_COMPLEX64,
   DLRUN_COMPLEX128,
+  /* The float8 family (ml_dtypes' names, DLPack 1.1's codes 7 to 14, in
+   * code order). Each has its own rules for NaN, infinity and zero: see
+   * dlrun_dtype_store and docs/lua-api.md. */
+  DLRUN_FLOAT8_E3M4,
+  DLRUN_FLOAT8_E4M3,
+  DLRUN_FLOAT8_E4M3B11FNUZ,
+  DLRUN_FLOAT8_E4M3FN,
+  DLRUN_FLOAT8_E4M3FNUZ,
+  DLRUN_FLOAT8_E5M2,
+  DLRUN_FLOAT8_E5M2FNUZ,
+  DLRUN_FLOAT8_E8M0FNU,
   DLRUN_DTYPE_COUNT
 } dlrun_dtype;
 
@@ -40,7 +51,7 @@ typedef enum dlrun_dtype_kind {
   DLRUN_KIND_BOOL,
   DLRUN_KIND_INT,     /* signed integer */
   DLRUN_KIND_UINT,    /* unsigned integer */
-  DLRUN_KIND_FLOAT,   /* float16, bfloat16, float32, float64 */
+  DLRUN_KIND_FLOAT,   /* float16, bfloat16, float32, float64, the float8 family */
   DLRUN_KIND_COMPLEX  /* complex64, complex128: two floats, real first */
 } dlrun_dtype_kind;
 
@@ -48,7 +59,8 @@ typedef struct dlrun_dtype_info {
   const char *name;     /* "float32" */
   size_t size;          /* bytes per element */
   dlrun_dtype_kind kind;
-  uint8_t dl_code;      /* DLDataTypeCode: Int 0, UInt 1, Float 2, Bfloat 4, Complex 5, Bool 6 */
+  uint8_t dl_code;      /* DLDataTypeCode: Int 0, UInt 1, Float 2, Bfloat 4, Complex 5, Bool 6,
+                         * float8 7 (e3m4) to 14 (e8m0fnu) */
   uint8_t dl_bits;
   uint16_t dl_lanes;
 } dlrun_dtype_info;
@@ -82,7 +94,14 @@ typedef struct dlrun_scalar {
 /* Store one scalar into `dst` (dtype's size bytes, any alignment).
  * Rules: integers and bools convert exactly or fail; a float into an integer
  * dtype must be finite, integral and in range; a float into float16/bfloat16
- * rounds to nearest even (overflow gives +-inf, as IEEE); bool dtype accepts
+ * rounds to nearest even (overflow gives +-inf, as IEEE); a float or an
+ * integer into a float8 dtype rounds once to nearest even as ml_dtypes
+ * does: a result past the largest finite value, an infinity or a NaN gives
+ * the format's infinity where it has one, else its NaN (e4m3fn: S.1111.111;
+ * the fnuz formats: 0x80; e8m0fnu: 0xFF); -0 and negative values that
+ * round to zero give 0x00 in the fnuz formats (no negative zero); e8m0fnu
+ * (unsigned powers of two 2^-127..2^127) gives NaN for zero and for
+ * negative values, 2^-127 for every positive value at or below it; bool dtype accepts
  * bools and the integers 0 and 1; a complex scalar fits only complex dtypes;
  * a real scalar into a complex dtype gets imaginary part 0.
  * On failure `dst` is unchanged and the message names the value and dtype. */
@@ -90,7 +109,8 @@ DLRUN_API dlrun_status dlrun_dtype_store(dlrun_dtype dtype, void *dst,
                                          const dlrun_scalar *value);
 
 /* Read one element. bool -> BOOL; int8..int64 and uint8..uint32 -> INT;
- * uint64 -> INT when <= INT64_MAX else FLOAT; floats -> FLOAT (as double);
+ * uint64 -> INT when <= INT64_MAX else FLOAT; floats -> FLOAT (as double,
+ * exactly; a float8 NaN reads as a NaN with the pattern's sign bit);
  * complex -> COMPLEX. */
 DLRUN_API void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out);
 

@@ -52,6 +52,12 @@ edgeitems 3, precision 8; JAX's "Array(" prefix and ", dtype=...)" suffix):
     digits, padded to a common count. nan, inf and -inf are right-aligned
     to the full width. bfloat16, which NumPy lacks, follows the same rules
     at its own precision.
+  * the float8 family (float8_e3m4 ... float8_e8m0fnu): as NumPy prints an
+    ml_dtypes array, whose scalars are not NumPy floats: each element is its
+    scalar's repr, C++'s `<<` of the value as a float ("%g": six significant
+    digits, no trailing point: "1", "2.5", "448", "0.00195312",
+    "1.70141e+38", "-0", "inf"; every NaN is "nan"), neither padded nor
+    aligned, nor ever switched to scientific notation as a whole.
   * complex: real and imaginary parts are formatted as two float columns
     (the imaginary one always signed), joined as "1.+2.j", "0.-1.j",
     "nan+infj", the "j" placed before the imaginary column's padding.
@@ -113,6 +119,10 @@ local FLOAT_DTYPES = {
   float16 = "float16", bfloat16 = "bfloat16", float32 = "float32", float64 = "float64",
 }
 local COMPLEX_PART = { complex64 = "float32", complex128 = "float64" }
+local FLOAT8_DTYPES = {
+  float8_e3m4 = true, float8_e4m3 = true, float8_e4m3b11fnuz = true, float8_e4m3fn = true,
+  float8_e4m3fnuz = true, float8_e5m2 = true, float8_e5m2fnuz = true, float8_e8m0fnu = true,
+}
 local INT_DTYPES = {
   int8 = true, int16 = true, int32 = true, int64 = true,
   uint8 = true, uint16 = true, uint32 = true, uint64 = true,
@@ -368,18 +378,31 @@ local function format_complex(values, fdtype)
   return out
 end
 
+-- ml_dtypes' scalar repr: the value as a float through C++'s default
+-- stream format (%g), a NaN of either sign as "nan".
+local function format_float8(values)
+  local out = {}
+  for i = 1, #values do
+    local x = values[i] * 1.0
+    out[i] = x ~= x and "nan" or fmt("%g", x)
+  end
+  return out
+end
+
 local function format_generic(values)
   local out = {}
   for i = 1, #values do out[i] = tostring(values[i]) end
   return align(out)
 end
 
--- Format a list of element values of `dtype`; returns strings of equal width.
+-- Format a list of element values of `dtype`; returns strings of equal width
+-- (the float8 family's: each its own width, as ml_dtypes prints them).
 local function format_values(values, dtype, ndim)
   if dtype == "bool" then return format_bools(values, ndim) end
   if INT_DTYPES[dtype] then return format_ints(values, dtype) end
   if FLOAT_DTYPES[dtype] then return format_floats(values, dtype, false) end
   if COMPLEX_PART[dtype] then return format_complex(values, COMPLEX_PART[dtype]) end
+  if FLOAT8_DTYPES[dtype] then return format_float8(values) end
   return format_generic(values)
 end
 

@@ -1367,7 +1367,12 @@ static void test_import_dtypes_devices(void) {
                 {kDLUInt, 64, DLRUN_UINT64},     {kDLFloat, 16, DLRUN_FLOAT16},
                 {kDLBfloat, 16, DLRUN_BFLOAT16}, {kDLFloat, 32, DLRUN_FLOAT32},
                 {kDLFloat, 64, DLRUN_FLOAT64},   {kDLComplex, 64, DLRUN_COMPLEX64},
-                {kDLComplex, 128, DLRUN_COMPLEX128}};
+                {kDLComplex, 128, DLRUN_COMPLEX128},
+                /* DLPack 1.1's float8 codes, read from any producer */
+                {7, 8, DLRUN_FLOAT8_E3M4},       {8, 8, DLRUN_FLOAT8_E4M3},
+                {9, 8, DLRUN_FLOAT8_E4M3B11FNUZ}, {10, 8, DLRUN_FLOAT8_E4M3FN},
+                {11, 8, DLRUN_FLOAT8_E4M3FNUZ},  {12, 8, DLRUN_FLOAT8_E5M2},
+                {13, 8, DLRUN_FLOAT8_E5M2FNUZ},  {14, 8, DLRUN_FLOAT8_E8M0FNU}};
     static _Alignas(16) unsigned char bytes[4 * 16];
     for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (unsigned char)(i % 2);
     int64_t shape[1] = {4};
@@ -1929,7 +1934,10 @@ static int roundtrip(dlrun_sharding *where, dlrun_device *dev, dlrun_dtype dt, i
   if (dlrun_array_from_host(where, dt, ndim, dims, data, nbytes, &a))
     FAIL("from_host: %s", dlrun_last_error());
   dlrun_export_options o = versioned_opts(-1);
-  if (dlrun_export(a, versioned ? &o : NULL, &e)) FAIL("export: %s", dlrun_last_error());
+  /* a legacy export of DLPack 1.1's codes needs the caller to vouch */
+  dlrun_export_options legacy_1_1 = {.legacy_knows_1_1 = true};
+  dlrun_export_options *lo = info->dl_code >= 7 ? &legacy_1_1 : NULL;
+  if (dlrun_export(a, versioned ? &o : lo, &e)) FAIL("export: %s", dlrun_last_error());
   if (versioned != (e.versioned != NULL)) FAIL("wrong struct kind");
   const DLTensor *t = tensor_of(&e);
   if (versioned && (e.versioned->version.major != 1 ||
@@ -2040,6 +2048,60 @@ static void test_roundtrips(void) {
       CHECK(in_use(sim0) == before, "sim pool %llu, was %llu", (unsigned long long)in_use(sim0),
             (unsigned long long)before);
     }
+  }
+}
+
+static void test_export_float8_versions(void) {
+  static const char *const float8_code_names[] = {
+      "kDLFloat8_e3m4",    "kDLFloat8_e4m3",   "kDLFloat8_e4m3b11fnuz", "kDLFloat8_e4m3fn",
+      "kDLFloat8_e4m3fnuz", "kDLFloat8_e5m2",  "kDLFloat8_e5m2fnuz",    "kDLFloat8_e8m0fnu"};
+  TEST("float8 exports to versioned consumers, labelled 1.1 even for max_version (1, 0); "
+       "legacy needs the caller's word") {
+    for (int dt = DLRUN_FLOAT8_E3M4; dt <= DLRUN_FLOAT8_E8M0FNU; dt++) {
+      const dlrun_dtype_info *info = dlrun_dtype_get((dlrun_dtype)dt);
+      static const int64_t dims[] = {3};
+      unsigned char data[3] = {0x38, 0x40, 0x7E};
+      dlrun_array *a = NULL;
+      CHECK(dlrun_array_from_host(on_host, (dlrun_dtype)dt, 1, dims, data, 3, &a) == DLRUN_OK,
+            "%s", dlrun_last_error());
+      char want[512];
+      dlrun_exported e = {0};
+      CHECK(dlrun_export(a, NULL, &e) == DLRUN_ERR_BUFFER, "%s: legacy accepted", info->name);
+      CHECK(!e.legacy && !e.versioned, "%s: out set on failure", info->name);
+      snprintf(want, sizeof want,
+               "%s has DLPack type code %u (%s), which DLPack 1.1 added: the consumer of a "
+               "legacy DLPack tensor (no max_version) may predate it. Ask for max_version (1, 0) "
+               "or later, or pass legacy_knows_1_1=true if the consumer reads DLPack 1.1's type "
+               "codes.",
+               info->name, (unsigned)info->dl_code, float8_code_names[dt - DLRUN_FLOAT8_E3M4]);
+      CHECK(strcmp(dlrun_last_error(), want) == 0, "%s", dlrun_last_error());
+      dlrun_export_options o = versioned_opts(-1);
+      o.max_minor = 0; /* PyTorch's ask: it reads 1.1's codes */
+      CHECK(dlrun_export(a, &o, &e) == DLRUN_OK, "%s: (1, 0): %s", info->name,
+            dlrun_last_error());
+      CHECK(e.versioned && e.versioned->version.major == 1 && e.versioned->version.minor == 1,
+            "%s: (1, 0) labelled 1.1", info->name);
+      if (e.versioned) e.versioned->deleter(e.versioned);
+      o.max_minor = 1;
+      CHECK(dlrun_export(a, &o, &e) == DLRUN_OK, "%s: %s", info->name, dlrun_last_error());
+      CHECK(e.versioned && e.versioned->dl_tensor.dtype.code == info->dl_code &&
+                e.versioned->dl_tensor.dtype.bits == 8,
+            "%s: dtype", info->name);
+      if (e.versioned) e.versioned->deleter(e.versioned);
+      o = versioned_opts(-1);
+      o.max_major = 2;
+      o.max_minor = 0;
+      CHECK(dlrun_export(a, &o, &e) == DLRUN_OK, "%s (2, 0): %s", info->name, dlrun_last_error());
+      if (e.versioned) e.versioned->deleter(e.versioned);
+      dlrun_export_options l = {.legacy_knows_1_1 = true, .legacy_sharing = DLRUN_LEGACY_SHARE};
+      e = (dlrun_exported){0};
+      CHECK(dlrun_export(a, &l, &e) == DLRUN_OK, "%s legacy: %s", info->name, dlrun_last_error());
+      CHECK(e.legacy && e.legacy->dl_tensor.dtype.code == info->dl_code, "%s legacy dtype",
+            info->name);
+      if (e.legacy) e.legacy->deleter(e.legacy);
+      dlrun_array_release(a);
+    }
+    CHECK(dlrun_live_exports(rt) == 0, "live exports %lld", (long long)dlrun_live_exports(rt));
   }
 }
 
@@ -2352,6 +2414,7 @@ int main(int argc, char **argv) {
   test_roundtrips();
   test_export_strides_1_2();
   test_import_null_strides_1_2();
+  test_export_float8_versions();
 
   dlrun_sharding_release(on_host);
   dlrun_sharding_release(on_cpu1);

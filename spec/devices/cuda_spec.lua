@@ -123,7 +123,8 @@ local a = dl.array({{1, 2, 3}, {4, 5, 6}}, "float32", d[2])
 local i = a:__cuda_array_interface__()
 print(i.typestr, i.version, i.shape[1], i.shape[2], #i.shape, i.data[2], i.strides, i.stream,
       math.type(i.data[1]), i.data[1] > 0, i.data[1] == a:__cuda_array_interface__().data[1])
-for _, t in ipairs({"bool", "int8", "uint16", "int64", "float16", "bfloat16", "complex128"}) do
+for _, t in ipairs({"bool", "int8", "uint16", "int64", "float16", "bfloat16", "complex128",
+                    "float8_e4m3fn", "float8_e8m0fnu"}) do
   io.write(dl.zeros({1}, t, d[1]):__cuda_array_interface__().typestr, " ")
 end
 print()
@@ -133,7 +134,7 @@ local ok, e = pcall(s.__cuda_array_interface__, s)
 print(ok, e.name, e.message)
 ]])
     assert.are.equal("<f4\t3\t2\t3\t2\tfalse\tnil\tnil\tinteger\ttrue\ttrue\n"
-                     .. "|b1 |i1 <u2 <i8 <f2 <V2 <c16 \n"
+                     .. "|b1 |i1 <u2 <i8 <f2 <V2 <c16 <V1 <V1 \n"
                      .. "false\tAttributeError\t__cuda_array_interface__() is supported only for "
                      .. "unsharded arrays.\n", out)
   end)

@@ -120,6 +120,7 @@ class dlrun_export_options(C.Structure):
         ("stream", C.c_int64),
         ("stats", C.c_void_p),
         ("legacy_sharing", C.c_int),
+        ("legacy_knows_1_1", C.c_bool),
     ]
 
 
@@ -346,3 +347,50 @@ def summary(name):
     """The closing line; the exit status."""
     print("%s: %d passed, %d failed" % (name, PASSED, FAILED))
     return 1 if FAILED else 0
+
+
+# ---------------------------------------------------------------- the float8 family
+
+FLOAT8 = ["float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+          "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
+
+
+def float8_refused_case(name, rt, sharding, dtname, from_dlpack):
+    """A float8 dtype (DLPack 1.1's codes 7-14) to a legacy consumer: dlrun's
+    legacy export refuses it with a BufferError naming the dtype and code, so
+    the consumer never sees the bytes. Forced through (legacy_knows_1_1, the
+    caller vouching wrongly), the consumer must raise its own error, never
+    read the bytes as another type; either way the deleter runs once."""
+    arr = from_host(sharding, dtname, np.array([0x38, 0x40, 0x7E], dtype=np.uint8))
+    base = dlrun_live_exports(rt)
+    code = 7 + FLOAT8.index(dtname)
+    want = ("dlrun_export: BufferError %s has DLPack type code %d (kDLFloat8_%s), which DLPack "
+            "1.1 added: the consumer of a legacy DLPack tensor (no max_version) may predate it."
+            % (dtname, code, dtname[len("float8_"):]))
+    try:
+        export_legacy(arr)
+        got = "exported"
+    except DlrunError as e:
+        got = str(e)
+    report(name + " refused by dlrun's legacy export", got.startswith(want),
+           "got %r, want it to start with %r" % (got, want))
+    opts = dlrun_export_options(legacy_knows_1_1=True)
+    ex = dlrun_exported()
+    check(dlrun_export(arr, C.byref(opts), C.byref(ex)), "dlrun_export")
+    dlrun_array_release(arr)
+    report(name + " forced export is legacy with code %d" % code,
+           bool(ex.legacy) and ex.legacy.contents.dl_tensor.dtype.code == code)
+    raised = None
+    prod = Producer(ex.legacy)
+    try:
+        from_dlpack(prod)
+    except Exception as e:  # noqa: BLE001 - the consumer's own error type
+        raised = "%s: %s" % (type(e).__name__, e)  # not e: its traceback holds the capsule
+    report(name + " forced export refused by the consumer",
+           raised is not None and not raised.startswith("SystemError"),
+           "the consumer read it" if raised is None else raised)
+    if raised is not None:
+        print("#   %s: %s" % (name, raised))
+    del prod
+    gc.collect()
+    expect_equal(name + " deleter ran once", dlrun_live_exports(rt) - base, 0)

@@ -12,6 +12,9 @@ __dlpack__() with no arguments and speaks only legacy `dltensor` capsules.
           identical and dlrun's deleter must run exactly once, after NumPy
           lets go (dlrun_live_exports counts exports whose deleter has not
           run).
+  float8: NumPy 1.24 has none of the float8 family: dlrun's legacy export
+          refuses them (BufferError naming the dtype); forced through, NumPy
+          raises its own error ("Unsupported dtype in DLTensor.").
   import: NumPy's own __dlpack__() capsule is handed to dlrun_import; values
           read back with dlrun_array_read must be identical (in logical
           row-major order) and NumPy's deleter must run exactly once: NumPy's
@@ -300,6 +303,9 @@ def main():
              [True, False, True, True])
     run_case("export bfloat16[3]", export_refused_case, rt, sharding, "bfloat16",
              [0x3F80, 0xC000, 0x7F80])
+    for dtname in FLOAT8:
+        run_case("export %s[3]" % dtname, float8_refused_case, rt, sharding, dtname,
+                 np.from_dlpack)
     run_case("export sim device", export_sim_case, rt)
     run_case("export outlives runtime", export_outlives_runtime_case)
 

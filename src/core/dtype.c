@@ -46,6 +46,22 @@ static const dlrun_dtype_info dtype_table[DLRUN_DTYPE_COUNT] = {
                          .dl_code = 5, .dl_bits = 64, .dl_lanes = 1},
     [DLRUN_COMPLEX128] = {.name = "complex128", .size = 16, .kind = DLRUN_KIND_COMPLEX,
                           .dl_code = 5, .dl_bits = 128, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E3M4] = {.name = "float8_e3m4", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                          .dl_code = 7, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E4M3] = {.name = "float8_e4m3", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                          .dl_code = 8, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E4M3B11FNUZ] = {.name = "float8_e4m3b11fnuz", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                                 .dl_code = 9, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E4M3FN] = {.name = "float8_e4m3fn", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                            .dl_code = 10, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E4M3FNUZ] = {.name = "float8_e4m3fnuz", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                              .dl_code = 11, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E5M2] = {.name = "float8_e5m2", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                          .dl_code = 12, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E5M2FNUZ] = {.name = "float8_e5m2fnuz", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                              .dl_code = 13, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E8M0FNU] = {.name = "float8_e8m0fnu", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                             .dl_code = 14, .dl_bits = 8, .dl_lanes = 1},
 };
 
 /* DLPack's code for bool; its bit width is fixed at 8. */
@@ -75,7 +91,7 @@ static const char *dtype_name_list(char *buf, size_t n) {
 }
 
 dlrun_status dlrun_dtype_from_name(const char *name, dlrun_dtype *out) {
-  char names[256];
+  char names[512];
   if (name == NULL)
     return dlrun_fail(DLRUN_ERR_VALUE, "dtype name is missing (expected one of: %s)",
                       dtype_name_list(names, sizeof names));
@@ -111,6 +127,15 @@ dlrun_status dlrun_dtype_from_dlpack(uint8_t code, uint8_t bits, uint16_t lanes,
   return dlrun_fail(DLRUN_ERR_BUFFER, "unsupported DLPack dtype (code=%s, bits=%u, lanes=%u)",
                     dlrun_dlpack_type_code_text(code, name, sizeof name), (unsigned)bits,
                     (unsigned)lanes);
+}
+
+void dlrun_dtype_dlpack_since(dlrun_dtype dtype, unsigned *major, unsigned *minor) {
+  /* DLPack 1.1 brought codes 7 to 17 (float8, float6, float4) and defined
+   * elements of fewer than 8 bits (packed). */
+  const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
+  bool v1_1 = info && (info->dl_code >= 7 || info->dl_bits < 8);
+  *major = v1_1 ? 1 : 0;
+  *minor = v1_1 ? 1 : 0;
 }
 
 /* ---- float16 and bfloat16 ------------------------------------------------ */
@@ -226,6 +251,127 @@ double dlrun_bfloat16_to_double(uint16_t bits) {
   return small_float_to_double(&bfloat16_format, bits);
 }
 
+/* ---- the float8 family --------------------------------------------------- */
+
+/* Where a float8 format keeps its special values (ml_dtypes' float8.h). */
+typedef enum float8_specials {
+  F8_IEEE, /* exponent all ones: infinity (fraction 0) or NaN; -0 exists */
+  F8_FN,   /* no infinity; NaN only S.1111...1; -0 exists */
+  F8_FNUZ, /* no infinity, no -0: 0x80 is the one NaN */
+  F8_E8M0  /* unsigned powers of two, no zero, no infinity; 0xFF is NaN */
+} float8_specials;
+
+typedef struct float8_format {
+  int mant_bits;
+  int bias;
+  float8_specials specials;
+  uint8_t max_bits; /* the largest finite magnitude */
+  uint8_t nan_bits; /* the NaN a conversion gives (sign bit clear) */
+  uint8_t inf_bits; /* F8_IEEE only */
+} float8_format;
+
+static const float8_format float8_formats[] = {
+    [DLRUN_FLOAT8_E3M4 - DLRUN_FLOAT8_E3M4] = {4, 3, F8_IEEE, 0x6F, 0x78, 0x70},
+    [DLRUN_FLOAT8_E4M3 - DLRUN_FLOAT8_E3M4] = {3, 7, F8_IEEE, 0x77, 0x7C, 0x78},
+    [DLRUN_FLOAT8_E4M3B11FNUZ - DLRUN_FLOAT8_E3M4] = {3, 11, F8_FNUZ, 0x7F, 0x80, 0},
+    [DLRUN_FLOAT8_E4M3FN - DLRUN_FLOAT8_E3M4] = {3, 7, F8_FN, 0x7E, 0x7F, 0},
+    [DLRUN_FLOAT8_E4M3FNUZ - DLRUN_FLOAT8_E3M4] = {3, 8, F8_FNUZ, 0x7F, 0x80, 0},
+    [DLRUN_FLOAT8_E5M2 - DLRUN_FLOAT8_E3M4] = {2, 15, F8_IEEE, 0x7B, 0x7E, 0x7C},
+    [DLRUN_FLOAT8_E5M2FNUZ - DLRUN_FLOAT8_E3M4] = {2, 16, F8_FNUZ, 0x7F, 0x80, 0},
+    [DLRUN_FLOAT8_E8M0FNU - DLRUN_FLOAT8_E3M4] = {0, 127, F8_E8M0, 0xFE, 0xFF, 0},
+};
+
+static const float8_format *float8_format_of(dlrun_dtype dtype) {
+  if (dtype < DLRUN_FLOAT8_E3M4 || dtype > DLRUN_FLOAT8_E8M0FNU) return NULL;
+  return &float8_formats[dtype - DLRUN_FLOAT8_E3M4];
+}
+
+/* NaN (negative: with the sign bit, where the format has one). */
+static uint8_t float8_nan(const float8_format *f, bool negative) {
+  if (f->specials == F8_IEEE || f->specials == F8_FN)
+    return (uint8_t)((negative ? 0x80 : 0) | f->nan_bits);
+  return f->nan_bits;
+}
+
+/* What an infinity or a finite value past the largest becomes: infinity
+ * where the format has one, else NaN (ml_dtypes without saturation). */
+static uint8_t float8_overflow(const float8_format *f, bool negative) {
+  if (f->specials == F8_IEEE) return (uint8_t)((negative ? 0x80 : 0) | f->inf_bits);
+  return float8_nan(f, negative);
+}
+
+/* Round the exact value (-1)^negative * m * 2^exp to `f`, ties to even, in
+ * one step, as ml_dtypes' conversion from double does bit for bit. Exponent
+ * field 0 holds subnormals (for e8m0fnu: 2^-127, which ml_dtypes rounds to
+ * as if it were the subnormal 0.5 * 2^-126). One difference: e8m0fnu values
+ * in [1.5 * 2^128, 2^129) overflow to NaN here, where ml_dtypes' 8-bit sum
+ * wraps around to 0x00. */
+static uint8_t float8_round(const float8_format *f, bool negative, uint64_t m, int exp) {
+  if (f->specials == F8_E8M0 && (negative || m == 0)) return f->nan_bits;
+  uint8_t sign = negative ? 0x80 : 0;
+  if (m == 0) return f->specials == F8_FNUZ ? 0 : sign;
+  int emin = 1 - f->bias;
+  int emax = (f->max_bits >> f->mant_bits) - f->bias;
+  int p = 63; /* m is in [2^p, 2^(p+1)) */
+  while (!(m >> p)) p--;
+  int e = p + exp;
+  if (e > emax) return float8_overflow(f, negative);
+  int scale = e < emin ? emin : e;
+  int s = scale - f->mant_bits - exp;
+  uint64_t q;
+  if (s <= 0) {
+    q = m << -s;
+  } else if (s > p + 1) {
+    q = 0;
+  } else if (s == p + 1) {
+    q = m == (UINT64_C(1) << p) ? 0 : 1;
+  } else {
+    uint64_t rem = m & ((UINT64_C(1) << s) - 1);
+    uint64_t half = UINT64_C(1) << (s - 1);
+    q = m >> s;
+    if (rem > half || (rem == half && (q & 1))) q++;
+  }
+  uint32_t bits = ((uint32_t)(scale - emin) << f->mant_bits) + (uint32_t)q;
+  if (bits > f->max_bits) return float8_overflow(f, negative);
+  if (bits == 0 && f->specials == F8_FNUZ) return 0;
+  return (uint8_t)(sign | bits);
+}
+
+static uint8_t float8_from_double(const float8_format *f, double v) {
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  bool negative = (u >> 63) != 0;
+  unsigned expfield = (unsigned)(u >> 52) & 0x7FF;
+  uint64_t frac = u & ((UINT64_C(1) << 52) - 1);
+  if (expfield == 0x7FF) return frac ? float8_nan(f, negative) : float8_overflow(f, negative);
+  if (expfield == 0) return float8_round(f, negative, frac, -1074);
+  return float8_round(f, negative, frac | (UINT64_C(1) << 52), (int)expfield - 1075);
+}
+
+static uint8_t float8_from_int64(const float8_format *f, int64_t i) {
+  uint64_t m = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
+  return float8_round(f, i < 0, m, 0);
+}
+
+/* Exact: every float8 value is a double. */
+static double float8_to_double(const float8_format *f, uint8_t bits) {
+  if (f->specials == F8_E8M0) return bits == 0xFF ? NAN : ldexp(1.0, (int)bits - f->bias);
+  bool negative = (bits & 0x80) != 0;
+  unsigned mag = bits & 0x7Fu;
+  bool nan = f->specials == F8_FNUZ ? bits == 0x80
+             : f->specials == F8_FN ? mag == 0x7F
+                                    : mag > f->inf_bits;
+  if (nan) return negative ? -NAN : NAN;
+  if (f->specials == F8_IEEE && mag == f->inf_bits) return negative ? -INFINITY : INFINITY;
+  unsigned expfield = mag >> f->mant_bits;
+  unsigned frac = mag & ((1u << f->mant_bits) - 1);
+  double v = expfield == 0
+                 ? ldexp((double)frac, 1 - f->bias - f->mant_bits)
+                 : ldexp((double)((1u << f->mant_bits) + frac),
+                         (int)expfield - f->bias - f->mant_bits);
+  return negative ? -v : v;
+}
+
 /* ---- store and load ------------------------------------------------------ */
 
 /* A double as messages show it: %.17g, with nan (any sign), inf and -inf. */
@@ -325,6 +471,11 @@ static void store_real(dlrun_dtype dtype, unsigned char *buf, const dlrun_scalar
   double d = value->kind == DLRUN_SCALAR_BOOL ? (value->b ? 1.0 : 0.0) : value->re;
   uint16_t h;
   float f;
+  const float8_format *f8 = float8_format_of(dtype);
+  if (f8) {
+    buf[0] = is_int ? float8_from_int64(f8, value->i) : float8_from_double(f8, d);
+    return;
+  }
   switch (dtype) {
   case DLRUN_FLOAT16:
     h = is_int ? small_float_from_int64(&float16_format, value->i)
@@ -477,6 +628,18 @@ void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out) {
     out->kind = DLRUN_SCALAR_COMPLEX;
     out->re = d[0];
     out->im = d[1];
+    break;
+  case DLRUN_FLOAT8_E3M4:
+  case DLRUN_FLOAT8_E4M3:
+  case DLRUN_FLOAT8_E4M3B11FNUZ:
+  case DLRUN_FLOAT8_E4M3FN:
+  case DLRUN_FLOAT8_E4M3FNUZ:
+  case DLRUN_FLOAT8_E5M2:
+  case DLRUN_FLOAT8_E5M2FNUZ:
+  case DLRUN_FLOAT8_E8M0FNU:
+    memcpy(&u8, src, 1);
+    out->kind = DLRUN_SCALAR_FLOAT;
+    out->re = float8_to_double(float8_format_of(dtype), u8);
     break;
   case DLRUN_DTYPE_COUNT: break;
   }

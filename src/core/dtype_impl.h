@@ -13,4 +13,10 @@
  * their bytes. `dtype` must be a valid dtype. */
 int64_t dlrun_dtype_first_unequal(dlrun_dtype dtype, const void *a, const void *b, int64_t count);
 
+/* The first DLPack version (major.minor) whose type codes include `dtype`'s:
+ * 1.1 for codes 7 to 17 and for elements under 8 bits, 0.0 for every older
+ * type. A legacy consumer (no max_version) may not know the code. `dtype`
+ * must be a valid dtype. */
+void dlrun_dtype_dlpack_since(dlrun_dtype dtype, unsigned *major, unsigned *minor);
+
 #endif

@@ -14,6 +14,7 @@
 #include "array/array_impl.h"
 #include "core/alloc.h"
 #include "core/dlpack_names.h"
+#include "core/dtype_impl.h"
 #include "core/status_impl.h"
 #include "core/trace_impl.h"
 #include "device/dlpack_codes.h"
@@ -260,8 +261,31 @@ static dlrun_status resolve_dl_device(dlrun_runtime *rt, int32_t type, int32_t i
                     text);
 }
 
+/* A dtype whose DLPack code a later version added (1.1: the float8 family)
+ * goes to any versioned consumer, labelled with that version (export_minor):
+ * a 1.x consumer reads the code and refuses one it lacks (PyTorch asks for
+ * (1, 0) and reads 1.1's codes). A legacy consumer (no max_version) may
+ * predate the code and read the bytes as something else, or fail in its own
+ * words: it gets the tensor only when the caller vouches for it. */
+static dlrun_status check_type_code(dlrun_dtype dtype, const dlrun_export_options *o) {
+  unsigned major, minor;
+  dlrun_dtype_dlpack_since(dtype, &major, &minor);
+  if (major == 0 || (o->has_max_version && o->max_major >= 1) || o->legacy_knows_1_1)
+    return DLRUN_OK;
+  const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
+  char code[DLRUN_DL_CODE_TEXT];
+  return dlrun_fail(DLRUN_ERR_BUFFER,
+                    "%s has DLPack type code %s, which DLPack %u.%u added: the consumer of a "
+                    "legacy DLPack tensor (no max_version) may predate it. Ask for "
+                    "max_version (1, 0) or later, or pass legacy_knows_1_1=true if the consumer "
+                    "reads DLPack %u.%u's type codes.",
+                    info->name, dlrun_dlpack_type_code_text(info->dl_code, code, sizeof code),
+                    major, minor, major, minor);
+}
+
 static dlrun_status check_options(const dlrun_array *a, const dlrun_export_options *o,
                                   const dlrun_buffer *b) {
+  dlrun_status st;
   if (a->nshards > 1)
     return dlrun_fail(DLRUN_ERR_BUFFER,
                       "to_dlpack can only pack a dlpack tensor from an array on a singular "
@@ -289,6 +313,7 @@ static dlrun_status check_options(const dlrun_array *a, const dlrun_export_optio
                       "dlrun_export: copy must be DLRUN_COPY_IF_NEEDED (0), DLRUN_COPY_NEVER (1) "
                       "or DLRUN_COPY_ALWAYS (2), got %d",
                       (int)o->copy);
+  if ((st = check_type_code(a->dtype, o))) return st;
   if ((unsigned)o->legacy_sharing > DLRUN_LEGACY_SHARE)
     return dlrun_fail(DLRUN_ERR_VALUE,
                       "dlrun_export: legacy_sharing must be DLRUN_LEGACY_PROTECT (0) or "
@@ -338,11 +363,14 @@ static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind
  * follows, or the consumer's max_version when that is a lower 1.x (the
  * array API recommends answering with max_version when the producer can,
  * and a tensor under 1.2's rules, strides set, is valid under every 1.x),
- * but never below 1.1 for a dtype code 1.1 brought. */
-static uint32_t export_minor(const dlrun_export_options *o, uint8_t dl_code) {
+ * but never below the version that brought the dtype's code (1.1 for the
+ * float8 family: check_type_code). */
+static uint32_t export_minor(const dlrun_export_options *o, dlrun_dtype dtype) {
   uint32_t minor = DLRUN_DLPACK_MINOR;
   if (o->max_major == DLRUN_DLPACK_MAJOR && o->max_minor < minor) minor = o->max_minor;
-  if (dl_code >= kDLFloat8_e3m4 && minor < 1) minor = 1;
+  unsigned since_major, since_minor;
+  dlrun_dtype_dlpack_since(dtype, &since_major, &since_minor);
+  if (since_major == DLRUN_DLPACK_MAJOR && minor < since_minor) minor = since_minor;
   return minor;
 }
 
@@ -459,7 +487,7 @@ static dlrun_status export_array(dlrun_array *a, const dlrun_export_options *opt
   if (o.has_dl_device && !move)
     device = (DLDevice){.device_type = (DLDeviceType)o.device_type, .device_id = o.device_id};
   int64_t scratch[DLRUN_MAX_NDIM];
-  uint32_t minor = export_minor(&o, dlrun_dtype_get(a->dtype)->dl_code);
+  uint32_t minor = export_minor(&o, a->dtype);
   if ((st = build(a->ndim, a->dims, a->dtype, b, device,
                   dlrun_buffer_layout(b, a->ndim, a->dims, scratch), versioned, minor, copied,
                   storage, out)))

@@ -15,8 +15,9 @@
 
 #define FN "__cuda_array_interface__"
 
-/* NumPy's typestr of a dtype ("<f4"); bfloat16 has none of its own: "<V2",
- * as ml_dtypes' bfloat16 writes it. */
+/* NumPy's typestr of a dtype ("<f4"). bfloat16 and the float8 family have
+ * none of their own: "<V2" and "<V1", as ml_dtypes writes them (its dtypes
+ * say byteorder '=', so even a 1-byte one gets '<', not '|'). */
 static void typestr(dlrun_dtype dtype, char *buf, size_t n) {
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   char kind = 'V';
@@ -24,10 +25,12 @@ static void typestr(dlrun_dtype dtype, char *buf, size_t n) {
   case DLRUN_KIND_BOOL: kind = 'b'; break;
   case DLRUN_KIND_INT: kind = 'i'; break;
   case DLRUN_KIND_UINT: kind = 'u'; break;
-  case DLRUN_KIND_FLOAT: kind = dtype == DLRUN_BFLOAT16 ? 'V' : 'f'; break;
+  case DLRUN_KIND_FLOAT:
+    kind = dtype == DLRUN_FLOAT16 || dtype == DLRUN_FLOAT32 || dtype == DLRUN_FLOAT64 ? 'f' : 'V';
+    break;
   case DLRUN_KIND_COMPLEX: kind = 'c'; break;
   }
-  snprintf(buf, n, "%c%c%zu", info->size == 1 ? '|' : '<', kind, info->size);
+  snprintf(buf, n, "%c%c%zu", info->size == 1 && kind != 'V' ? '|' : '<', kind, info->size);
 }
 
 int dlrun_lua_cuda_array_interface(lua_State *L) {
@@ -56,7 +59,9 @@ int dlrun_lua_cuda_array_interface(lua_State *L) {
   }
   /* The device pointer, through an export that shares the array's memory
    * (and waits for its data); the array keeps the memory once it is gone. */
-  dlrun_export_options o = {.has_max_version = true, .max_major = 1, .copy = DLRUN_COPY_NEVER};
+  /* dlrun's own DLPack version: the interface reads every dtype's bytes */
+  dlrun_export_options o = {.has_max_version = true, .max_major = DLRUN_DLPACK_MAJOR,
+                            .max_minor = DLRUN_DLPACK_MINOR, .copy = DLRUN_COPY_NEVER};
   dlrun_exported e;
   dlrun_lua_check(L, dlrun_export(a, &o, &e));
   const DLTensor *t = &e.versioned->dl_tensor;

@@ -228,13 +228,13 @@ static bool string_is(lua_State *L, int idx, const char *s, size_t n) {
 
 /* __dlpack__'s option names, in the order messages list them and values
  * are checked; their lengths differ, which finds a key in one comparison. */
-static const char *const EXPORT_KEYS[] = {"stream",   "max_version",    "dl_device",
-                                          "copy",     "legacy_sharing", NULL};
-enum { STREAM, MAX_VERSION, DL_DEVICE, COPY, LEGACY_SHARING };
+static const char *const EXPORT_KEYS[] = {"stream",         "max_version",      "dl_device", "copy",
+                                          "legacy_sharing", "legacy_knows_1_1", NULL};
+enum { STREAM, MAX_VERSION, DL_DEVICE, COPY, LEGACY_SHARING, LEGACY_KNOWS_1_1 };
 
 static int export_key(const char *k, size_t n) {
   int i = n == 6 ? STREAM : n == 11 ? MAX_VERSION : n == 9 ? DL_DEVICE : n == 4 ? COPY
-        : n == 14 ? LEGACY_SHARING : -1;
+        : n == 14 ? LEGACY_SHARING : n == 16 ? LEGACY_KNOWS_1_1 : -1;
   return i >= 0 && memcmp(k, EXPORT_KEYS[i], n) == 0 ? i : -1;
 }
 
@@ -273,6 +273,9 @@ static export_walk walk_export_options(lua_State *L, int idx, const char *fn,
     } else if (i == COPY) {
       ok = t == LUA_TBOOLEAN;
       if (ok) o->copy = lua_toboolean(L, -1) ? DLRUN_COPY_ALWAYS : DLRUN_COPY_NEVER;
+    } else if (i == LEGACY_KNOWS_1_1) {
+      ok = t == LUA_TBOOLEAN;
+      if (ok) o->legacy_knows_1_1 = lua_toboolean(L, -1);
     } else if (i == LEGACY_SHARING) {
       ok = t == LUA_TSTRING;
       if (ok && string_is(L, -1, "share", 5)) o->legacy_sharing = DLRUN_LEGACY_SHARE;
@@ -290,7 +293,8 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
   if (type == LUA_TNONE || type == LUA_TNIL) return o;
   if (type != LUA_TTABLE)
     dlrun_lua_type_error(L, fn, idx, "options",
-                         "a table {stream=, max_version=, dl_device=, copy=, legacy_sharing=}");
+                         "a table {stream=, max_version=, dl_device=, copy=, legacy_sharing=, "
+                         "legacy_knows_1_1=}");
   idx = lua_absindex(L, idx);
   export_walk w = walk_export_options(L, idx, fn, &o);
   int64_t a, b;
@@ -335,6 +339,11 @@ dlrun_export_options dlrun_lua_check_export_options(lua_State *L, int idx, const
     lua_getfield(L, idx, "legacy_sharing");
     dlrun_lua_raise(L, "ValueError", "%s: legacy_sharing must be \"protect\" or \"share\", got %s",
                     fn, luaL_tolstring(L, -1, NULL));
+  }
+  if (w.bad & (1u << LEGACY_KNOWS_1_1)) {
+    lua_getfield(L, idx, "legacy_knows_1_1");
+    dlrun_lua_raise(L, "TypeError", "%s: legacy_knows_1_1 must be a boolean or nil, got %s", fn,
+                    dlrun_lua_typename(L, -1));
   }
   lua_getfield(L, idx, "stream"); /* the one left */
   dlrun_lua_raise(L, "BufferError", "%s: stream must be nil or an integer, got %s", fn,

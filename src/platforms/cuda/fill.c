@@ -1,9 +1,9 @@
 /* Fills on the device's stream: a repeated element with cuMemsetD8Async
  * (every byte equal), cuMemsetD16Async or cuMemsetD32Async, 8- and 16-byte
  * elements and sequences with dlrun's PTX kernels (kernels.ptx); what
- * neither can write (an address not aligned to its element) is computed on
- * the host and copied (cuMemcpyAsync; the bytes are kept until the fill is
- * done). A fill may span several segments: each part gets its own calls.
+ * neither can write (an address not aligned to its element, a sequence of a
+ * float8 dtype) is computed on the host and copied (cuMemcpyAsync; the bytes
+ * are kept until the fill is done). A fill may span several segments: each part gets its own calls.
  * pinned_host memory is reached at its host pointers (mapped, portable). */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +61,9 @@ static dlcu_result fill_part(cu_device *d, fill_work *w, dlcu_ptr at, uint64_t l
   size_t es = f->esize;
   uint64_t n = len / es;
   if (at % es || w->kind == DLRUN_MEM_PINNED_HOST) return by_host(d, w, at, len, first);
+  /* The sequence kernel knows the dtypes up to complex128 (its enum); the
+   * float8 family is rounded by the host's code, so bytes agree bit for bit. */
+  if (f->sequence && f->dtype > DLRUN_COMPLEX128) return by_host(d, w, at, len, first);
   if (f->sequence) {
     uint64_t fst = (uint64_t)first;
     uint32_t code = (uint32_t)f->dtype, integral = f->integral;
