@@ -157,6 +157,38 @@ static const small_float_format bfloat16_format = {
 
 #define SIGN_BIT16 0x8000u
 
+/* The exact m * 2^exp (m > 0) in units of 2^(scale - mant_bits), rounded to
+ * the nearest, ties to even, in one step: scale is the value's binade *e,
+ * or emin below it (subnormals share the smallest normal scale). The caller
+ * checks *e against its largest binade, and builds its bits from *scale and
+ * the units (a carry past the fraction moves to the next binade). */
+static uint64_t round_units(uint64_t m, int exp, int emin, int mant_bits, int *e, int *scale) {
+  int p = 63; /* m is in [2^p, 2^(p+1)) */
+  while (!(m >> p)) p--;
+  *e = p + exp;
+  *scale = *e < emin ? emin : *e;
+  int s = *scale - mant_bits - exp; /* the low bits of m to drop */
+  if (s <= 0) return m << -s;       /* exact: fits in mant_bits + 1 bits */
+  if (s > p + 1) return 0;          /* below half the smallest subnormal */
+  if (s == p + 1) return m == (UINT64_C(1) << p) ? 0 : 1; /* in [half, 1) of it */
+  uint64_t rem = m & ((UINT64_C(1) << s) - 1), half = UINT64_C(1) << (s - 1), q = m >> s;
+  if (rem > half || (rem == half && (q & 1))) q++;
+  return q;
+}
+
+/* A finite double's value as (-1)^*negative * *m * 2^*exp; false for an
+ * infinity or NaN (*m then holds the fraction: NaN when not 0). */
+static bool double_parts(double v, bool *negative, uint64_t *m, int *exp) {
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  *negative = (u >> 63) != 0;
+  unsigned expfield = (unsigned)(u >> 52) & 0x7FF;
+  *m = u & ((UINT64_C(1) << 52) - 1);
+  *exp = expfield == 0 ? -1074 : (int)expfield - 1075;
+  if (expfield != 0 && expfield != 0x7FF) *m |= UINT64_C(1) << 52;
+  return expfield != 0x7FF;
+}
+
 /* Round the exact value (-1)^negative * m * 2^exp to the nearest `f` number,
  * ties to even, overflowing to infinity. One rounding step from the exact
  * value, so callers never double-round. */
@@ -164,48 +196,24 @@ static uint16_t round_to_small_float(const small_float_format *f, bool negative,
                                      int exp) {
   uint16_t sign = negative ? SIGN_BIT16 : 0;
   if (m == 0) return sign;
-  int p = 63; /* m is in [2^p, 2^(p+1)) */
-  while (!(m >> p)) p--;
-  int e = p + exp; /* the value is in [2^e, 2^(e+1)) */
+  int e, scale;
+  uint64_t q = round_units(m, exp, f->emin, f->mant_bits, &e, &scale);
   if (e > f->emax) return (uint16_t)(sign | f->inf_bits);
-  /* The result is a multiple of 2^(scale - mant_bits); subnormals share the
-   * smallest normal scale. Drop the low `s` bits of m, rounding. */
-  int scale = e < f->emin ? f->emin : e;
-  int s = scale - f->mant_bits - exp;
-  uint64_t q;
-  if (s <= 0) {
-    q = m << -s; /* exact: fits in mant_bits + 1 bits */
-  } else if (s > p + 1) {
-    q = 0; /* below half the smallest subnormal */
-  } else if (s == p + 1) {
-    q = m == (UINT64_C(1) << p) ? 0 : 1; /* in [half, 1) of the smallest subnormal */
-  } else {
-    uint64_t rem = m & ((UINT64_C(1) << s) - 1);
-    uint64_t half = UINT64_C(1) << (s - 1);
-    q = m >> s;
-    if (rem > half || (rem == half && (q & 1))) q++;
-  }
-  /* A normal number's leading 1 in q adds one to the biased exponent, and a
-   * round-up carry past the fraction moves to the next binade (or to inf). */
   uint32_t bits = ((uint32_t)(scale - f->emin) << f->mant_bits) + (uint32_t)q;
   if (bits > f->inf_bits) bits = f->inf_bits;
   return (uint16_t)(sign | bits);
 }
 
 static uint16_t small_float_from_double(const small_float_format *f, double v) {
-  uint64_t u;
-  memcpy(&u, &v, sizeof u);
-  bool negative = (u >> 63) != 0;
-  unsigned expfield = (unsigned)(u >> 52) & 0x7FF;
-  uint64_t frac = u & ((UINT64_C(1) << 52) - 1);
-  if (expfield == 0x7FF) {
-    if (frac == 0) return (uint16_t)((negative ? SIGN_BIT16 : 0) | f->inf_bits);
-    /* NaN: keep the sign and the top payload bits, force quiet. */
-    uint16_t payload = (uint16_t)(frac >> (52 - f->mant_bits));
-    return (uint16_t)((negative ? SIGN_BIT16 : 0) | f->inf_bits | f->quiet_bit | payload);
-  }
-  if (expfield == 0) return round_to_small_float(f, negative, frac, -1074);
-  return round_to_small_float(f, negative, frac | (UINT64_C(1) << 52), (int)expfield - 1075);
+  bool negative;
+  uint64_t m;
+  int exp;
+  if (double_parts(v, &negative, &m, &exp)) return round_to_small_float(f, negative, m, exp);
+  uint16_t sign = negative ? SIGN_BIT16 : 0;
+  if (m == 0) return (uint16_t)(sign | f->inf_bits);
+  /* NaN: keep the sign and the top payload bits, force quiet. */
+  uint16_t payload = (uint16_t)(m >> (52 - f->mant_bits));
+  return (uint16_t)(sign | f->inf_bits | f->quiet_bit | payload);
 }
 
 static uint16_t small_float_from_int64(const small_float_format *f, int64_t i) {
@@ -312,25 +320,9 @@ static uint8_t float8_round(const float8_format *f, bool negative, uint64_t m, i
   if (m == 0) return f->specials == F8_FNUZ ? 0 : sign;
   int emin = 1 - f->bias;
   int emax = (f->max_bits >> f->mant_bits) - f->bias;
-  int p = 63; /* m is in [2^p, 2^(p+1)) */
-  while (!(m >> p)) p--;
-  int e = p + exp;
+  int e, scale;
+  uint64_t q = round_units(m, exp, emin, f->mant_bits, &e, &scale);
   if (e > emax) return float8_overflow(f, negative);
-  int scale = e < emin ? emin : e;
-  int s = scale - f->mant_bits - exp;
-  uint64_t q;
-  if (s <= 0) {
-    q = m << -s;
-  } else if (s > p + 1) {
-    q = 0;
-  } else if (s == p + 1) {
-    q = m == (UINT64_C(1) << p) ? 0 : 1;
-  } else {
-    uint64_t rem = m & ((UINT64_C(1) << s) - 1);
-    uint64_t half = UINT64_C(1) << (s - 1);
-    q = m >> s;
-    if (rem > half || (rem == half && (q & 1))) q++;
-  }
   uint32_t bits = ((uint32_t)(scale - emin) << f->mant_bits) + (uint32_t)q;
   if (bits > f->max_bits) return float8_overflow(f, negative);
   if (bits == 0 && f->specials == F8_FNUZ) return 0;
@@ -338,14 +330,11 @@ static uint8_t float8_round(const float8_format *f, bool negative, uint64_t m, i
 }
 
 static uint8_t float8_from_double(const float8_format *f, double v) {
-  uint64_t u;
-  memcpy(&u, &v, sizeof u);
-  bool negative = (u >> 63) != 0;
-  unsigned expfield = (unsigned)(u >> 52) & 0x7FF;
-  uint64_t frac = u & ((UINT64_C(1) << 52) - 1);
-  if (expfield == 0x7FF) return frac ? float8_nan(f, negative) : float8_overflow(f, negative);
-  if (expfield == 0) return float8_round(f, negative, frac, -1074);
-  return float8_round(f, negative, frac | (UINT64_C(1) << 52), (int)expfield - 1075);
+  bool negative;
+  uint64_t m;
+  int exp;
+  if (double_parts(v, &negative, &m, &exp)) return float8_round(f, negative, m, exp);
+  return m ? float8_nan(f, negative) : float8_overflow(f, negative);
 }
 
 static uint8_t float8_from_int64(const float8_format *f, int64_t i) {
@@ -629,18 +618,14 @@ void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out) {
     out->re = d[0];
     out->im = d[1];
     break;
-  case DLRUN_FLOAT8_E3M4:
-  case DLRUN_FLOAT8_E4M3:
-  case DLRUN_FLOAT8_E4M3B11FNUZ:
-  case DLRUN_FLOAT8_E4M3FN:
-  case DLRUN_FLOAT8_E4M3FNUZ:
-  case DLRUN_FLOAT8_E5M2:
-  case DLRUN_FLOAT8_E5M2FNUZ:
-  case DLRUN_FLOAT8_E8M0FNU:
+  default: { /* the float8 family */
+    const float8_format *f8 = float8_format_of(dtype);
+    if (!f8) break;
     memcpy(&u8, src, 1);
     out->kind = DLRUN_SCALAR_FLOAT;
-    out->re = float8_to_double(float8_format_of(dtype), u8);
+    out->re = float8_to_double(f8, u8);
     break;
+  }
   case DLRUN_DTYPE_COUNT: break;
   }
 }

@@ -2,8 +2,9 @@
  * (every byte equal), cuMemsetD16Async or cuMemsetD32Async, 8- and 16-byte
  * elements and sequences with dlrun's PTX kernels (kernels.ptx); what
  * neither can write (an address not aligned to its element, a sequence of a
- * float8 dtype) is computed on the host and copied (cuMemcpyAsync; the bytes
- * are kept until the fill is done). A fill may span several segments: each part gets its own calls.
+ * dtype after complex128: the float8 family) is computed on the host and
+ * copied (cuMemcpyAsync; the bytes are kept until the fill is done). A fill
+ * may span several segments: each part gets its own calls.
  * pinned_host memory is reached at its host pointers (mapped, portable). */
 #include <stdlib.h>
 #include <string.h>
