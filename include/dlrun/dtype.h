@@ -120,6 +120,29 @@ DLRUN_API double dlrun_float16_to_double(uint16_t bits);
 DLRUN_API uint16_t dlrun_bfloat16_from_double(double v);
 DLRUN_API double dlrun_bfloat16_to_double(uint16_t bits);
 
+/* ---- elements by index (packed sub-byte dtypes included) ----------------
+ * A run of elements is row-major from `base`. For a dtype of whole bytes,
+ * element i is the `size` bytes at base + i * size. A packed dtype (dl_bits
+ * below 8) keeps element i in bits i*b .. i*b+b-1 of the run, from bit 0 of
+ * byte 0 upward (DLPack 1.1's packed layout); its elements are reached only
+ * through these functions. The caller owns `base`; nothing is allocated. */
+
+/* Store `value` as element `index` (>= 0) of the run at `base`, with the
+ * rules of dlrun_dtype_store; of a packed run only that element's bits are
+ * written. On failure the run is unchanged. */
+DLRUN_API dlrun_status dlrun_dtype_store_at(dlrun_dtype dtype, void *base, int64_t index,
+                                            const dlrun_scalar *value);
+
+/* Read element `index` (>= 0) of the run at `base`, as dlrun_dtype_load.
+ * Misuse (invalid dtype, NULL base, negative index) reads a zeroed scalar. */
+DLRUN_API void dlrun_dtype_load_at(dlrun_dtype dtype, const void *base, int64_t index,
+                                   dlrun_scalar *out);
+
+/* The bytes `count` (>= 0) elements of `dtype` take: count * size, or for a
+ * packed dtype ceil(count * bits / 8). DLRUN_ERR_VALUE when that overflows
+ * int64 or the dtype is invalid. */
+DLRUN_API dlrun_status dlrun_dtype_nbytes(dlrun_dtype dtype, int64_t count, uint64_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /* Sub-byte elements (src/core/subbyte_impl.h) and the storage geometry of
  * packed arrays (src/core/storage_impl.h): every pattern of every sub-byte
  * type against a decoder written here, ml_dtypes' rounding and saturation,
- * exact integer errors, packing bit for bit, and which boxes map to bytes. */
+ * exact integer errors, packing bit for bit, which boxes map to bytes, and
+ * the public element accessors (dlrun_dtype_store_at, load_at, nbytes). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -385,6 +386,36 @@ int main(void) {
     }
     CHECK(bad == 0, "%d of %d mapped boxes differ", bad, mapped);
     CHECK(mapped > 500 && refused > 500, "mapped %d, refused %d", mapped, refused);
+  }
+  TEST("dlrun_dtype_store_at/load_at/nbytes on whole-byte dtypes") {
+    int16_t run[4] = {0};
+    dlrun_scalar v = sint(-300);
+    CHECK(dlrun_dtype_store_at(DLRUN_INT16, run, 2, &v) == DLRUN_OK && run[2] == -300 &&
+              run[1] == 0 && run[3] == 0,
+          "int16 element 2");
+    dlrun_scalar s;
+    dlrun_dtype_load_at(DLRUN_INT16, run, 2, &s);
+    CHECK(s.kind == DLRUN_SCALAR_INT && s.i == -300, "load element 2");
+    v = sint(40000);
+    CHECK(dlrun_dtype_store_at(DLRUN_INT16, run, 1, &v) == DLRUN_ERR_VALUE && run[1] == 0,
+          "out of range leaves the run");
+    CHECK(strcmp(dlrun_last_error(), "value 40000 does not fit in int16 (range -32768 to 32767)") == 0,
+          "%s", dlrun_last_error());
+    CHECK(dlrun_dtype_store_at(DLRUN_INT16, run, -1, &v) == DLRUN_ERR_VALUE, "negative index");
+    CHECK(strcmp(dlrun_last_error(), "cannot store in int16: element index -1 is negative") == 0,
+          "%s", dlrun_last_error());
+    CHECK(dlrun_dtype_store_at(DLRUN_INT16, NULL, 0, &v) == DLRUN_ERR_VALUE, "NULL base");
+    CHECK(dlrun_dtype_store_at((dlrun_dtype)999, run, 0, &v) == DLRUN_ERR_VALUE, "bad dtype");
+    dlrun_dtype_load_at(DLRUN_INT16, NULL, 0, &s);
+    CHECK(s.kind == DLRUN_SCALAR_BOOL && !s.b, "misuse reads a zeroed scalar");
+    double d[3] = {0};
+    v = sfloat(2.5);
+    CHECK(dlrun_dtype_store_at(DLRUN_FLOAT64, d, 1, &v) == DLRUN_OK && d[1] == 2.5, "float64");
+    uint64_t nb = 7;
+    CHECK(dlrun_dtype_nbytes(DLRUN_FLOAT32, 5, &nb) == DLRUN_OK && nb == 20, "5 float32");
+    CHECK(dlrun_dtype_nbytes(DLRUN_COMPLEX128, 0, &nb) == DLRUN_OK && nb == 0, "0 complex128");
+    CHECK(dlrun_dtype_nbytes(DLRUN_FLOAT64, INT64_MAX / 4, &nb) == DLRUN_ERR_VALUE, "overflow");
+    CHECK(dlrun_dtype_nbytes(DLRUN_FLOAT64, -1, &nb) == DLRUN_ERR_VALUE, "negative count");
   }
   return check_summary("subbyte");
 }
