@@ -141,9 +141,9 @@ static int fill(lua_State *L, const char *fn, int shape_idx, int value_idx, int 
                                                     : dlrun_lua_check_dtype(L, dtype_idx, fn);
   dlrun_lua_check_nargs(L, fn, dtype_idx + 1);
   dlrun_sharding *target = dlrun_lua_push_target(L, dtype_idx + 1, fn);
-  unsigned char scratch[16];
+  unsigned char scratch[16] = {0};
   uint64_t nbytes;
-  dlrun_lua_check_in(L, fn, dlrun_dtype_store(dtype, scratch, &value));
+  dlrun_lua_check_in(L, fn, dlrun_dtype_store_at(dtype, scratch, 0, &value));
   dlrun_lua_check_in(L, fn, dlrun_shape_nbytes(ndim, dims, dtype, &nbytes));
   array_ud *u = new_array_ud(L, lua_gettop(L));
   dlrun_lua_check(L, dlrun_array_full(target, dtype, ndim, dims, &value, &u->a));
@@ -259,7 +259,7 @@ static int l_item(lua_State *L) {
   unsigned char buf[16];
   dlrun_lua_check(L, dlrun_array_read(a, 0, dlrun_array_nbytes(a), buf));
   dlrun_scalar s;
-  dlrun_dtype_load(dlrun_array_dtype(a), buf, &s);
+  dlrun_dtype_load_at(dlrun_array_dtype(a), buf, 0, &s);
   dlrun_lua_push_scalar(L, &s);
   return 1;
 }
