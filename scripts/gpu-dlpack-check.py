@@ -21,6 +21,14 @@ every side passing its own stream as the DLPack stream protocol says:
          A consumer not installed, or without CUDA, is a "skip" line with
          why; so is each one on the driver double (GPU_DLPACK_DOUBLE set:
          its "device memory" is host memory that no consumer can read).
+  float8 with PyTorch, both ways, for float8_e4m3fn and float8_e5m2 (DLPack
+         1.1's codes 10 and 12; the export says legacy_knows_1_1, since
+         torch's from_dlpack is handed a legacy capsule): all 256 bit
+         patterns of each, torch's tensor of torch.float8_e4m3fn /
+         torch.float8_e5m2 holding dlrun's bytes, and dlrun importing torch's
+         tensor as the same dtype with the same bytes. A "skip" line with why
+         when torch lacks these dtypes, or its DLPack does not carry them (a
+         "#" line when torch cannot run at all: its own skip says why).
 Prints "ok - ..." / "not ok - ..." / "skip - ..." lines and a final
 "gpu dlpack: N passed, N failed"; exits 1 if a check failed.
 """
@@ -38,7 +46,8 @@ import numpy as np  # noqa: E402
 
 from dlrun_ctypes import (CAPSULE_NAME, DLRUN_MEM_DEVICE, IMPORT_WRAPPED, LEGACY_SHARE, P,  # noqa: E402
                           USED_NAME, PyCapsule_GetPointer, PyCapsule_SetName, Producer, check,
-                          declare, dlrun_array_import_outcome, dlrun_array_release, dlrun_config,
+                          declare, dlrun_array_dtype, dlrun_array_import_outcome,
+                          dlrun_array_release, dlrun_config, dlrun_dtype,
                           dlrun_device_get, dlrun_export, dlrun_export_options, dlrun_exported,
                           dlrun_import, dlrun_live_exports, dlrun_runtime_create,
                           dlrun_runtime_release, dlrun_sharding_release,
@@ -68,15 +77,17 @@ class CudaProducer:
     legacy export made when asked, for the stream the consumer passes
     (recorded in .streams), so that dlrun makes that stream wait for it."""
 
-    def __init__(self, arr):
+    def __init__(self, arr, knows_1_1=False):
         self.arr = arr
+        self.knows_1_1 = knows_1_1  # the consumer reads DLPack 1.1's codes (float8)
         self.streams = []
         self.inner = None  # the Producer that owns the capsule
 
     def __dlpack__(self, stream=None, **newer):  # max_version, dl_device, copy: a legacy capsule
         self.streams.append(stream)
         opts = dlrun_export_options(legacy_sharing=LEGACY_SHARE, has_stream=stream is not None,
-                                    stream=0 if stream is None else stream)
+                                    stream=0 if stream is None else stream,
+                                    legacy_knows_1_1=self.knows_1_1)
         ex = dlrun_exported()
         check(dlrun_export(self.arr, C.byref(opts), C.byref(ex)), "dlrun_export(stream=%r)" % stream)
         self.inner = Producer(ex.legacy)
@@ -217,6 +228,67 @@ def consumer_round_trip(name, rt, x, lib):
     expect_equal(name + ": dlrun's deleter ran", dlrun_live_exports(rt), before)
 
 
+FLOAT8_PATTERNS = np.arange(256, dtype=np.uint8)
+
+
+def float8_round_trip(name, rt, sharding, dtname):
+    """dlrun <-> torch for one float8 dtype: every bit pattern, both ways."""
+    import torch
+    tdt = getattr(torch, dtname)
+    arr = from_host(sharding, dtname, FLOAT8_PATTERNS)
+    producer = CudaProducer(arr, knows_1_1=True)
+    try:
+        t = torch.from_dlpack(producer)
+    except (RuntimeError, BufferError, TypeError) as e:  # torch's own refusal (dlrun's: DlrunError)
+        dlrun_array_release(arr)
+        print("skip - %s: torch %s does not read %s through DLPack (%s: %s)"
+              % (name, torch.__version__, dtname, type(e).__name__, e))
+        return
+    expect_equal(name + ": torch's dtype", t.dtype, tdt)
+    got = t.view(torch.uint8).cpu().numpy()
+    report(name + ": torch holds dlrun's 256 patterns", np.array_equal(got, FLOAT8_PATTERNS),
+           "differ at %s" % np.nonzero(got != FLOAT8_PATTERNS)[0][:8])
+    u = torch.arange(255, -1, -1, dtype=torch.uint8, device="cuda:0").view(tdt)
+    try:
+        capsule = u.__dlpack__(stream=consumer_stream(rt))
+    except (RuntimeError, BufferError, TypeError) as e:
+        print("skip - %s: torch %s does not export %s through DLPack (%s: %s)"
+              % (name, torch.__version__, dtname, type(e).__name__, e))
+        del t, u, producer
+        gc.collect()
+        dlrun_array_release(arr)
+        return
+    y, how = import_capsule(rt, capsule)
+    expect_equal(name + ": dlrun wraps torch's tensor", how, IMPORT_WRAPPED)
+    expect_equal(name + ": dlrun's dtype", dlrun_array_dtype(y), dlrun_dtype(dtname))
+    expect_equal(name + ": dlrun reads torch's bytes", read_all(y), bytes(range(255, -1, -1)))
+    dlrun_array_release(y)
+    del t, u, producer
+    gc.collect()
+    dlrun_array_release(arr)
+
+
+def float8_cases(rt, sharding):
+    # Where torch cannot run at all its round trip's skip line says why.
+    try:
+        lib = torch_consumer()
+    except Absent as e:
+        print("# dlrun <-> torch float8 not run: %s" % e)
+        return
+    if os.environ.get("GPU_DLPACK_DOUBLE"):
+        print("# dlrun <-> torch float8 not run: the driver double's device memory is host "
+              "memory no consumer can read")
+        return
+    import torch
+    for dtname in ("float8_e4m3fn", "float8_e5m2"):
+        if not hasattr(torch, dtname):
+            print("skip - dlrun <-> torch %s: torch %s has no torch.%s"
+                  % (dtname, lib["version"], dtname))
+            continue
+        run_case("dlrun <-> torch %s %s" % (lib["version"], dtname), float8_round_trip, rt,
+                 sharding, dtname)
+
+
 def main():
     rt = P()
     check(dlrun_runtime_create(C.byref(dlrun_config(devices=b"cuda:1")), C.byref(rt)),
@@ -236,6 +308,7 @@ def main():
             print("skip - dlrun <-> %s: %s" % (cname, e))
             continue
         run_case("dlrun <-> %s %s" % (cname, lib["version"]), consumer_round_trip, rt, x, lib)
+    float8_cases(rt, sharding)
     dlrun_array_release(x)
     dlrun_sharding_release(sharding)
     dlrun_runtime_release(rt)

@@ -26,6 +26,8 @@ M.ITEMSIZE = {
   bool = 1, int8 = 1, int16 = 2, int32 = 4, int64 = 8,
   uint8 = 1, uint16 = 2, uint32 = 4, uint64 = 8,
   float16 = 2, bfloat16 = 2, float32 = 4, float64 = 8, complex64 = 8, complex128 = 16,
+  float8_e3m4 = 1, float8_e4m3 = 1, float8_e4m3b11fnuz = 1, float8_e4m3fn = 1,
+  float8_e4m3fnuz = 1, float8_e5m2 = 1, float8_e5m2fnuz = 1, float8_e8m0fnu = 1,
 }
 
 function M.round256(n) return (n + 255) // 256 * 256 end

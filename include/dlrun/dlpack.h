@@ -84,10 +84,11 @@ typedef struct dlrun_export_options {
    * totals are counted as well. */
   dlrun_transfer_stats *stats;
   dlrun_legacy_sharing legacy_sharing; /* read by legacy exports only */
-  /* Read by legacy exports only: the caller vouches that the consumer reads
-   * DLPack 1.1's type codes. Without it a legacy export of a dtype DLPack
-   * 1.1 added (the float8 family) is DLRUN_ERR_BUFFER, as is a versioned
-   * one for a consumer asking for max_version below (1, 1). */
+  /* Read only without max_version: the caller vouches that the consumer of
+   * the legacy tensor reads DLPack 1.1's type codes. Without it, exporting
+   * a dtype DLPack 1.1 added (the float8 family) with no max_version is
+   * DLRUN_ERR_BUFFER; so is any export asking for max_version below (1, 1),
+   * whatever this says. */
   bool legacy_knows_1_1;
 } dlrun_export_options;
 

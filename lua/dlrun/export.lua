@@ -4,7 +4,7 @@
 --     dl.ensure_single_device(x [, device])
 --     dl.is_dlpack_exportable(x)
 --     dl.export(x [, opts])      opts: strategy, device, max_version, dl_device, copy, stream,
---                                legacy_sharing
+--                                legacy_sharing, legacy_knows_1_1
 --     dl.try_export(x [, opts])  plain __dlpack__ first, dl.export on BufferError only
 --
 -- Arrays that span processes (not fully addressable) take the strategies of
@@ -39,9 +39,9 @@
 --              ({fn} is export, try_export or ensure_single_device)
 --   TypeError  "ensure_single_device: argument 2 (device) must be a Device, got {type}"
 --   TypeError  "{fn}: argument 2 (opts) must be a table {strategy=, device=, max_version=,
---               dl_device=, copy=, stream=, legacy_sharing=}, got {type}"
+--               dl_device=, copy=, stream=, legacy_sharing=, legacy_knows_1_1=}, got {type}"
 --   TypeError  "{fn}: unexpected option '{key}' (expected strategy, device, max_version,
---               dl_device, copy, stream, legacy_sharing)"
+--               dl_device, copy, stream, legacy_sharing, legacy_knows_1_1)"
 --   TypeError  "{fn}: option device must be a Device, got {type}"
 --   TypeError  "{fn}: option strategy must be a string, got {type}"
 --   ValueError "{fn}: unknown strategy \"{s}\" (expected \"auto\", \"gather\",
@@ -63,8 +63,9 @@ local errors = require "dlrun.errors"
 local STRATEGIES = {auto = true, gather = true, replica = true, host = true, shards = true,
                     allgather = true}
 local OPTION_KEYS = {strategy = true, device = true, max_version = true, dl_device = true,
-                     copy = true, stream = true, legacy_sharing = true}
-local DLPACK_KEYS = {"max_version", "dl_device", "copy", "stream", "legacy_sharing"}
+                     copy = true, stream = true, legacy_sharing = true, legacy_knows_1_1 = true}
+local DLPACK_KEYS = {"max_version", "dl_device", "copy", "stream", "legacy_sharing",
+                     "legacy_knows_1_1"}
 
 local function fail(class, fmt, ...)
   error(errors.new(class, select("#", ...) > 0 and fmt:format(...) or fmt), 0)
@@ -104,12 +105,13 @@ local function check_options(opts, fn)
   if opts == nil then return {} end
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then
     fail("TypeError", "%s: argument 2 (opts) must be a table {strategy=, device=, max_version=, "
-         .. "dl_device=, copy=, stream=, legacy_sharing=}, got %s", fn, typename(opts))
+         .. "dl_device=, copy=, stream=, legacy_sharing=, legacy_knows_1_1=}, got %s", fn,
+         typename(opts))
   end
   for k in pairs(opts) do
     if not OPTION_KEYS[k] then
       fail("TypeError", "%s: unexpected option '%s' (expected strategy, device, max_version, "
-           .. "dl_device, copy, stream, legacy_sharing)", fn, tostring(k))
+           .. "dl_device, copy, stream, legacy_sharing, legacy_knows_1_1)", fn, tostring(k))
     end
   end
   if opts.device ~= nil and not is_device(opts.device) then

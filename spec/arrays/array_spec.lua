@@ -17,7 +17,12 @@ local DTYPES = {
   "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
   "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
 }
-local DTYPE_LIST = table.concat(DTYPES, ", ")
+-- The float8 family has specs of its own (float8_spec.lua).
+local FLOAT8 = {
+  "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+  "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+}
+local DTYPE_LIST = table.concat(DTYPES, ", ") .. ", " .. table.concat(FLOAT8, ", ")
 
 local ITEMSIZE = {
   bool = 1, int8 = 1, int16 = 2, int32 = 4, int64 = 8,
@@ -611,7 +616,13 @@ describe("Array properties", function()
   end)
 
   it("itemsize of every dtype", function()
-    for _, dtype in ipairs(DTYPES) do
+    local all = { table.unpack(DTYPES) }
+    for _, dtype in ipairs(FLOAT8) do
+      ITEMSIZE[dtype] = 1
+      all[#all + 1] = dtype
+    end
+    assert.are.equal(23, #all)
+    for _, dtype in ipairs(all) do
       local x = dl.zeros({ 3, 5 }, dtype)
       assert.are.equal(ITEMSIZE[dtype], x.itemsize, dtype)
       assert.are.equal(15 * ITEMSIZE[dtype], x.nbytes, dtype)

@@ -101,7 +101,9 @@ end
 local DEAD = "Array has been deleted with shape=float32[2,3]."
 local DEAD_S = "Array has been deleted with shape=float32[4]."
 local DTYPES = "(expected one of: bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-               .. "uint64, float16, bfloat16, float32, float64, complex64, complex128)"
+               .. "uint64, float16, bfloat16, float32, float64, complex64, complex128, "
+               .. "float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, "
+               .. "float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)"
 local TWO_DEVICES = "to_dlpack can only pack a dlpack tensor from an array on a singular "
                     .. "device, but an array with a Sharding over 2 devices was provided."
 
@@ -1246,7 +1248,7 @@ add {name = "stats(extra)", fn = function() return dl.stats({}) end, class = "Ty
 for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
   local function export(opts) return dl.to_dlpack(F.x, opts) end
   if fn == "__dlpack__" then export = function(opts) return F.x:__dlpack__(opts) end end
-  local OPTIONS = fn .. ": argument 2 (options) must be a table {stream=, max_version=, dl_device=, copy=, legacy_sharing=}, got "
+  local OPTIONS = fn .. ": argument 2 (options) must be a table {stream=, max_version=, dl_device=, copy=, legacy_sharing=, legacy_knows_1_1=}, got "
   for _, w in ipairs(wrong_values()) do
     if w[2] ~= nil and w[3] ~= "table" then
       add {name = fn .. "(" .. w[1] .. ")", fn = function() return export(w[2]) end,
@@ -1254,10 +1256,10 @@ for _, fn in ipairs {"__dlpack__", "to_dlpack"} do
     end
   end
   add {name = fn .. "{bogus=1}", fn = function() return export {bogus = 1} end, class = "TypeError",
-       message = fn .. ": unexpected option 'bogus' (expected stream, max_version, dl_device, copy, legacy_sharing)"}
+       message = fn .. ": unexpected option 'bogus' (expected stream, max_version, dl_device, copy, legacy_sharing, legacy_knows_1_1)"}
   add {name = fn .. "{5} (a key that is not a name)", fn = function() return export {5} end,
        class = "TypeError",
-       message = fn .. ": unexpected option '1' (expected stream, max_version, dl_device, copy, legacy_sharing)"}
+       message = fn .. ": unexpected option '1' (expected stream, max_version, dl_device, copy, legacy_sharing, legacy_knows_1_1)"}
   add {name = fn .. "{max_version='1.1'}", fn = function() return export {max_version = "1.1"} end,
        class = "TypeError", message = fn .. ": max_version must be a pair of integers {a, b}, got string"}
   add {name = fn .. "{max_version={1}}", fn = function() return export {max_version = {1}} end,
@@ -1479,7 +1481,7 @@ for _, fn in ipairs {"export", "try_export", "ensure_single_device"} do
 end
 for _, fn in ipairs {"export", "try_export"} do
   local OPTS = fn .. ": argument 2 (opts) must be a table {strategy=, device=, max_version=, "
-               .. "dl_device=, copy=, stream=, legacy_sharing=}, got "
+               .. "dl_device=, copy=, stream=, legacy_sharing=, legacy_knows_1_1=}, got "
   for _, w in ipairs(wrong_values()) do
     if w[2] ~= nil and w[3] ~= "table" then
       add {name = fn .. "(x, " .. w[1] .. ")", fn = function() return dl[fn](F.xs, w[2]) end,
@@ -1491,7 +1493,7 @@ for _, fn in ipairs {"export", "try_export"} do
        class = "TypeError", message = OPTS .. "PartitionSpec"}
   add {name = fn .. "(x, {bogus=1})", fn = function() return dl[fn](F.xs, {bogus = 1}) end,
        class = "TypeError",
-       message = fn .. ": unexpected option 'bogus' (expected strategy, device, max_version, dl_device, copy, stream, legacy_sharing)"}
+       message = fn .. ": unexpected option 'bogus' (expected strategy, device, max_version, dl_device, copy, stream, legacy_sharing, legacy_knows_1_1)"}
   add {name = fn .. "(x, {strategy=5})", fn = function() return dl[fn](F.xs, {strategy = 5}) end,
        class = "TypeError", message = fn .. ": option strategy must be a string, got number"}
   add {name = fn .. "(x, {strategy='bogus'})", fn = function() return dl[fn](F.xs, {strategy = "bogus"}) end,

@@ -244,7 +244,9 @@ describe("the dlrun command and uncaught errors", function()
     local l = lines(err)
     assert.are.equal('dlrun: ValueError: zeros: unknown dtype "float64x" (expected one of: bool, '
                        .. "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
-                       .. "bfloat16, float32, float64, complex64, complex128)", l[1])
+                       .. "bfloat16, float32, float64, complex64, complex128, "
+                       .. "float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, "
+                       .. "float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)", l[1])
     assert.are.equal("  at (command line):3", l[2]) -- the script line that raised
     assert.are.equal("stack traceback:", l[3])
     assert(err:find("(command line):3: in main chunk", 1, true), err)
@@ -288,7 +290,9 @@ describe("the dlrun command and uncaught errors", function()
     local l = lines(err)
     assert.are.equal("dlrun: ValueError: zeros: unknown dtype \"nope\" (expected one of: bool, "
                        .. "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
-                       .. "bfloat16, float32, float64, complex64, complex128)", l[1])
+                       .. "bfloat16, float32, float64, complex64, complex128, "
+                       .. "float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, "
+                       .. "float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)", l[1])
     assert.are.equal("  at stdin:3", l[2]) -- inside place(), not the binding
     assert.are.equal("stack traceback:", l[3])
     assert(err:find("stdin:3:", 1, true), err)

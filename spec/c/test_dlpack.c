@@ -952,7 +952,8 @@ static size_t bad_cases(bad_case *out) {
   BAD("bool with 1 bit", "bool", "8 bits", t_.dtype.code = DLRUN_DL_BOOL; t_.dtype.bits = 1);
   BAD("bool with 16 bits", "bool", "16", t_.dtype.code = DLRUN_DL_BOOL; t_.dtype.bits = 16);
   BAD("opaque handle code", "dtype", "code=3", t_.dtype.code = kDLOpaqueHandle);
-  BAD("float8 code", "dtype", "code=7", t_.dtype.code = 7; t_.dtype.bits = 8);
+  BAD("float8 code with 16 bits", "dtype", "code=7", t_.dtype.code = 7; t_.dtype.bits = 16);
+  BAD("float6 code", "dtype", "code=15", t_.dtype.code = 15; t_.dtype.bits = 6);
   BAD("unknown code 200", "dtype", "code=200", t_.dtype.code = 200);
   BAD("float with 8 bits", "dtype", "bits=8", t_.dtype.bits = 8);
   BAD("int with 12 bits", "dtype", "bits=12", t_.dtype.code = kDLInt; t_.dtype.bits = 12);
@@ -1314,7 +1315,12 @@ static void test_import_dtypes_devices(void) {
                 {kDLUInt, 64, DLRUN_UINT64},     {kDLFloat, 16, DLRUN_FLOAT16},
                 {kDLBfloat, 16, DLRUN_BFLOAT16}, {kDLFloat, 32, DLRUN_FLOAT32},
                 {kDLFloat, 64, DLRUN_FLOAT64},   {kDLComplex, 64, DLRUN_COMPLEX64},
-                {kDLComplex, 128, DLRUN_COMPLEX128}};
+                {kDLComplex, 128, DLRUN_COMPLEX128},
+                /* DLPack 1.1's float8 codes, read from any producer */
+                {7, 8, DLRUN_FLOAT8_E3M4},       {8, 8, DLRUN_FLOAT8_E4M3},
+                {9, 8, DLRUN_FLOAT8_E4M3B11FNUZ}, {10, 8, DLRUN_FLOAT8_E4M3FN},
+                {11, 8, DLRUN_FLOAT8_E4M3FNUZ},  {12, 8, DLRUN_FLOAT8_E5M2},
+                {13, 8, DLRUN_FLOAT8_E5M2FNUZ},  {14, 8, DLRUN_FLOAT8_E8M0FNU}};
     static _Alignas(16) unsigned char bytes[4 * 16];
     for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (unsigned char)(i % 2);
     int64_t shape[1] = {4};
@@ -1876,7 +1882,10 @@ static int roundtrip(dlrun_sharding *where, dlrun_device *dev, dlrun_dtype dt, i
   if (dlrun_array_from_host(where, dt, ndim, dims, data, nbytes, &a))
     FAIL("from_host: %s", dlrun_last_error());
   dlrun_export_options o = versioned_opts(-1);
-  if (dlrun_export(a, versioned ? &o : NULL, &e)) FAIL("export: %s", dlrun_last_error());
+  /* a legacy export of DLPack 1.1's codes needs the caller to vouch */
+  dlrun_export_options legacy_1_1 = {.legacy_knows_1_1 = true};
+  dlrun_export_options *lo = info->dl_code >= 7 ? &legacy_1_1 : NULL;
+  if (dlrun_export(a, versioned ? &o : lo, &e)) FAIL("export: %s", dlrun_last_error());
   if (versioned != (e.versioned != NULL)) FAIL("wrong struct kind");
   const DLTensor *t = tensor_of(&e);
   if (versioned && (e.versioned->version.major != 1 ||
@@ -1987,6 +1996,60 @@ static void test_roundtrips(void) {
       CHECK(in_use(sim0) == before, "sim pool %llu, was %llu", (unsigned long long)in_use(sim0),
             (unsigned long long)before);
     }
+  }
+}
+
+static void test_export_float8_versions(void) {
+  TEST("float8 exports only to consumers that know DLPack 1.1's codes: legacy needs the caller's "
+       "word, versioned needs max_version (1, 1)") {
+    for (int dt = DLRUN_FLOAT8_E3M4; dt <= DLRUN_FLOAT8_E8M0FNU; dt++) {
+      const dlrun_dtype_info *info = dlrun_dtype_get((dlrun_dtype)dt);
+      static const int64_t dims[] = {3};
+      unsigned char data[3] = {0x38, 0x40, 0x7E};
+      dlrun_array *a = NULL;
+      CHECK(dlrun_array_from_host(on_host, (dlrun_dtype)dt, 1, dims, data, 3, &a) == DLRUN_OK,
+            "%s", dlrun_last_error());
+      char want[512];
+      dlrun_exported e = {0};
+      CHECK(dlrun_export(a, NULL, &e) == DLRUN_ERR_BUFFER, "%s: legacy accepted", info->name);
+      CHECK(!e.legacy && !e.versioned, "%s: out set on failure", info->name);
+      snprintf(want, sizeof want,
+               "%s has DLPack type code %u, which DLPack 1.1 added: the consumer of a legacy "
+               "DLPack tensor (no max_version) may predate it. Ask for max_version (1, 1) or "
+               "later, or pass legacy_knows_1_1=true if the consumer reads DLPack 1.1's type "
+               "codes.",
+               info->name, (unsigned)info->dl_code);
+      CHECK(strcmp(dlrun_last_error(), want) == 0, "%s", dlrun_last_error());
+      dlrun_export_options o = versioned_opts(-1);
+      o.max_minor = 0;
+      CHECK(dlrun_export(a, &o, &e) == DLRUN_ERR_BUFFER, "%s: (1, 0) accepted", info->name);
+      snprintf(want, sizeof want,
+               "%s has DLPack type code %u, which DLPack 1.1 added, but the consumer asked for "
+               "max_version (1, 0). Ask for max_version (1, 1) or later.",
+               info->name, (unsigned)info->dl_code);
+      CHECK(strcmp(dlrun_last_error(), want) == 0, "%s", dlrun_last_error());
+      o.legacy_knows_1_1 = true; /* read by legacy exports only */
+      CHECK(dlrun_export(a, &o, &e) == DLRUN_ERR_BUFFER, "%s: (1, 0) accepted", info->name);
+      o.max_minor = 1;
+      CHECK(dlrun_export(a, &o, &e) == DLRUN_OK, "%s: %s", info->name, dlrun_last_error());
+      CHECK(e.versioned && e.versioned->dl_tensor.dtype.code == info->dl_code &&
+                e.versioned->dl_tensor.dtype.bits == 8,
+            "%s: dtype", info->name);
+      if (e.versioned) e.versioned->deleter(e.versioned);
+      o = versioned_opts(-1);
+      o.max_major = 2;
+      o.max_minor = 0;
+      CHECK(dlrun_export(a, &o, &e) == DLRUN_OK, "%s (2, 0): %s", info->name, dlrun_last_error());
+      if (e.versioned) e.versioned->deleter(e.versioned);
+      dlrun_export_options l = {.legacy_knows_1_1 = true, .legacy_sharing = DLRUN_LEGACY_SHARE};
+      e = (dlrun_exported){0};
+      CHECK(dlrun_export(a, &l, &e) == DLRUN_OK, "%s legacy: %s", info->name, dlrun_last_error());
+      CHECK(e.legacy && e.legacy->dl_tensor.dtype.code == info->dl_code, "%s legacy dtype",
+            info->name);
+      if (e.legacy) e.legacy->deleter(e.legacy);
+      dlrun_array_release(a);
+    }
+    CHECK(dlrun_live_exports(rt) == 0, "live exports %lld", (long long)dlrun_live_exports(rt));
   }
 }
 
@@ -2184,6 +2247,7 @@ int main(int argc, char **argv) {
   test_transposed_downstream();
   test_import_own_host_memory();
   test_roundtrips();
+  test_export_float8_versions();
 
   dlrun_sharding_release(on_host);
   dlrun_sharding_release(on_cpu1);

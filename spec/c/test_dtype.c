@@ -87,12 +87,21 @@ static const expected_row expected_rows[] = {
     {DLRUN_FLOAT64, "float64", 8, DLRUN_KIND_FLOAT, 2, 64},
     {DLRUN_COMPLEX64, "complex64", 8, DLRUN_KIND_COMPLEX, 5, 64},
     {DLRUN_COMPLEX128, "complex128", 16, DLRUN_KIND_COMPLEX, 5, 128},
+    {DLRUN_FLOAT8_E3M4, "float8_e3m4", 1, DLRUN_KIND_FLOAT, 7, 8},
+    {DLRUN_FLOAT8_E4M3, "float8_e4m3", 1, DLRUN_KIND_FLOAT, 8, 8},
+    {DLRUN_FLOAT8_E4M3B11FNUZ, "float8_e4m3b11fnuz", 1, DLRUN_KIND_FLOAT, 9, 8},
+    {DLRUN_FLOAT8_E4M3FN, "float8_e4m3fn", 1, DLRUN_KIND_FLOAT, 10, 8},
+    {DLRUN_FLOAT8_E4M3FNUZ, "float8_e4m3fnuz", 1, DLRUN_KIND_FLOAT, 11, 8},
+    {DLRUN_FLOAT8_E5M2, "float8_e5m2", 1, DLRUN_KIND_FLOAT, 12, 8},
+    {DLRUN_FLOAT8_E5M2FNUZ, "float8_e5m2fnuz", 1, DLRUN_KIND_FLOAT, 13, 8},
+    {DLRUN_FLOAT8_E8M0FNU, "float8_e8m0fnu", 1, DLRUN_KIND_FLOAT, 14, 8},
 };
 #define N_ROWS (sizeof expected_rows / sizeof expected_rows[0])
 
 static const char *const all_names =
     "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, "
-    "float32, float64, complex64, complex128";
+    "float32, float64, complex64, complex128, float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, "
+    "float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu";
 
 static void test_table(void) {
   TEST("every dtype has its table row") {
@@ -161,7 +170,8 @@ static void test_lookup_errors(void) {
     name[sizeof name - 1] = '\0';
     CHECK(dlrun_dtype_from_name(name, NULL) == DLRUN_ERR_VALUE, "accepted");
     CHECK_STR_CONTAINS(dlrun_last_error(), "xxx...\" (expected one of: bool,");
-    CHECK_STR_CONTAINS(dlrun_last_error(), "complex128)");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "complex128, float8_e3m4,");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "float8_e8m0fnu)");
   }
 
   TEST("unsupported DLPack triples are BufferErrors") {
@@ -170,7 +180,11 @@ static void test_lookup_errors(void) {
       uint16_t lanes;
       const char *msg;
     } cases[] = {
-        {7, 8, 1, "unsupported DLPack dtype (code=7, bits=8, lanes=1)"},
+        {7, 16, 1, "unsupported DLPack dtype (code=7, bits=16, lanes=1)"},
+        {14, 4, 1, "unsupported DLPack dtype (code=14, bits=4, lanes=1)"},
+        {15, 6, 1, "unsupported DLPack dtype (code=15, bits=6, lanes=1)"},
+        {17, 4, 1, "unsupported DLPack dtype (code=17, bits=4, lanes=1)"},
+        {10, 8, 2, "DLPack dtype with lanes=2 is not supported (only lanes=1)"},
         {3, 64, 1, "unsupported DLPack dtype (code=3, bits=64, lanes=1)"},
         {2, 8, 1, "unsupported DLPack dtype (code=2, bits=8, lanes=1)"},
         {0, 128, 1, "unsupported DLPack dtype (code=0, bits=128, lanes=1)"},
@@ -549,6 +563,14 @@ static void test_unaligned(void) {
         [DLRUN_FLOAT64] = sfloat(0.1),
         [DLRUN_COMPLEX64] = scomplex(1.25, -8.0),
         [DLRUN_COMPLEX128] = scomplex(0.1, 0.3),
+        [DLRUN_FLOAT8_E3M4] = sfloat(-0.9375),
+        [DLRUN_FLOAT8_E4M3] = sfloat(-1.5),
+        [DLRUN_FLOAT8_E4M3B11FNUZ] = sfloat(30.0),
+        [DLRUN_FLOAT8_E4M3FN] = sfloat(448.0),
+        [DLRUN_FLOAT8_E4M3FNUZ] = sfloat(-0.125),
+        [DLRUN_FLOAT8_E5M2] = sfloat(57344.0),
+        [DLRUN_FLOAT8_E5M2FNUZ] = sfloat(-0.75),
+        [DLRUN_FLOAT8_E8M0FNU] = sfloat(0x1p-127),
     };
     for (int d = 0; d < DLRUN_DTYPE_COUNT; d++) {
       size_t size = dlrun_dtype_get((dlrun_dtype)d)->size;
@@ -874,8 +896,16 @@ static void test_compare(void) {
       const char *name = dlrun_dtype_get((dlrun_dtype)d)->name;
       three((dlrun_dtype)d, 0.0, a);
       three((dlrun_dtype)d, -0.0, b);
-      CHECK(memcmp(a, b, 3 * dlrun_dtype_get((dlrun_dtype)d)->size) != 0, "%s: bytes differ", name);
-      CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, b, 3) == -1, "%s: -0.0 == 0.0", name);
+      /* the fnuz formats have no -0 (0x80 is NaN); e8m0fnu has no zero */
+      bool fnuz = d == DLRUN_FLOAT8_E4M3B11FNUZ || d == DLRUN_FLOAT8_E4M3FNUZ ||
+                  d == DLRUN_FLOAT8_E5M2FNUZ;
+      if (d == DLRUN_FLOAT8_E8M0FNU) {
+        CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, b, 3) == 1, "%s: 0 is NaN", name);
+      } else {
+        CHECK((memcmp(a, b, 3 * dlrun_dtype_get((dlrun_dtype)d)->size) != 0) != fnuz,
+              "%s: bytes differ (same in fnuz formats)", name);
+        CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, b, 3) == -1, "%s: -0.0 == 0.0", name);
+      }
       three((dlrun_dtype)d, NAN, a);
       CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, a, 3) == 1, "%s: NaN != NaN", name);
       CHECK(dlrun_dtype_first_unequal((dlrun_dtype)d, a, a, 1) == -1, "%s: before the NaN", name);
@@ -899,6 +929,92 @@ static void test_compare(void) {
   }
 }
 
+/* ---- the float8 family -------------------------------------------------- */
+
+static void test_float8(void) {
+  TEST("float8: ml_dtypes' limits, overflow, NaN and zero rules through dlrun_dtype_store") {
+    static const struct {
+      dlrun_dtype dt;
+      double v;
+      uint8_t want;
+    } cases[] = {
+        {DLRUN_FLOAT8_E4M3FN, 448.0, 0x7E},       {DLRUN_FLOAT8_E4M3FN, 464.0, 0x7E},
+        {DLRUN_FLOAT8_E4M3FN, 464.5, 0x7F},       {DLRUN_FLOAT8_E4M3FN, -1e300, 0xFF},
+        {DLRUN_FLOAT8_E4M3FN, INFINITY, 0x7F},    {DLRUN_FLOAT8_E4M3FN, -0.0, 0x80},
+        {DLRUN_FLOAT8_E4M3FN, 0x1p-9, 0x01},      {DLRUN_FLOAT8_E4M3FN, 0x1p-10, 0x00},
+        {DLRUN_FLOAT8_E4M3FN, 0x1.8p-10, 0x01},   {DLRUN_FLOAT8_E4M3FN, 0.1, 0x1D},
+        {DLRUN_FLOAT8_E4M3, 240.0, 0x77},         {DLRUN_FLOAT8_E4M3, 248.0, 0x78},
+        {DLRUN_FLOAT8_E4M3, -INFINITY, 0xF8},     {DLRUN_FLOAT8_E4M3, NAN, 0x7C},
+        {DLRUN_FLOAT8_E3M4, 15.5, 0x6F},          {DLRUN_FLOAT8_E3M4, 15.75, 0x70},
+        {DLRUN_FLOAT8_E3M4, 0x1p-6, 0x01},        {DLRUN_FLOAT8_E3M4, NAN, 0x78},
+        {DLRUN_FLOAT8_E5M2, 57344.0, 0x7B},       {DLRUN_FLOAT8_E5M2, 61440.0, 0x7C},
+        {DLRUN_FLOAT8_E5M2, 0x1p-16, 0x01},       {DLRUN_FLOAT8_E5M2, NAN, 0x7E},
+        {DLRUN_FLOAT8_E5M2FNUZ, 57344.0, 0x7F},   {DLRUN_FLOAT8_E5M2FNUZ, 61440.0, 0x80},
+        {DLRUN_FLOAT8_E5M2FNUZ, -0.0, 0x00},      {DLRUN_FLOAT8_E5M2FNUZ, -0x1p-19, 0x00},
+        {DLRUN_FLOAT8_E5M2FNUZ, 0x1p-17, 0x01},   {DLRUN_FLOAT8_E5M2FNUZ, -INFINITY, 0x80},
+        {DLRUN_FLOAT8_E4M3FNUZ, 240.0, 0x7F},     {DLRUN_FLOAT8_E4M3FNUZ, 248.0, 0x80},
+        {DLRUN_FLOAT8_E4M3FNUZ, 0x1p-10, 0x01},   {DLRUN_FLOAT8_E4M3FNUZ, -1.0, 0xC0},
+        {DLRUN_FLOAT8_E4M3B11FNUZ, 30.0, 0x7F},   {DLRUN_FLOAT8_E4M3B11FNUZ, 31.0, 0x80},
+        {DLRUN_FLOAT8_E4M3B11FNUZ, 0x1p-13, 0x01}, {DLRUN_FLOAT8_E4M3B11FNUZ, 1.0, 0x58},
+        {DLRUN_FLOAT8_E8M0FNU, 1.0, 0x7F},        {DLRUN_FLOAT8_E8M0FNU, 0x1p127, 0xFE},
+        {DLRUN_FLOAT8_E8M0FNU, 0x1.8p127, 0xFF},  {DLRUN_FLOAT8_E8M0FNU, 0x1p-127, 0x00},
+        {DLRUN_FLOAT8_E8M0FNU, 0x1p-200, 0x00},   {DLRUN_FLOAT8_E8M0FNU, 0.0, 0xFF},
+        {DLRUN_FLOAT8_E8M0FNU, -2.0, 0xFF},       {DLRUN_FLOAT8_E8M0FNU, 3.0, 0x81},
+        {DLRUN_FLOAT8_E8M0FNU, 2.9, 0x80},        {DLRUN_FLOAT8_E8M0FNU, INFINITY, 0xFF},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      uint8_t b = 0x5A;
+      CHECK(store(cases[k].dt, &b, sfloat(cases[k].v)) == DLRUN_OK, "store: %s",
+            dlrun_last_error());
+      CHECK(b == cases[k].want, "%s(%a) = 0x%02X, want 0x%02X",
+            dlrun_dtype_get(cases[k].dt)->name, cases[k].v, b, cases[k].want);
+    }
+  }
+
+  TEST("float8: integers round once (int64 extremes included), bools are 0 and 1") {
+    uint8_t b = 0;
+    CHECK(store(DLRUN_FLOAT8_E4M3FN, &b, sint(465)) == DLRUN_OK && b == 0x7F, "465 -> %02X", b);
+    CHECK(store(DLRUN_FLOAT8_E4M3FN, &b, sint(464)) == DLRUN_OK && b == 0x7E, "464 -> %02X", b);
+    CHECK(store(DLRUN_FLOAT8_E5M2, &b, sint(INT64_MIN)) == DLRUN_OK && b == 0xFC, "min -> %02X",
+          b);
+    CHECK(store(DLRUN_FLOAT8_E8M0FNU, &b, sint(INT64_MAX)) == DLRUN_OK && b == 0xBE,
+          "max -> %02X", b);
+    CHECK(store(DLRUN_FLOAT8_E8M0FNU, &b, sint(0)) == DLRUN_OK && b == 0xFF, "0 -> %02X", b);
+    CHECK(store(DLRUN_FLOAT8_E4M3FNUZ, &b, sbool(true)) == DLRUN_OK && b == 0x40, "true -> %02X",
+          b);
+    CHECK(store(DLRUN_FLOAT8_E4M3FNUZ, &b, sbool(false)) == DLRUN_OK && b == 0x00,
+          "false -> %02X", b);
+    b = 0x11;
+    CHECK(store(DLRUN_FLOAT8_E4M3FN, &b, scomplex(1, 2)) == DLRUN_ERR_VALUE, "complex accepted");
+    CHECK(b == 0x11, "dst changed on failure");
+    CHECK_STR_CONTAINS(dlrun_last_error(),
+                       "complex value (1+2j) cannot be stored in float8_e4m3fn");
+  }
+
+  TEST("float8: every pattern loads as a FLOAT and stores back to itself (NaNs: the format's)") {
+    for (int dt = DLRUN_FLOAT8_E3M4; dt <= DLRUN_FLOAT8_E8M0FNU; dt++) {
+      const char *name = dlrun_dtype_get((dlrun_dtype)dt)->name;
+      int nans = 0;
+      for (int p = 0; p < 256; p++) {
+        uint8_t in = (uint8_t)p, out = 0;
+        dlrun_scalar v = load((dlrun_dtype)dt, &in);
+        CHECK(v.kind == DLRUN_SCALAR_FLOAT, "%s 0x%02X kind %d", name, p, (int)v.kind);
+        if (isnan(v.re)) {
+          nans++;
+          CHECK(signbit(v.re) == ((p & 0x80) != 0 && dt != DLRUN_FLOAT8_E8M0FNU),
+                "%s 0x%02X: NaN sign", name, p);
+          continue;
+        }
+        CHECK(store((dlrun_dtype)dt, &out, v) == DLRUN_OK && out == in, "%s 0x%02X -> %g -> 0x%02X",
+              name, p, v.re, out);
+      }
+      int want = dt == DLRUN_FLOAT8_E3M4 ? 30 : dt == DLRUN_FLOAT8_E4M3 ? 14
+                 : dt == DLRUN_FLOAT8_E4M3FN ? 2 : dt == DLRUN_FLOAT8_E5M2 ? 6 : 1;
+      CHECK(nans == want, "%s: %d NaN patterns, want %d", name, nans, want);
+    }
+  }
+}
+
 int main(void) {
   test_table();
   test_lookup_errors();
@@ -908,5 +1024,6 @@ int main(void) {
   test_float16();
   test_bfloat16();
   test_compare();
+  test_float8();
   return check_summary("dtype");
 }

@@ -1085,11 +1085,11 @@ describe("option checking", function()
     local x = arange6(H)
     expect_error("TypeError",
                  "__dlpack__: unexpected option 'device' (expected stream, max_version, dl_device, "
-                 .. "copy, legacy_sharing)",
+                 .. "copy, legacy_sharing, legacy_knows_1_1)",
                  x.__dlpack__, x, {device = H})
     expect_error("TypeError",
                  "to_dlpack: unexpected option 'device' (expected stream, max_version, dl_device, "
-                 .. "copy, legacy_sharing)",
+                 .. "copy, legacy_sharing, legacy_knows_1_1)",
                  dl.to_dlpack, x, {device = H})
   end)
 

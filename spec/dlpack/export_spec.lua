@@ -649,10 +649,10 @@ describe("dl.export errors", function()
 
   it("rejects bad options", function()
     expect_error("TypeError", "export: argument 2 (opts) must be a table {strategy=, device=, "
-                 .. "max_version=, dl_device=, copy=, stream=, legacy_sharing=}, got string",
+                 .. "max_version=, dl_device=, copy=, stream=, legacy_sharing=, legacy_knows_1_1=}, got string",
                  export, split8(), "gather")
     expect_error("TypeError", "export: unexpected option 'target' (expected strategy, device, "
-                 .. "max_version, dl_device, copy, stream, legacy_sharing)", export, split8(),
+                 .. "max_version, dl_device, copy, stream, legacy_sharing, legacy_knows_1_1)", export, split8(),
                  {target = D[0]})
     expect_error("TypeError", "export: option device must be a Device, got number",
                  export, split8(), {device = 0})

@@ -78,6 +78,10 @@ quote(raised(x.__dlpack_device__, x))]]},
   {"a max_version below (0, 5)", [[
 local x = dl.zeros({4}, "float32")
 quote(raised(x.__dlpack__, x, {max_version = {0, 4}}))]]},
+  {"a float8 export to a consumer that cannot know its code", [[
+local x = dl.zeros({4}, "float8_e4m3fn")
+quote(raised(x.__dlpack__, x))
+quote(raised(x.__dlpack__, x, {max_version = {1, 0}}))]]},
   {"dl_device on the host with copy = false", [[
 local x = dl.zeros({4}, "float32")
 quote(raised(x.__dlpack__, x, {dl_device = {1, 0}, copy = false}))]]},

@@ -45,17 +45,22 @@ static const dlrun_dtype_info dtype_table[DLRUN_DTYPE_COUNT] = {
                          .dl_code = 5, .dl_bits = 64, .dl_lanes = 1},
     [DLRUN_COMPLEX128] = {.name = "complex128", .size = 16, .kind = DLRUN_KIND_COMPLEX,
                           .dl_code = 5, .dl_bits = 128, .dl_lanes = 1},
-#define FLOAT8_ROW(NAME, CODE) \
-  {.name = NAME, .size = 1, .kind = DLRUN_KIND_FLOAT, .dl_code = CODE, .dl_bits = 8, .dl_lanes = 1}
-    [DLRUN_FLOAT8_E3M4] = FLOAT8_ROW("float8_e3m4", 7),
-    [DLRUN_FLOAT8_E4M3] = FLOAT8_ROW("float8_e4m3", 8),
-    [DLRUN_FLOAT8_E4M3B11FNUZ] = FLOAT8_ROW("float8_e4m3b11fnuz", 9),
-    [DLRUN_FLOAT8_E4M3FN] = FLOAT8_ROW("float8_e4m3fn", 10),
-    [DLRUN_FLOAT8_E4M3FNUZ] = FLOAT8_ROW("float8_e4m3fnuz", 11),
-    [DLRUN_FLOAT8_E5M2] = FLOAT8_ROW("float8_e5m2", 12),
-    [DLRUN_FLOAT8_E5M2FNUZ] = FLOAT8_ROW("float8_e5m2fnuz", 13),
-    [DLRUN_FLOAT8_E8M0FNU] = FLOAT8_ROW("float8_e8m0fnu", 14),
-#undef FLOAT8_ROW
+    [DLRUN_FLOAT8_E3M4] = {.name = "float8_e3m4", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                          .dl_code = 7, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E4M3] = {.name = "float8_e4m3", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                          .dl_code = 8, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E4M3B11FNUZ] = {.name = "float8_e4m3b11fnuz", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                                 .dl_code = 9, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E4M3FN] = {.name = "float8_e4m3fn", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                            .dl_code = 10, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E4M3FNUZ] = {.name = "float8_e4m3fnuz", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                              .dl_code = 11, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E5M2] = {.name = "float8_e5m2", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                          .dl_code = 12, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E5M2FNUZ] = {.name = "float8_e5m2fnuz", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                              .dl_code = 13, .dl_bits = 8, .dl_lanes = 1},
+    [DLRUN_FLOAT8_E8M0FNU] = {.name = "float8_e8m0fnu", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                             .dl_code = 14, .dl_bits = 8, .dl_lanes = 1},
 };
 
 /* DLPack's code for bool; its bit width is fixed at 8. */
@@ -290,8 +295,11 @@ static uint8_t float8_overflow(const float8_format *f, bool negative) {
 }
 
 /* Round the exact value (-1)^negative * m * 2^exp to `f`, ties to even, in
- * one step. Exponent field 0 holds subnormals (for e8m0fnu: 2^-127, which
- * ml_dtypes rounds to as if it were the subnormal 0.5 * 2^-126). */
+ * one step, as ml_dtypes' conversion from double does bit for bit. Exponent
+ * field 0 holds subnormals (for e8m0fnu: 2^-127, which ml_dtypes rounds to
+ * as if it were the subnormal 0.5 * 2^-126). One difference: e8m0fnu values
+ * in [1.5 * 2^128, 2^129) overflow to NaN here, where ml_dtypes' 8-bit sum
+ * wraps around to 0x00. */
 static uint8_t float8_round(const float8_format *f, bool negative, uint64_t m, int exp) {
   if (f->specials == F8_E8M0 && (negative || m == 0)) return f->nan_bits;
   uint8_t sign = negative ? 0x80 : 0;

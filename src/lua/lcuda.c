@@ -59,7 +59,9 @@ int dlrun_lua_cuda_array_interface(lua_State *L) {
   }
   /* The device pointer, through an export that shares the array's memory
    * (and waits for its data); the array keeps the memory once it is gone. */
-  dlrun_export_options o = {.has_max_version = true, .max_major = 1, .copy = DLRUN_COPY_NEVER};
+  /* dlrun's own DLPack version: the interface reads every dtype's bytes */
+  dlrun_export_options o = {.has_max_version = true, .max_major = DLRUN_DLPACK_MAJOR,
+                            .max_minor = DLRUN_DLPACK_MINOR, .copy = DLRUN_COPY_NEVER};
   dlrun_exported e;
   dlrun_lua_check(L, dlrun_export(a, &o, &e));
   const DLTensor *t = &e.versioned->dl_tensor;
