@@ -10,11 +10,13 @@
  * b differ as values, or -1 when every pair is equal. Floats and complex
  * numbers compare by value (-0.0 equals 0.0; NaN equals nothing, not even
  * itself, so an element holding NaN always differs); integers and bools by
- * their bytes. `dtype` must be a valid dtype. */
+ * their bytes; a packed sub-byte dtype's a and b are packed runs of `count`
+ * elements, compared element by element. `dtype` must be a valid dtype. */
 int64_t dlrun_dtype_first_unequal(dlrun_dtype dtype, const void *a, const void *b, int64_t count);
 
 /* The first DLPack version (major.minor) whose type codes include `dtype`'s:
- * 1.1 for the float8 family (codes 7 to 14), 0.0 for every older type. A
+ * 1.1 for the float8 family (codes 7 to 14) and the packed sub-byte types
+ * (the packed layout, codes 15 to 17), 0.0 for every older type. A
  * consumer that asked for no version or an older one cannot know the code.
  * `dtype` must be a valid dtype. */
 void dlrun_dtype_dlpack_since(dlrun_dtype dtype, unsigned *major, unsigned *minor);

@@ -267,22 +267,29 @@ static dlrun_status check_type_code(dlrun_dtype dtype, const dlrun_export_option
   dlrun_dtype_dlpack_since(dtype, &major, &minor);
   if (major == 0) return DLRUN_OK;
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
+  /* Sub-byte types: the code may be old (Int, UInt), the packed layout of
+   * `bits` below 8 is what 1.1 set. */
+  char what[160];
+  if (info->dl_bits < 8)
+    snprintf(what, sizeof what,
+             "%s is a packed sub-byte type (code=%u, bits=%u), whose layout DLPack %u.%u set",
+             info->name, (unsigned)info->dl_code, (unsigned)info->dl_bits, major, minor);
+  else
+    snprintf(what, sizeof what, "%s has DLPack type code %u, which DLPack %u.%u added",
+             info->name, (unsigned)info->dl_code, major, minor);
   if (!o->has_max_version) {
     if (o->legacy_knows_1_1) return DLRUN_OK;
     return dlrun_fail(DLRUN_ERR_BUFFER,
-                      "%s has DLPack type code %u, which DLPack %u.%u added: the consumer of a "
-                      "legacy DLPack tensor (no max_version) may predate it. Ask for "
-                      "max_version (%u, %u) or later, or pass legacy_knows_1_1=true if the "
-                      "consumer reads DLPack %u.%u's type codes.",
-                      info->name, (unsigned)info->dl_code, major, minor, major, minor, major,
-                      minor);
+                      "%s: the consumer of a legacy DLPack tensor (no max_version) may predate "
+                      "it. Ask for max_version (%u, %u) or later, or pass legacy_knows_1_1=true "
+                      "if the consumer reads DLPack %u.%u's type codes.",
+                      what, major, minor, major, minor);
   }
   if (o->max_major > major || (o->max_major == major && o->max_minor >= minor)) return DLRUN_OK;
   return dlrun_fail(DLRUN_ERR_BUFFER,
-                    "%s has DLPack type code %u, which DLPack %u.%u added, but the consumer "
-                    "asked for max_version (%u, %u). Ask for max_version (%u, %u) or later.",
-                    info->name, (unsigned)info->dl_code, major, minor, o->max_major, o->max_minor,
-                    major, minor);
+                    "%s, but the consumer asked for max_version (%u, %u). Ask for max_version "
+                    "(%u, %u) or later.",
+                    what, o->max_major, o->max_minor, major, minor);
 }
 
 static dlrun_status check_options(const dlrun_array *a, const dlrun_export_options *o,
