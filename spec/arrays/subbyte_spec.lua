@@ -125,9 +125,9 @@ describe("sub-byte dtypes", function()
                  .. "on a byte: packed int4 (4 bits each) holds 12 bits in each index of dim 0, so "
                  .. "a shard may split dim 0 only at multiples of 2 (index 3 is not one)"},
                  dl.device_put, dl.zeros({6, 3}, "int4"), s)
-    expect_error("ValueError", {contains = "shard [0:2, 0:1] of uint2[2,2] does not start and end "
-                 .. "on a byte: packed uint2 (2 bits each) lays out dims 0 to 1 as one run of bits, "
-                 .. "so a shard must hold dim 1 whole"},
+    expect_error("ValueError", {contains = "shard [0:2, 0:1] of uint2[2,2] does not start and "
+                 .. "end on a byte: packed uint2 (2 bits each) lays out dims 0 to 1 as one run "
+                 .. "of bits, so a shard must hold dim 1 whole"},
                  dl.zeros, {2, 2}, "uint2", dl.NamedSharding(m, dl.P(nil, "x")))
     expect_error("ValueError", {contains = "NamedSharding("}, dl.arange, 2, "int4", s)
   end)
@@ -164,6 +164,25 @@ describe("sub-byte dtypes", function()
     local y = dl.from_dlpack(last.data)
     assert.are.equal("uint4", y.dtype)
     assert.are.same({0, 1, 2, 3}, y:tolist())
+  end)
+
+  it("leave through dl.export's strategies and dl.device_get as their packed bytes", function()
+    local n = #D >= 4 and 4 or #D
+    local devs = {}
+    for i = 1, n do devs[i] = D[i] end
+    local bytes = ("\x10\x32"):rep(n)
+    local x = dl.device_put(dl.frombytes(bytes, {4 * n}, "uint4"),
+                            dl.NamedSharding(dl.Mesh(devs, {"x"}), dl.P("x")))
+    for _, strategy in ipairs({"gather", "host", "auto"}) do
+      local r = dl.export(x, {strategy = strategy, max_version = {1, 1}})
+      assert.are.equal(bytes, dl.from_dlpack(r.capsule):tobytes())
+    end
+    local r = dl.export(x, {strategy = "shards", max_version = {1, 1}})
+    assert.are.equal("\x10\x32", dl.from_dlpack(r.shards[n].capsule):tobytes())
+    assert.are.equal(bytes, dl.device_get(x):tobytes())
+    local t = dl.device_get({a = dl.array({1, -2}, "int2"), b = dl.array({0.5}, "float4_e2m1fn")})
+    assert.are.same({1, -2}, t.a:tolist())
+    assert.are.same({0.5}, t.b:tolist())
   end)
 
   it("have no __cuda_array_interface__: its typestr counts whole bytes", function()

@@ -46,7 +46,8 @@ static double dec_real(const dlrun_dtype_info *t, unsigned p) {
 static double ref_mx(int E, int M, unsigned p) {
   unsigned sign = p >> (E + M), e = (p >> M) & ((1u << E) - 1), m = p & ((1u << M) - 1);
   int bias = (1 << (E - 1)) - 1;
-  double mag = e == 0 ? m * pow(2.0, 1 - bias - M) : (1.0 + m / pow(2.0, M)) * pow(2.0, (int)e - bias);
+  double mag =
+      e == 0 ? m * pow(2.0, 1 - bias - M) : (1.0 + m / pow(2.0, M)) * pow(2.0, (int)e - bias);
   return sign ? -mag : mag;
 }
 
@@ -125,8 +126,9 @@ static void check_int(const dlrun_dtype_info *t, int64_t lo, int64_t hi) {
   unsigned p = 7;
   dlrun_scalar v = sint(hi + 1);
   CHECK(dlrun_subbyte_encode(t, &v, &p) == DLRUN_ERR_VALUE && p == 7, "%s hi+1", t->name);
-  snprintf(want, sizeof want, "value %" PRId64 " does not fit in %s (range %" PRId64 " to %" PRId64 ")",
-           hi + 1, t->name, lo, hi);
+  snprintf(want, sizeof want,
+           "value %" PRId64 " does not fit in %s (range %" PRId64 " to %" PRId64 ")", hi + 1,
+           t->name, lo, hi);
   CHECK(strcmp(dlrun_last_error(), want) == 0, "%s", dlrun_last_error());
   v = sint(lo - 1);
   CHECK(dlrun_subbyte_encode(t, &v, &p) == DLRUN_ERR_VALUE, "%s lo-1", t->name);
@@ -138,7 +140,8 @@ static void check_int(const dlrun_dtype_info *t, int64_t lo, int64_t hi) {
   CHECK(dlrun_subbyte_encode(t, &v, &p) == DLRUN_ERR_VALUE, "%s 1e300", t->name);
   v = sfloat(NAN);
   CHECK(dlrun_subbyte_encode(t, &v, &p) == DLRUN_ERR_VALUE, "%s nan", t->name);
-  CHECK(strstr(dlrun_last_error(), "value nan is not an integer") != NULL, "%s", dlrun_last_error());
+  CHECK(strstr(dlrun_last_error(), "value nan is not an integer") != NULL, "%s",
+        dlrun_last_error());
   CHECK(enc(t, sbool(true)) == 1 && enc(t, sbool(false)) == 0, "%s bools", t->name);
 }
 
@@ -158,8 +161,8 @@ static void pack_box(unsigned bits, const uint8_t *src, int ndim, const int64_t 
 }
 
 /* The bytes of a storage box, row-major. */
-static size_t copy_storage_box(const uint8_t *src, int n, const int64_t *sdims,
-                               const int64_t *slo, const int64_t *shi, uint8_t *out) {
+static size_t copy_storage_box(const uint8_t *src, int n, const int64_t *sdims, const int64_t *slo,
+                               const int64_t *shi, uint8_t *out) {
   int64_t idx[8];
   size_t used = 0;
   for (int i = 0; i < n; i++) idx[i] = slo[i];
@@ -194,8 +197,12 @@ int main(void) {
     CHECK(enc(&F4, sfloat(7.0)) == 7, "7 saturates to 6");
     CHECK(enc(&F4, sfloat(0.25)) == 0 && enc(&F4, sfloat(0.75)) == 2, "subnormal ties");
   }
-  TEST("float6_e2m3fn: the 64 patterns, max 7.5, smallest 0.125") { check_mx(&F6A, 2, 3, 7.5, 0.125); }
-  TEST("float6_e3m2fn: the 64 patterns, max 28, smallest 0.0625") { check_mx(&F6B, 3, 2, 28.0, 0.0625); }
+  TEST("float6_e2m3fn: the 64 patterns, max 7.5, smallest 0.125") {
+    check_mx(&F6A, 2, 3, 7.5, 0.125);
+  }
+  TEST("float6_e3m2fn: the 64 patterns, max 28, smallest 0.0625") {
+    check_mx(&F6B, 3, 2, 28.0, 0.0625);
+  }
   TEST("int4, uint4, int2, uint2: every pattern, exact stores, range errors") {
     check_int(&INT4, -8, 7);
     check_int(&UINT4, 0, 15);
@@ -210,7 +217,8 @@ int main(void) {
           "%s", dlrun_last_error());
     dlrun_scalar one = sint(1);
     CHECK(dlrun_subbyte_encode(&F32, &one, &p) == DLRUN_ERR_VALUE, "float32 is not sub-byte");
-    CHECK(strcmp(dlrun_last_error(), "float32 is not a sub-byte dtype") == 0, "%s", dlrun_last_error());
+    CHECK(strcmp(dlrun_last_error(), "float32 is not a sub-byte dtype") == 0, "%s",
+          dlrun_last_error());
     dlrun_dtype_info odd = INT4;
     odd.dl_bits = 3;
     CHECK(!dlrun_subbyte_known(&odd), "int3 is unknown");
@@ -226,7 +234,8 @@ int main(void) {
       dlrun_scalar v = sint(vals[i]);
       CHECK(dlrun_subbyte_store_at(&INT4, buf, i, &v) == DLRUN_OK, "store %d", i);
     }
-    CHECK(buf[0] == 0xE1 && buf[1] == 0x03 && buf[2] == 0, "int4 [1,-2,3]: %02x %02x", buf[0], buf[1]);
+    CHECK(buf[0] == 0xE1 && buf[1] == 0x03 && buf[2] == 0, "int4 [1,-2,3]: %02x %02x", buf[0],
+          buf[1]);
     dlrun_scalar v = sint(8);
     CHECK(dlrun_subbyte_store_at(&INT4, buf, 1, &v) == DLRUN_ERR_VALUE && buf[0] == 0xE1,
           "a failed store leaves the bytes");
@@ -295,9 +304,11 @@ int main(void) {
     dlrun_storage_of(&UINT2, 2, (int64_t[]){5, 0}, &s);
     CHECK(s.split == 1 && s.sdims[0] == 5 && s.sdims[1] == 0 && s.nbytes == 0, "uint2[5,0]");
     dlrun_storage_of(&F32, 2, (int64_t[]){2, 3}, &s);
-    CHECK(s.split == -1 && s.sndim == 2 && s.esize == 4 && s.nbytes == 24, "float32 maps to itself");
+    CHECK(s.split == -1 && s.sndim == 2 && s.esize == 4 && s.nbytes == 24,
+          "float32 maps to itself");
     CHECK(dlrun_storage_of(&INT4, 1, (int64_t[]){-1}, &s) == DLRUN_ERR_VALUE, "negative dim");
-    CHECK(dlrun_storage_of(&INT4, 1, (int64_t[]){INT64_MAX / 2}, &s) == DLRUN_ERR_VALUE, "too large");
+    CHECK(dlrun_storage_of(&INT4, 1, (int64_t[]){INT64_MAX / 2}, &s) == DLRUN_ERR_VALUE,
+          "too large");
   }
   TEST("storage geometry: boxes that map and the rule's errors") {
     dlrun_storage s;
@@ -308,11 +319,13 @@ int main(void) {
           "rows 2..5 of int4[6,3] are bytes 3..8");
     CHECK(dlrun_storage_box(&s, (int64_t[]){0, 0}, (int64_t[]){6, 2}, slo, shi) == DLRUN_ERR_VALUE,
           "splitting dim 1");
-    CHECK(strcmp(dlrun_last_error(),
-                 "shard [0:6, 0:2] of int4[6,3] does not start and end on a byte: packed int4 (4 "
-                 "bits each) lays out dims 0 to 1 as one run of bits, so a shard must hold dim 1 "
-                 "whole; it may split dim 0 at multiples of 2 (each index of dim 0 holds 12 bits)") == 0,
-          "%s", dlrun_last_error());
+    CHECK(
+        strcmp(dlrun_last_error(),
+               "shard [0:6, 0:2] of int4[6,3] does not start and end on a byte: packed int4 (4 "
+               "bits each) lays out dims 0 to 1 as one run of bits, so a shard must hold dim 1 "
+               "whole; it may split dim 0 at multiples of 2 (each index of dim 0 holds 12 bits)") ==
+            0,
+        "%s", dlrun_last_error());
     CHECK(dlrun_storage_box(&s, (int64_t[]){3, 0}, (int64_t[]){6, 3}, slo, shi) == DLRUN_ERR_VALUE,
           "starting at row 3");
     CHECK(strcmp(dlrun_last_error(),
@@ -326,8 +339,9 @@ int main(void) {
           "int4[4,6] [1:3, 2:6] -> [1:3, 1:3]");
     CHECK(dlrun_storage_box(&s, (int64_t[]){0, 0}, (int64_t[]){4, 3}, slo, shi) == DLRUN_ERR_VALUE,
           "int4[4,6] split at 3");
-    CHECK(strstr(dlrun_last_error(), "split dim 1 only at multiples of 2 (index 3 is not one); "
-                                     "the dims before it may split anywhere") != NULL,
+    CHECK(strstr(dlrun_last_error(),
+                 "split dim 1 only at multiples of 2 (index 3 is not one); "
+                 "the dims before it may split anywhere") != NULL,
           "%s", dlrun_last_error());
     dlrun_storage_of(&INT4, 1, (int64_t[]){3}, &s);
     CHECK(dlrun_storage_box(&s, (int64_t[]){2}, (int64_t[]){3}, slo, shi) == DLRUN_OK &&
@@ -337,7 +351,8 @@ int main(void) {
           "int4[3] from 1");
     CHECK(dlrun_storage_box(&s, (int64_t[]){0}, (int64_t[]){4}, slo, shi) == DLRUN_ERR_VALUE,
           "a box past the end");
-    CHECK(strcmp(dlrun_last_error(), "box [0:4] is not inside int4[3]") == 0, "%s", dlrun_last_error());
+    CHECK(strcmp(dlrun_last_error(), "box [0:4] is not inside int4[3]") == 0, "%s",
+          dlrun_last_error());
     dlrun_storage_of(&F32, 2, (int64_t[]){2, 3}, &s);
     CHECK(dlrun_storage_box(&s, (int64_t[]){1, 1}, (int64_t[]){2, 2}, slo, shi) == DLRUN_OK &&
               slo[0] == 1 && shi[1] == 2,
@@ -379,9 +394,12 @@ int main(void) {
       /* the padded tail of the array's last byte is zero in both */
       if (!shape_ok || (int64_t)n != b.nbytes || memcmp(sub, own, n)) {
         bad++;
-        printf("  %s ndim %d dims %lld %lld %lld lo %lld %lld %lld hi %lld %lld %lld shape_ok %d n %zu nb %lld\n", t->name, ndim,
-               (long long)dims[0], (long long)dims[1], (long long)dims[2], (long long)lo[0], (long long)lo[1], (long long)lo[2],
-               (long long)hi[0], (long long)hi[1], (long long)hi[2], shape_ok, n, (long long)b.nbytes);
+        printf(
+            "  %s ndim %d dims %lld %lld %lld lo %lld %lld %lld hi %lld %lld %lld shape_ok %d n "
+            "%zu nb %lld\n",
+            t->name, ndim, (long long)dims[0], (long long)dims[1], (long long)dims[2],
+            (long long)lo[0], (long long)lo[1], (long long)lo[2], (long long)hi[0],
+            (long long)hi[1], (long long)hi[2], shape_ok, n, (long long)b.nbytes);
       }
     }
     CHECK(bad == 0, "%d of %d mapped boxes differ", bad, mapped);
@@ -399,7 +417,8 @@ int main(void) {
     v = sint(40000);
     CHECK(dlrun_dtype_store_at(DLRUN_INT16, run, 1, &v) == DLRUN_ERR_VALUE && run[1] == 0,
           "out of range leaves the run");
-    CHECK(strcmp(dlrun_last_error(), "value 40000 does not fit in int16 (range -32768 to 32767)") == 0,
+    CHECK(strcmp(dlrun_last_error(), "value 40000 does not fit in int16 (range -32768 to 32767)") ==
+              0,
           "%s", dlrun_last_error());
     CHECK(dlrun_dtype_store_at(DLRUN_INT16, run, -1, &v) == DLRUN_ERR_VALUE, "negative index");
     CHECK(strcmp(dlrun_last_error(), "cannot store in int16: element index -1 is negative") == 0,

@@ -30,7 +30,8 @@ static dlrun_sharding *named(const char *platform, int n, bool split0) {
   int64_t sizes[1] = {n};
   dlrun_mesh *m = NULL;
   dlrun_sharding *s = NULL;
-  if (dlrun_mesh_create(devs, (size_t)n, 1, names, sizes, &m)) printf("  mesh: %s\n", dlrun_last_error());
+  if (dlrun_mesh_create(devs, (size_t)n, 1, names, sizes, &m))
+    printf("  mesh: %s\n", dlrun_last_error());
   dlrun_partition_spec spec = {.nentries = split0 ? 1 : 0};
   spec.entries[0].naxes = 1;
   spec.entries[0].axes[0] = "x";
@@ -63,8 +64,11 @@ static void hand_init(hand *h, void *data, uint8_t code, uint8_t bits, int ndim,
   h->versioned.manager_ctx = &h->calls;
   h->versioned.deleter = hand_delete;
   h->versioned.flags = flags;
-  h->versioned.dl_tensor = (DLTensor){.data = data, .device = {kDLCPU, 0}, .ndim = ndim,
-                                      .dtype = {code, bits, 1}, .shape = shape,
+  h->versioned.dl_tensor = (DLTensor){.data = data,
+                                      .device = {kDLCPU, 0},
+                                      .ndim = ndim,
+                                      .dtype = {code, bits, 1},
+                                      .shape = shape,
                                       .strides = strides};
 }
 
@@ -106,7 +110,8 @@ int main(void) {
       uint8_t want[12];
       for (int i = 0; i < 12; i += 3) want[i] = 0xDF, want[i + 1] = 0xF7, want[i + 2] = 0x7D;
       CHECK(bytes_are(a, want, 12), "float6 full on %d", p);
-      dlrun_scalar start = {.kind = DLRUN_SCALAR_INT, .i = 0}, step = {.kind = DLRUN_SCALAR_INT, .i = 1};
+      dlrun_scalar start = {.kind = DLRUN_SCALAR_INT, .i = 0},
+                   step = {.kind = DLRUN_SCALAR_INT, .i = 1};
       CHECK(dlrun_array_arange(places[p], DLRUN_UINT4, &start, &step, 16, &b) == DLRUN_OK, "%s",
             dlrun_last_error());
       uint8_t seq[8] = {0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE};
@@ -116,8 +121,9 @@ int main(void) {
       b = NULL;
       CHECK(dlrun_array_arange(places[p], DLRUN_UINT4, &start, &step, 24, &b) == DLRUN_ERR_VALUE,
             "24 uint4 values from 0");
-      CHECK(strcmp(dlrun_last_error(), "arange: value 23 does not fit in uint4 (range 0 to 15)") == 0,
-            "%s", dlrun_last_error());
+      CHECK(
+          strcmp(dlrun_last_error(), "arange: value 23 does not fit in uint4 (range 0 to 15)") == 0,
+          "%s", dlrun_last_error());
       dlrun_array_release(b);
     }
     dlrun_sharding_release(places[0]);
@@ -177,9 +183,11 @@ int main(void) {
                 t->strides[1] == 1,
             "shape/strides");
       CHECK(!(e.versioned->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED), "padded flag set");
-      CHECK(dlrun_import(rt, NULL, e.versioned, NULL, &b, NULL) == DLRUN_OK, "%s", dlrun_last_error());
-      CHECK(dlrun_array_dtype(b) == DLRUN_UINT4 && dlrun_array_size(b) == 5 && bytes_are(b, bytes, 3),
-            "round trip");
+      CHECK(dlrun_import(rt, NULL, e.versioned, NULL, &b, NULL) == DLRUN_OK, "%s",
+            dlrun_last_error());
+      CHECK(
+          dlrun_array_dtype(b) == DLRUN_UINT4 && dlrun_array_size(b) == 5 && bytes_are(b, bytes, 3),
+          "round trip");
       dlrun_array_release(b);
       dlrun_export_options old = {.has_max_version = true, .max_major = 1, .max_minor = 0};
       CHECK(dlrun_export(a, &old, &e) == DLRUN_ERR_BUFFER, "max_version (1, 0)");
@@ -199,7 +207,8 @@ int main(void) {
     hand h;
     dlrun_array *a = NULL;
     hand_init(&h, data, 0, 4, 1, shape, one_strides, 0);
-    CHECK(dlrun_import(rt, NULL, &h.versioned, NULL, &a, NULL) == DLRUN_OK, "%s", dlrun_last_error());
+    CHECK(dlrun_import(rt, NULL, &h.versioned, NULL, &a, NULL) == DLRUN_OK, "%s",
+          dlrun_last_error());
     dlrun_scalar s;
     uint8_t got[2];
     CHECK(a && dlrun_array_read(a, 0, 2, got) == DLRUN_OK, "read");
@@ -217,7 +226,10 @@ int main(void) {
           "%s", dlrun_last_error());
     CHECK(atomic_load(&h.calls) == 0, "a refused tensor stays the producer's");
 
-    static const struct { uint8_t code, bits; const char *msg; } odd[] = {
+    static const struct {
+      uint8_t code, bits;
+      const char *msg;
+    } odd[] = {
         {0, 3, "from_dlpack: unsupported DLPack dtype (code=0, bits=3, lanes=1)"},
         {2, 6, "from_dlpack: unsupported DLPack dtype (code=2, bits=6, lanes=1)"},
         {15, 8, "from_dlpack: unsupported DLPack dtype (code=15, bits=8, lanes=1)"},

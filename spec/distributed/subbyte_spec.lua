@@ -16,7 +16,9 @@ local function show(label, f)
   local ok, v = pcall(f)
   if ok then print(p, label, v) else print(p, label, v.name, v.message) end
 end
-local function hex(s) return (s:gsub(".", function(c) return string.format("%02X", c:byte()) end)) end
+local function hex(s)
+  return (s:gsub(".", function(c) return string.format("%02X", c:byte()) end))
+end
 local m = dl.make_mesh({#dl.devices()}, {"x"})
 local k = #dl.devices()
 show("reshard", function()
@@ -36,8 +38,14 @@ show("allgather odd", function() return dl.process_allgather(dl.array({1, 2, 3},
 show("broadcast", function()
   return hex(dl.broadcast_one_to_all(dl.array({p, 1, 2, 3}, "uint2")):tobytes())
 end)
-show("equal", function() dl.assert_equal(dl.array({p == 0 and 0.0 or -0.0, 6}, "float4_e2m1fn")) return "ok" end)
-show("differ", function() dl.assert_equal(dl.array({1, 2, p == 1 and 3 or 4}, "uint4")) return "ok" end)
+show("equal", function()
+  dl.assert_equal(dl.array({p == 0 and 0.0 or -0.0, 6}, "float4_e2m1fn"))
+  return "ok"
+end)
+show("differ", function()
+  dl.assert_equal(dl.array({1, 2, p == 1 and 3 or 4}, "uint4"))
+  return "ok"
+end)
 ]]
 
 describe("sub-byte dtypes in a job", function()
