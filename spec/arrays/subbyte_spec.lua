@@ -52,6 +52,11 @@ describe("sub-byte dtypes", function()
                     dl.array({{0.5, 6}, {-1.5, 3}}, "float4_e2m1fn"):tolist())
     expect_error("ValueError", "frombytes: got 1 bytes but shape int4[3] needs 2",
                  dl.frombytes, "\xE1", {3}, "int4")
+    -- Lua data is counted in elements, not in packed bytes
+    local claimed = setmetatable({}, {__len = function() return (1 << 31) + 2 end})
+    expect_error("ResourceExhaustedError", "array: nested data of shape (2147483650,) would "
+                 .. "need 536870913 bytes as int2; Lua data gives at most 2147483648 elements",
+                 dl.array, claimed, "int2")
   end)
 
   it("integers store exactly or fail, as the byte-sized ones", function()

@@ -281,7 +281,9 @@ static void check_size(walk *w, dlrun_dtype dtype) {
   uint64_t nbytes;
   dlrun_lua_check_in(w->L, w->fn, dlrun_shape_nbytes(w->ndim, w->dims, dtype, &nbytes));
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
-  if (nbytes / info->size > MAX_DATA_ELEMENTS) {
+  int64_t count; /* elements: a packed dtype's bytes hold several */
+  dlrun_shape_size(w->ndim, w->dims, &count);
+  if ((uint64_t)count > MAX_DATA_ELEMENTS) {
     char shape[256];
     dlrun_lua_raise(w->L, "ResourceExhaustedError",
                     "%s: nested data of shape %s would need %llu bytes as %s; Lua data gives at "
