@@ -110,8 +110,8 @@ TEST_NATIVE_MOD  := $(BUILD)/tests/libdlrun_testnative.so
 CUDA_DOUBLE_SRC := $(sort $(wildcard spec/cuda/double/*.c))
 CUDA_DOUBLE     := $(BUILD)/tests/cuda-double/libcuda.so.1
 CUDA_DOUBLE_NOGPA := $(BUILD)/tests/cuda-double-nogpa/libcuda.so.1
-CUDA_DOUBLE_OBJ := $(BUILD)/obj/src/core/dtype.o $(BUILD)/obj/src/core/dlpack_names.o \
-                   $(BUILD)/obj/src/core/status.o
+CUDA_DOUBLE_OBJ := $(BUILD)/obj/src/core/dtype.o $(BUILD)/obj/src/core/subbyte.o \
+                   $(BUILD)/obj/src/core/dlpack_names.o $(BUILD)/obj/src/core/status.o
 GPU_BW := $(BUILD)/bench/gpu_bandwidth
 
 .PHONY: check-cuda-h check-ptx check-cycles

@@ -44,6 +44,17 @@ typedef enum dlrun_dtype {
   DLRUN_FLOAT8_E5M2,
   DLRUN_FLOAT8_E5M2FNUZ,
   DLRUN_FLOAT8_E8M0FNU,
+  /* Sub-byte types (ml_dtypes' names), stored packed as DLPack 1.1 sets:
+   * element i is bits i*b .. i*b+b-1 of the run (dlrun_dtype_store_at). The
+   * integers store exactly; the MX floats (DLPack codes 15 to 17) have no
+   * infinity and no NaN and saturate (see dlrun_dtype_store). */
+  DLRUN_INT4,
+  DLRUN_UINT4,
+  DLRUN_INT2,
+  DLRUN_UINT2,
+  DLRUN_FLOAT4_E2M1FN,
+  DLRUN_FLOAT6_E2M3FN,
+  DLRUN_FLOAT6_E3M2FN,
   DLRUN_DTYPE_COUNT
 } dlrun_dtype;
 
@@ -57,11 +68,13 @@ typedef enum dlrun_dtype_kind {
 
 typedef struct dlrun_dtype_info {
   const char *name;     /* "float32" */
-  size_t size;          /* bytes per element */
+  size_t size;          /* bytes per element (1 for the packed sub-byte types, as
+                         * NumPy's itemsize; their bytes: dlrun_dtype_nbytes) */
   dlrun_dtype_kind kind;
   uint8_t dl_code;      /* DLDataTypeCode: Int 0, UInt 1, Float 2, Bfloat 4, Complex 5, Bool 6,
-                         * float8 7 (e3m4) to 14 (e8m0fnu) */
-  uint8_t dl_bits;
+                         * float8 7 (e3m4) to 14 (e8m0fnu), float6 15 (e2m3fn) and
+                         * 16 (e3m2fn), float4 17 (e2m1fn) */
+  uint8_t dl_bits;      /* below 8: a packed sub-byte type */
   uint16_t dl_lanes;
 } dlrun_dtype_info;
 
@@ -104,6 +117,12 @@ typedef struct dlrun_scalar {
  * negative values, 2^-127 for every positive value at or below it; bool dtype accepts
  * bools and the integers 0 and 1; a complex scalar fits only complex dtypes;
  * a real scalar into a complex dtype gets imaginary part 0.
+ * A sub-byte dtype (dl_bits below 8) takes its one element unpacked, as
+ * ml_dtypes holds it: the pattern in the low bits of dst's one byte, the
+ * rest zero (int4 -2: 0x0E); the integers store exactly, the MX floats
+ * round once to nearest even and saturate: a value past the largest, or an
+ * infinity, gives the largest with its sign, a NaN zero with its sign bit
+ * flipped, as ml_dtypes converts. Packed runs: dlrun_dtype_store_at.
  * On failure `dst` is unchanged and the message names the value and dtype. */
 DLRUN_API dlrun_status dlrun_dtype_store(dlrun_dtype dtype, void *dst,
                                          const dlrun_scalar *value);
@@ -119,6 +138,29 @@ DLRUN_API uint16_t dlrun_float16_from_double(double v);
 DLRUN_API double dlrun_float16_to_double(uint16_t bits);
 DLRUN_API uint16_t dlrun_bfloat16_from_double(double v);
 DLRUN_API double dlrun_bfloat16_to_double(uint16_t bits);
+
+/* ---- elements by index (packed sub-byte dtypes included) ----------------
+ * A run of elements is row-major from `base`. For a dtype of whole bytes,
+ * element i is the `size` bytes at base + i * size. A packed dtype (dl_bits
+ * below 8) keeps element i in bits i*b .. i*b+b-1 of the run, from bit 0 of
+ * byte 0 upward (DLPack 1.1's packed layout); its elements are reached only
+ * through these functions. The caller owns `base`; nothing is allocated. */
+
+/* Store `value` as element `index` (>= 0) of the run at `base`, with the
+ * rules of dlrun_dtype_store; of a packed run only that element's bits are
+ * written. On failure the run is unchanged. */
+DLRUN_API dlrun_status dlrun_dtype_store_at(dlrun_dtype dtype, void *base, int64_t index,
+                                            const dlrun_scalar *value);
+
+/* Read element `index` (>= 0) of the run at `base`, as dlrun_dtype_load.
+ * Misuse (invalid dtype, NULL base, negative index) reads a zeroed scalar. */
+DLRUN_API void dlrun_dtype_load_at(dlrun_dtype dtype, const void *base, int64_t index,
+                                   dlrun_scalar *out);
+
+/* The bytes `count` (>= 0) elements of `dtype` take: count * size, or for a
+ * packed dtype ceil(count * bits / 8). DLRUN_ERR_VALUE when that overflows
+ * int64 or the dtype is invalid. */
+DLRUN_API dlrun_status dlrun_dtype_nbytes(dlrun_dtype dtype, int64_t count, uint64_t *out);
 
 #ifdef __cplusplus
 }

@@ -19,8 +19,9 @@ extern "C" {
  * [0, DLRUN_MAX_NDIM], a dimension is negative, or the product overflows. */
 DLRUN_API dlrun_status dlrun_shape_size(int ndim, const int64_t *dims, int64_t *out);
 
-/* Byte size of a shape of `dtype`; like dlrun_shape_size, and also an error
- * when the byte size does not fit in int64_t. */
+/* Byte size of a shape of `dtype` (a packed sub-byte dtype: ceil(elements *
+ * bits / 8)); like dlrun_shape_size, and also an error when the byte size
+ * does not fit in int64_t. */
 DLRUN_API dlrun_status dlrun_shape_nbytes(int ndim, const int64_t *dims,
                                           dlrun_dtype dtype, uint64_t *out);
 

@@ -58,6 +58,11 @@ edgeitems 3, precision 8; JAX's "Array(" prefix and ", dtype=...)" suffix):
     digits, no trailing point: "1", "2.5", "448", "0.00195312",
     "1.70141e+38", "-0", "inf"; every NaN is "nan"), neither padded nor
     aligned, nor ever switched to scientific notation as a whole.
+  * the sub-byte types (int4, uint4, int2, uint2, float4_e2m1fn,
+    float6_e2m3fn, float6_e3m2fn): as NumPy prints ml_dtypes' arrays of
+    them, each element its scalar's repr, neither padded nor aligned: the
+    integers in decimal ("-8", "15"), the floats as the float8 family's
+    ("0.5", "-0", "7.5", "28").
   * complex: real and imaginary parts are formatted as two float columns
     (the imaginary one always signed), joined as "1.+2.j", "0.-1.j",
     "nan+infj", the "j" placed before the imaginary column's padding.
@@ -123,6 +128,9 @@ local FLOAT8_DTYPES = {
   float8_e3m4 = true, float8_e4m3 = true, float8_e4m3b11fnuz = true, float8_e4m3fn = true,
   float8_e4m3fnuz = true, float8_e5m2 = true, float8_e5m2fnuz = true, float8_e8m0fnu = true,
 }
+-- Sub-byte types: ml_dtypes' scalars, printed one by one.
+local SUBBYTE_INT_DTYPES = { int4 = true, uint4 = true, int2 = true, uint2 = true }
+local SUBBYTE_FLOAT_DTYPES = { float4_e2m1fn = true, float6_e2m3fn = true, float6_e3m2fn = true }
 local INT_DTYPES = {
   int8 = true, int16 = true, int32 = true, int64 = true,
   uint8 = true, uint16 = true, uint32 = true, uint64 = true,
@@ -389,6 +397,13 @@ local function format_float8(values)
   return out
 end
 
+-- ml_dtypes' int4 ... uint2 scalars: their decimal repr, unpadded.
+local function format_subbyte_ints(values)
+  local out = {}
+  for i = 1, #values do out[i] = fmt("%d", values[i]) end
+  return out
+end
+
 local function format_generic(values)
   local out = {}
   for i = 1, #values do out[i] = tostring(values[i]) end
@@ -403,6 +418,8 @@ local function format_values(values, dtype, ndim)
   if FLOAT_DTYPES[dtype] then return format_floats(values, dtype, false) end
   if COMPLEX_PART[dtype] then return format_complex(values, COMPLEX_PART[dtype]) end
   if FLOAT8_DTYPES[dtype] then return format_float8(values) end
+  if SUBBYTE_FLOAT_DTYPES[dtype] then return format_float8(values) end
+  if SUBBYTE_INT_DTYPES[dtype] then return format_subbyte_ints(values) end
   return format_generic(values)
 end
 

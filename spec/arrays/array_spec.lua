@@ -22,7 +22,12 @@ local FLOAT8 = {
   "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
   "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
 }
-local DTYPE_LIST = table.concat(DTYPES, ", ") .. ", " .. table.concat(FLOAT8, ", ")
+-- So have the sub-byte types (subbyte_spec.lua).
+local SUBBYTE = {
+  "int4", "uint4", "int2", "uint2", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn",
+}
+local DTYPE_LIST = table.concat(DTYPES, ", ") .. ", " .. table.concat(FLOAT8, ", ") .. ", "
+                   .. table.concat(SUBBYTE, ", ")
 
 local ITEMSIZE = {
   bool = 1, int8 = 1, int16 = 2, int32 = 4, int64 = 8,

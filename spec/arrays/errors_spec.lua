@@ -246,7 +246,8 @@ describe("the dlrun command and uncaught errors", function()
                        .. "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
                        .. "bfloat16, float32, float64, complex64, complex128, "
                        .. "float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, "
-                       .. "float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)", l[1])
+                       .. "float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, "
+                       .. "int4, uint4, int2, uint2, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn)", l[1])
     assert.are.equal("  at (command line):3", l[2]) -- the script line that raised
     assert.are.equal("stack traceback:", l[3])
     assert(err:find("(command line):3: in main chunk", 1, true), err)
@@ -292,7 +293,8 @@ describe("the dlrun command and uncaught errors", function()
                        .. "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
                        .. "bfloat16, float32, float64, complex64, complex128, "
                        .. "float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, "
-                       .. "float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)", l[1])
+                       .. "float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, "
+                       .. "int4, uint4, int2, uint2, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn)", l[1])
     assert.are.equal("  at stdin:3", l[2]) -- inside place(), not the binding
     assert.are.equal("stack traceback:", l[3])
     assert(err:find("stdin:3:", 1, true), err)

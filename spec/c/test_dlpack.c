@@ -100,7 +100,8 @@ static void *host_copy_in(dlrun_runtime *in, const DLTensor *t) {
     if (t->shape[d] == 0) span = 0;
   for (int d = 0; span && d < t->ndim; d++)
     span += (t->shape[d] - 1) * (t->strides ? t->strides[d] : 0);
-  size_t nbytes = (size_t)span * (t->dtype.bits / 8) * t->dtype.lanes;
+  /* Packed sub-byte types: ceil(bits / 8) bytes for the run. */
+  size_t nbytes = ((size_t)span * t->dtype.bits * t->dtype.lanes + 7) / 8;
   void *copy = malloc(nbytes ? nbytes : 1);
   const char *data = (const char *)t->data + t->byte_offset;
   if (!copy || !nbytes) return copy;
@@ -985,8 +986,8 @@ static size_t bad_cases(bad_case *out) {
       t_.dtype.code = kDLFloat8_e8m0fnu; t_.dtype.bits = 7);
   BAD("float6 e2m3fn with 8 bits", "dtype", "code=15 (kDLFloat6_e2m3fn), bits=8",
       t_.dtype.code = kDLFloat6_e2m3fn; t_.dtype.bits = 8);
-  BAD("float6 e3m2fn with 6 bits", "dtype", "code=16 (kDLFloat6_e3m2fn), bits=6",
-      t_.dtype.code = kDLFloat6_e3m2fn; t_.dtype.bits = 6);
+  BAD("float6 e3m2fn with 4 bits", "dtype", "code=16 (kDLFloat6_e3m2fn), bits=4",
+      t_.dtype.code = kDLFloat6_e3m2fn; t_.dtype.bits = 4);
   BAD("float4 e2m1fn with 8 bits", "dtype", "code=17 (kDLFloat4_e2m1fn), bits=8",
       t_.dtype.code = kDLFloat4_e2m1fn; t_.dtype.bits = 8);
   BAD("code 18, past DLPack 1.3's", "dtype", "code=18 (unknown to DLPack 1.3), bits=8",
@@ -1918,7 +1919,9 @@ static int roundtrip(dlrun_sharding *where, dlrun_device *dev, dlrun_dtype dt, i
   const dlrun_dtype_info *info = dlrun_dtype_get(dt);
   int64_t size = 1;
   for (int d = 0; d < ndim; d++) size *= dims[d];
-  size_t nbytes = (size_t)size * info->size;
+  uint64_t packed_nbytes = 0;
+  dlrun_dtype_nbytes(dt, size, &packed_nbytes); /* size * itemsize, packed: ceil(bits / 8) */
+  size_t nbytes = (size_t)packed_nbytes;
   unsigned char *data = malloc(nbytes + 1), *back = malloc(nbytes + 1);
   for (size_t i = 0; i < nbytes; i++)
     data[i] = dt == DLRUN_BOOL ? (unsigned char)(i % 3 == 1) : (unsigned char)(i * 37 + 11);
@@ -1934,9 +1937,9 @@ static int roundtrip(dlrun_sharding *where, dlrun_device *dev, dlrun_dtype dt, i
   if (dlrun_array_from_host(where, dt, ndim, dims, data, nbytes, &a))
     FAIL("from_host: %s", dlrun_last_error());
   dlrun_export_options o = versioned_opts(-1);
-  /* a legacy export of DLPack 1.1's codes needs the caller to vouch */
+  /* a legacy export of DLPack 1.1's codes and packed layout needs the caller to vouch */
   dlrun_export_options legacy_1_1 = {.legacy_knows_1_1 = true};
-  dlrun_export_options *lo = info->dl_code >= 7 ? &legacy_1_1 : NULL;
+  dlrun_export_options *lo = info->dl_code >= 7 || info->dl_bits < 8 ? &legacy_1_1 : NULL;
   if (dlrun_export(a, versioned ? &o : lo, &e)) FAIL("export: %s", dlrun_last_error());
   if (versioned != (e.versioned != NULL)) FAIL("wrong struct kind");
   const DLTensor *t = tensor_of(&e);

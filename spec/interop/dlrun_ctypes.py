@@ -394,3 +394,64 @@ def float8_refused_case(name, rt, sharding, dtname, from_dlpack):
     del prod
     gc.collect()
     expect_equal(name + " deleter ran once", dlrun_live_exports(rt) - base, 0)
+
+
+# ---------------------------------------------------------------- the sub-byte types
+
+# name: (DLPack code, bits, element count, the packed bytes)
+SUBBYTE = {
+    "int4": (0, 4, 3, [0xE1, 0x03]),
+    "uint4": (1, 4, 3, [0xE1, 0x03]),
+    "int2": (0, 2, 4, [0xE4]),
+    "uint2": (1, 2, 4, [0xE4]),
+    "float4_e2m1fn": (17, 4, 3, [0xE1, 0x03]),
+    "float6_e2m3fn": (15, 6, 4, [0xDF, 0xF7, 0x7D]),
+    "float6_e3m2fn": (16, 6, 4, [0xDF, 0xF7, 0x7D]),
+}
+
+
+def subbyte_refused_case(name, rt, sharding, dtname, from_dlpack):
+    """A packed sub-byte dtype (DLPack 1.1's layout) to a legacy consumer:
+    dlrun's legacy export refuses it with a BufferError naming the dtype,
+    code and bits, so the consumer never sees the bytes (it would read one
+    element a byte). Forced through (legacy_knows_1_1), the consumer must
+    raise its own error; either way the deleter runs once."""
+    code, bits, count, packed = SUBBYTE[dtname]
+    data = np.array(packed, dtype=np.uint8)
+    dims = (C.c_int64 * 1)(count)
+    arr = P()
+    check(dlrun_array_from_host(sharding, dlrun_dtype(dtname), 1, dims,
+                                data.ctypes.data_as(C.c_void_p), data.nbytes, C.byref(arr)),
+          "dlrun_array_from_host")
+    base = dlrun_live_exports(rt)
+    want = ("dlrun_export: BufferError %s is a packed sub-byte type (code=%d, bits=%d), whose "
+            "layout DLPack 1.1 set: the consumer of a legacy DLPack tensor (no max_version) may "
+            "predate it." % (dtname, code, bits))
+    try:
+        export_legacy(arr)
+        got = "exported"
+    except DlrunError as e:
+        got = str(e)
+    report(name + " refused by dlrun's legacy export", got.startswith(want),
+           "got %r, want it to start with %r" % (got, want))
+    opts = dlrun_export_options(legacy_knows_1_1=True)
+    ex = dlrun_exported()
+    check(dlrun_export(arr, C.byref(opts), C.byref(ex)), "dlrun_export")
+    dlrun_array_release(arr)
+    dt = ex.legacy.contents.dl_tensor.dtype if ex.legacy else None
+    report(name + " forced export is legacy with (%d, %d, 1)" % (code, bits),
+           dt is not None and (dt.code, dt.bits, dt.lanes) == (code, bits, 1))
+    raised = None
+    prod = Producer(ex.legacy)
+    try:
+        from_dlpack(prod)
+    except Exception as e:  # noqa: BLE001 - the consumer's own error type
+        raised = "%s: %s" % (type(e).__name__, e)  # not e: its traceback holds the capsule
+    report(name + " forced export refused by the consumer",
+           raised is not None and not raised.startswith("SystemError"),
+           "the consumer read it" if raised is None else raised)
+    if raised is not None:
+        print("#   %s: %s" % (name, raised))
+    del prod
+    gc.collect()
+    expect_equal(name + " deleter ran once", dlrun_live_exports(rt) - base, 0)

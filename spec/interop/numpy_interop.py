@@ -15,6 +15,9 @@ __dlpack__() with no arguments and speaks only legacy `dltensor` capsules.
   float8: NumPy 1.24 has none of the float8 family: dlrun's legacy export
           refuses them (BufferError naming the dtype); forced through, NumPy
           raises its own error ("Unsupported dtype in DLTensor.").
+  sub-byte: int4 ... float6_e3m2fn, packed as DLPack 1.1 sets: dlrun's
+          legacy export refuses them (BufferError naming dtype, code and
+          bits); forced through, NumPy raises its own error.
   import: NumPy's own __dlpack__() capsule is handed to dlrun_import; values
           read back with dlrun_array_read must be identical (in logical
           row-major order) and NumPy's deleter must run exactly once: NumPy's
@@ -305,6 +308,9 @@ def main():
              [0x3F80, 0xC000, 0x7F80])
     for dtname in FLOAT8:
         run_case("export %s[3]" % dtname, float8_refused_case, rt, sharding, dtname,
+                 np.from_dlpack)
+    for dtname in SUBBYTE:
+        run_case("export %s" % dtname, subbyte_refused_case, rt, sharding, dtname,
                  np.from_dlpack)
     run_case("export sim device", export_sim_case, rt)
     run_case("export outlives runtime", export_outlives_runtime_case)

@@ -18,6 +18,9 @@ import bool, and writes into what it imports (it has no read-only tensors).
   float8: torch 1.13 has none of the float8 family: dlrun's legacy export
           refuses them (BufferError naming the dtype); forced through, torch
           raises its own error ("Unsupported code 10").
+  sub-byte: int4 ... float6_e3m2fn, packed as DLPack 1.1 sets: dlrun's
+          legacy export refuses them (BufferError naming dtype, code and
+          bits); forced through, torch raises its own error.
   known:  torch never calls the deleter of an empty tensor whose data is
           NULL: such an export stays alive (docs/dlpack.md).
 
@@ -199,6 +202,9 @@ def main():
     run_case("export bool[3]", bool_export_case, rt, sharding)
     for dtname in FLOAT8:
         run_case("export %s[3]" % dtname, float8_refused_case, rt, sharding, dtname,
+                 torch.from_dlpack)
+    for dtname in SUBBYTE:
+        run_case("export %s" % dtname, subbyte_refused_case, rt, sharding, dtname,
                  torch.from_dlpack)
 
     for dtname, dt in TORCH.items():

@@ -3,7 +3,30 @@
 
 #include "array_impl.h"
 #include "core/alloc.h"
+#include "core/storage_impl.h"
 #include "core/status_impl.h"
+
+/* A packed dtype's shards must each be whole bytes of the array's storage
+ * (core/storage_impl.h): otherwise the ValueError names the sharding, the
+ * first shard that splits a byte and the rule. */
+static dlrun_status check_packed_shards(const dlrun_sharding *s, dlrun_dtype dtype, int ndim,
+                                        const int64_t *dims) {
+  const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
+  if (info->dl_bits >= 8) return DLRUN_OK;
+  dlrun_storage g;
+  dlrun_status st = dlrun_storage_of(info, ndim, dims, &g);
+  if (st) return st;
+  int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM], slo[DLRUN_MAX_NDIM], shi[DLRUN_MAX_NDIM];
+  for (size_t i = 0; i < dlrun_sharding_device_count(s); i++) {
+    dlrun_sharding_shard_index(s, i, ndim, dims, lo, hi);
+    if ((st = dlrun_storage_box(&g, lo, hi, slo, shi))) {
+      char desc[256];
+      dlrun_sharding_describe(s, desc, sizeof desc);
+      return dlrun_fail_prefix(st, "%s: ", desc);
+    }
+  }
+  return DLRUN_OK;
+}
 
 dlrun_status dlrun_array_layout(const dlrun_sharding *s, dlrun_dtype dtype, int ndim,
                                 const int64_t *dims, int64_t *shard_dims, uint64_t *nbytes,
@@ -16,6 +39,7 @@ dlrun_status dlrun_array_layout(const dlrun_sharding *s, dlrun_dtype dtype, int 
     *shard_nbytes = *nbytes;
     return DLRUN_OK;
   }
+  if ((st = check_packed_shards(s, dtype, ndim, dims))) return st;
   dlrun_sharding_shard_shape(s, ndim, dims, shard_dims);
   return dlrun_shape_nbytes(ndim, shard_dims, dtype, shard_nbytes);
 }
@@ -73,7 +97,7 @@ dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,
   if (ndim) memcpy(a->dims, dims, (size_t)ndim * sizeof *dims);
   /* The caller checked the layout. */
   dlrun_array_layout(sharding, dtype, ndim, dims, a->shard_dims, &a->nbytes, &a->shard_nbytes);
-  a->size = (int64_t)(a->nbytes / dlrun_dtype_get(dtype)->size); /* whole bytes per element */
+  dlrun_shape_size(ndim, dims, &a->size); /* elements, not bytes: packed dtypes differ */
   a->sharding = sharding;
   dlrun_sharding_retain(sharding);
   a->nshards = n;

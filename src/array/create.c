@@ -5,12 +5,38 @@
 #include <string.h>
 
 #include "array_impl.h"
+#include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/subbyte_impl.h"
 #include "device/boxes.h"
 #include "device/copy_route.h"
 #include "device/fill.h"
+#include "storage_view.h"
 
 static const int64_t zero_origin[DLRUN_MAX_NDIM];
+
+/* A packed array (dtype, ndim, dims) under `s` from `data`, its packed
+ * bytes (nbytes of them: the run of every element, row-major, the last
+ * byte's spare bits zero), borrowed for the call. The layout is checked
+ * first: a sharding that splits a byte is the rule's ValueError. */
+static dlrun_status packed_from_host(dlrun_sharding *s, dlrun_dtype dtype, int ndim,
+                                     const int64_t *dims, const void *data, uint64_t nbytes,
+                                     dlrun_array **out) {
+  int64_t shard_dims[DLRUN_MAX_NDIM], sdims[DLRUN_MAX_NDIM];
+  uint64_t total, shard_nbytes;
+  dlrun_status st = dlrun_array_layout(s, dtype, ndim, dims, shard_dims, &total, &shard_nbytes);
+  if (st) return st;
+  int sndim;
+  dlrun_sharding *ss;
+  if ((st = dlrun_storage_sharding(s, ndim, dims, dtype, &sndim, sdims, &ss))) return st;
+  dlrun_array *v = NULL;
+  st = dlrun_array_from_host(ss, DLRUN_UINT8, sndim, sdims, data, nbytes, &v);
+  dlrun_sharding_release(ss);
+  if (st) return st;
+  st = dlrun_array_from_storage_view(v, dtype, ndim, dims, s, out);
+  dlrun_array_release(v);
+  return st;
+}
 
 dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
                                    const int64_t *dims, const void *data, uint64_t nbytes,
@@ -24,6 +50,8 @@ dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, 
     return dlrun_fail(DLRUN_ERR_VALUE, "got %llu bytes of data but the shape needs %llu",
                       (unsigned long long)nbytes, (unsigned long long)want);
   if (nbytes && !data) return dlrun_fail(DLRUN_ERR_VALUE, "data is NULL");
+  if (dlrun_dtype_is_packed(dtype))
+    return packed_from_host(sharding, dtype, ndim, dims, data, nbytes, out);
   dlrun_array *a;
   if ((st = dlrun_array_alloc(sharding, dtype, ndim, dims, &a))) return st;
   size_t esize = dlrun_dtype_get(dtype)->size;
@@ -46,6 +74,23 @@ dlrun_status dlrun_array_from_host(dlrun_sharding *sharding, dlrun_dtype dtype, 
   return DLRUN_OK;
 }
 
+/* Packed dtypes: the host packs the elements (bit for bit on every
+ * platform) and the bytes are copied as from host data. */
+static dlrun_status full_packed(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
+                                const int64_t *dims, unsigned pattern, dlrun_array **out) {
+  uint64_t nbytes;
+  int64_t count;
+  dlrun_status st = dlrun_shape_nbytes(ndim, dims, dtype, &nbytes);
+  if (!st) st = dlrun_shape_size(ndim, dims, &count);
+  if (st) return st;
+  unsigned char *host = dlrun_calloc(nbytes ? nbytes : 1, 1);
+  if (!host) return dlrun_fail_oom_host(nbytes);
+  dlrun_packed_fill(host, dlrun_dtype_get(dtype)->dl_bits, count, pattern);
+  st = packed_from_host(sharding, dtype, ndim, dims, host, nbytes, out);
+  dlrun_free(host);
+  return st;
+}
+
 dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int ndim,
                               const int64_t *dims, const dlrun_scalar *value, dlrun_array **out) {
   DLRUN_NONNULL(out, "dlrun_array_full", "out");
@@ -55,6 +100,7 @@ dlrun_status dlrun_array_full(dlrun_sharding *sharding, dlrun_dtype dtype, int n
   if (!info) return dlrun_fail(DLRUN_ERR_VALUE, "invalid dtype %d", (int)dtype);
   unsigned char pattern[16];
   dlrun_status st = dlrun_dtype_store(dtype, pattern, value);
+  if (!st && info->dl_bits < 8) return full_packed(sharding, dtype, ndim, dims, pattern[0], out);
   dlrun_array *a = NULL;
   if (!st) st = dlrun_array_alloc(sharding, dtype, ndim, dims, &a);
   dlrun_fill f = {.esize = info->size};
@@ -125,6 +171,24 @@ static dlrun_status prepare_arange(dlrun_fill *p, const dlrun_scalar *start,
   return DLRUN_OK;
 }
 
+/* Packed dtypes: the host computes and packs the sequence (every value was
+ * checked by prepare_arange), then copies it as host data. */
+static dlrun_status arange_packed(dlrun_sharding *sharding, const dlrun_fill *p, int64_t n,
+                                  dlrun_array **out) {
+  uint64_t nbytes;
+  dlrun_status st = dlrun_shape_nbytes(1, &n, p->dtype, &nbytes);
+  if (st) return st;
+  unsigned char *host = dlrun_calloc(nbytes ? nbytes : 1, 1);
+  if (!host) return dlrun_fail_oom_host(nbytes);
+  for (int64_t i = 0; i < n && !st; i++) {
+    dlrun_scalar v = dlrun_fill_value(p, i);
+    st = dlrun_dtype_store_at(p->dtype, host, i, &v);
+  }
+  if (!st) st = packed_from_host(sharding, p->dtype, 1, &n, host, nbytes, out);
+  dlrun_free(host);
+  return st;
+}
+
 dlrun_status dlrun_array_arange(dlrun_sharding *sharding, dlrun_dtype dtype,
                                 const dlrun_scalar *start, const dlrun_scalar *step, int64_t n,
                                 dlrun_array **out) {
@@ -137,6 +201,7 @@ dlrun_status dlrun_array_arange(dlrun_sharding *sharding, dlrun_dtype dtype,
   if (n < 0) return dlrun_fail(DLRUN_ERR_VALUE, "arange length %lld is negative", (long long)n);
   dlrun_fill p = {.sequence = true, .dtype = dtype, .esize = info->size};
   dlrun_status st = prepare_arange(&p, start, step, n);
+  if (!st && info->dl_bits < 8) return arange_packed(sharding, &p, n, out);
   dlrun_array *a = NULL;
   if (!st) st = dlrun_array_alloc(sharding, dtype, 1, &n, &a);
   int64_t lo, hi;

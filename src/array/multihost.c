@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/dtype_impl.h"
 #include "core/status_impl.h"
+#include "core/storage_impl.h"
 #include "device/buffer_transport.h"
 #include "distributed/distributed_impl.h"
 #include "dlrun/multihost.h"
@@ -37,8 +38,12 @@ static dlrun_status host_target(dlrun_array *x, int ndim, const int64_t *dims, s
   if (a->nbytes) {
     int64_t zero[DLRUN_MAX_NDIM] = {0};
     dlrun_transport_message message;
-    st = dlrun_buffer_message(a->bufs[0], dlrun_dtype_get(x->dtype)->size, ndim, a->shard_dims,
-                              zero, zero, dims, 0, &message);
+    /* A packed array's memory is that of its uint8 storage. */
+    dlrun_storage g;
+    st = dlrun_storage_of(dlrun_dtype_get(x->dtype), ndim, dims, &g);
+    if (!st)
+      st = dlrun_buffer_message(a->bufs[0], g.esize, g.sndim, g.sdims, zero, zero, g.sdims, 0,
+                                &message);
     if (!st && message.ndim != 1)
       st = dlrun_fail(DLRUN_ERR_RUNTIME, "a host array's memory is not one block");
     if (!st) *base = message.base;
@@ -132,6 +137,14 @@ dlrun_status dlrun_process_allgather(dlrun_array *x, bool tiled, dlrun_array **o
   if (!st && global && !tiled)
     st = dlrun_fail(DLRUN_ERR_VALUE,
                     "Gathering global non-fully-addressable arrays only supports tiled=True");
+  const dlrun_dtype_info *info = st ? NULL : dlrun_dtype_get(x->dtype);
+  char shape[128];
+  if (!st && !global && info->dl_bits < 8 && x->size * info->dl_bits % 8)
+    st = dlrun_fail(DLRUN_ERR_VALUE,
+                    "process_allgather: %s takes %lld bits, not whole bytes, so the copies "
+                    "gathered would not each start on a byte of the packed result",
+                    dlrun_shape_string(x->dtype, x->ndim, x->dims, shape, sizeof shape),
+                    (long long)(x->size * info->dl_bits));
   if (!st && stacked && x->ndim == DLRUN_MAX_NDIM)
     st = dlrun_fail(DLRUN_ERR_VALUE,
                     "process_allgather: stacking a %d-d array needs %d dimensions (at most %d)",
@@ -252,7 +265,8 @@ dlrun_status dlrun_assert_equal(dlrun_array *x, const char *message) {
   /* Every process compares every process's values with process 0's, as
    * np.equal does, so all reach one outcome. Process 0 is compared with
    * itself too: a NaN equals nothing. */
-  int64_t count = (int64_t)(nbytes / esize), at = -1;
+  bool packed = dlrun_dtype_get(x->dtype)->dl_bits < 8; /* elements, not bytes */
+  int64_t count = packed ? x->size : (int64_t)(nbytes / esize), at = -1;
   int total = 0, first = -1;
   for (int r = 0; r < n; r++) {
     int64_t i = dlrun_dtype_first_unequal(x->dtype, all, all + (size_t)r * nbytes, count);
@@ -270,8 +284,8 @@ dlrun_status dlrun_assert_equal(dlrun_array *x, const char *message) {
     const char *sep = !listed++ ? "" : listed == total ? " and " : ", ";
     if (len < sizeof who) len += (size_t)snprintf(who + len, sizeof who - len, "%s%d", sep, r);
   }
-  const unsigned char *at0 = all + (size_t)at * esize, *at_first = at0 + (size_t)first * nbytes;
-  bool nan = is_nan(x->dtype, at0) || is_nan(x->dtype, at_first);
+  const unsigned char *at0 = all + (packed ? 0 : (size_t)at * esize), *at_first = at0 + (size_t)first * nbytes;
+  bool nan = !packed && (is_nan(x->dtype, at0) || is_nan(x->dtype, at_first)); /* none packed */
   dlrun_free(all);
   const char *m = message ? message : "";
   return dlrun_fail(DLRUN_ERR_ASSERTION,

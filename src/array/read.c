@@ -12,6 +12,7 @@
 #include "device/boxes.h"
 #include "device/copy_route.h"
 #include "grid.h"
+#include "storage_view.h"
 
 typedef struct read_ctx {
   const dlrun_array *a;
@@ -124,6 +125,14 @@ static void read_range(read_ctx *c, const dlrun_grid *g, int depth, int64_t *lo,
 dlrun_status dlrun_array_read(dlrun_array *a, uint64_t offset, uint64_t nbytes, void *dst) {
   DLRUN_NONNULL(a, "dlrun_array_read", "array");
   if (nbytes) DLRUN_NONNULL(dst, "dlrun_array_read", "dst");
+  if (dlrun_dtype_is_packed(a->dtype)) { /* the bytes of its storage view */
+    dlrun_array *v;
+    dlrun_status st = dlrun_array_storage_view(a, &v);
+    if (st) return st;
+    st = dlrun_array_read(v, offset, nbytes, dst);
+    dlrun_array_release(v);
+    return st;
+  }
   size_t esize = dlrun_dtype_get(a->dtype)->size;
   if (offset > a->nbytes || nbytes > a->nbytes - offset || offset % esize || nbytes % esize)
     return dlrun_fail(DLRUN_ERR_VALUE,

@@ -13,10 +13,12 @@
 #include "array_impl.h"
 #include "core/alloc.h"
 #include "core/status_impl.h"
+#include "core/storage_impl.h"
 #include "device/boxes.h"
 #include "device/copy.h"
 #include "distributed/distributed_impl.h"
 #include "grid.h"
+#include "storage_view.h"
 #include "transfer_impl.h"
 
 typedef struct planner {
@@ -225,12 +227,41 @@ static dlrun_status put_run(dlrun_array *src, put_target to, bool may_share,
   return DLRUN_OK;
 }
 
+/* A packed array moves as the uint8 array of its storage (storage_view.h):
+ * the same put on the views, whose result's buffers the packed result
+ * takes. Every process of a job takes this path alike. */
+static dlrun_status put_packed(dlrun_array *src, dlrun_sharding *dst, const dlrun_put_options *o,
+                               dlrun_array **out) {
+  dlrun_array *sv = NULL, *dv = NULL;
+  dlrun_sharding *ds = NULL;
+  int sndim;
+  int64_t sdims[DLRUN_MAX_NDIM];
+  dlrun_status st = dlrun_array_storage_view(src, &sv);
+  if (!st) st = dlrun_storage_sharding(dst, src->ndim, src->dims, src->dtype, &sndim, sdims, &ds);
+  if (!st) st = dlrun_device_put(sv, ds, o, &dv);
+  if (!st) st = dlrun_array_from_storage_view(dv, src->dtype, src->ndim, src->dims, dst, out);
+  if (!st && o->donate) dlrun_array_delete(src);
+  if (dv) dlrun_array_release(dv);
+  if (sv) dlrun_array_release(sv);
+  if (ds) dlrun_sharding_release(ds);
+  return st;
+}
+
 dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
                               const dlrun_put_options *options, dlrun_array **out) {
   DLRUN_NONNULL(out, "dlrun_device_put", "out");
   *out = NULL;
   dlrun_put_options o = options ? *options : (dlrun_put_options){0};
   dlrun_status st = validate_put(src, dst, &o);
+  if (!st && dlrun_dtype_is_packed(src->dtype)) {
+    if (o.may_alias != DLRUN_ALIAS_NEVER && !o.donate && dlrun_sharding_equal(src->sharding, dst)) {
+      if (o.stats) *o.stats = (dlrun_transfer_stats){0};
+      dlrun_array_retain(src);
+      *out = src;
+      return DLRUN_OK;
+    }
+    return put_packed(src, dst, &o, out);
+  }
   /* Between processes: collective. Where both shardings are another single
    * process's, this one takes no part: its result holds no shard. */
   int owner = src && dst && dlrun_distributed_job_transport() ? only_process(src->sharding, dst)
@@ -258,8 +289,40 @@ dlrun_status dlrun_device_put(dlrun_array *src, dlrun_sharding *dst,
   return DLRUN_OK;
 }
 
+/* put_slab of a packed array: the same on the storage views, the slab's
+ * box mapped to the global storage's bytes (or the rule's ValueError). */
+static dlrun_status put_slab_packed(dlrun_array *src, dlrun_sharding *dst, const int64_t *dims,
+                                    const int64_t *offset, dlrun_array **out) {
+  int n = src->ndim, sndim;
+  int64_t shard_dims[DLRUN_MAX_NDIM], sdims[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
+  int64_t slo[DLRUN_MAX_NDIM], shi[DLRUN_MAX_NDIM];
+  uint64_t nbytes, shard_nbytes;
+  dlrun_storage g;
+  dlrun_status st = dlrun_array_layout(dst, src->dtype, n, dims, shard_dims, &nbytes,
+                                       &shard_nbytes);
+  if (!st) st = dlrun_storage_of(dlrun_dtype_get(src->dtype), n, dims, &g);
+  for (int d = 0; d < n; d++) hi[d] = offset[d] + src->dims[d];
+  if (!st) st = dlrun_storage_box(&g, offset, hi, slo, shi);
+  if (st) return st;
+  dlrun_array *sv = NULL, *dv = NULL;
+  dlrun_sharding *ds = NULL;
+  st = dlrun_array_storage_view(src, &sv);
+  if (!st) st = dlrun_storage_sharding(dst, n, dims, src->dtype, &sndim, sdims, &ds);
+  if (!st) {
+    dlrun_transfer_stats stats;
+    put_target to = {.sharding = ds, .dims = sdims, .offset = slo};
+    st = put_run(sv, to, false, &stats, &dv);
+  }
+  if (!st) st = dlrun_array_from_storage_view(dv, src->dtype, n, dims, dst, out);
+  if (dv) dlrun_array_release(dv);
+  if (sv) dlrun_array_release(sv);
+  if (ds) dlrun_sharding_release(ds);
+  return st;
+}
+
 dlrun_status dlrun_put_slab(dlrun_array *src, dlrun_sharding *dst, const int64_t *dims,
                             const int64_t *offset, dlrun_array **out) {
+  if (dlrun_dtype_is_packed(src->dtype)) return put_slab_packed(src, dst, dims, offset, out);
   dlrun_transfer_stats stats;
   put_target to = {.sharding = dst, .dims = dims, .offset = offset};
   return put_run(src, to, false, &stats, out);

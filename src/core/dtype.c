@@ -14,6 +14,7 @@
 #include "dlpack_names.h"
 #include "dtype_impl.h"
 #include "status_impl.h"
+#include "subbyte_impl.h"
 
 static const dlrun_dtype_info dtype_table[DLRUN_DTYPE_COUNT] = {
     [DLRUN_BOOL] = {.name = "bool", .size = 1, .kind = DLRUN_KIND_BOOL,
@@ -62,6 +63,21 @@ static const dlrun_dtype_info dtype_table[DLRUN_DTYPE_COUNT] = {
                               .dl_code = 13, .dl_bits = 8, .dl_lanes = 1},
     [DLRUN_FLOAT8_E8M0FNU] = {.name = "float8_e8m0fnu", .size = 1, .kind = DLRUN_KIND_FLOAT,
                              .dl_code = 14, .dl_bits = 8, .dl_lanes = 1},
+    /* The sub-byte types: packed, dl_bits below 8 (core/subbyte_impl.h). */
+    [DLRUN_INT4] = {.name = "int4", .size = 1, .kind = DLRUN_KIND_INT,
+                    .dl_code = 0, .dl_bits = 4, .dl_lanes = 1},
+    [DLRUN_UINT4] = {.name = "uint4", .size = 1, .kind = DLRUN_KIND_UINT,
+                     .dl_code = 1, .dl_bits = 4, .dl_lanes = 1},
+    [DLRUN_INT2] = {.name = "int2", .size = 1, .kind = DLRUN_KIND_INT,
+                    .dl_code = 0, .dl_bits = 2, .dl_lanes = 1},
+    [DLRUN_UINT2] = {.name = "uint2", .size = 1, .kind = DLRUN_KIND_UINT,
+                     .dl_code = 1, .dl_bits = 2, .dl_lanes = 1},
+    [DLRUN_FLOAT4_E2M1FN] = {.name = "float4_e2m1fn", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                             .dl_code = 17, .dl_bits = 4, .dl_lanes = 1},
+    [DLRUN_FLOAT6_E2M3FN] = {.name = "float6_e2m3fn", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                             .dl_code = 15, .dl_bits = 6, .dl_lanes = 1},
+    [DLRUN_FLOAT6_E3M2FN] = {.name = "float6_e3m2fn", .size = 1, .kind = DLRUN_KIND_FLOAT,
+                             .dl_code = 16, .dl_bits = 6, .dl_lanes = 1},
 };
 
 /* DLPack's code for bool; its bit width is fixed at 8. */
@@ -498,6 +514,13 @@ dlrun_status dlrun_dtype_store(dlrun_dtype dtype, void *dst, const dlrun_scalar 
     return dlrun_fail(DLRUN_ERR_VALUE, "cannot store in %s: invalid scalar kind %d",
                       info->name, (int)value->kind);
 
+  if (info->dl_bits < 8) { /* one sub-byte element, unpacked: low bits, rest zero */
+    unsigned pattern;
+    dlrun_status st = dlrun_subbyte_encode(info, value, &pattern);
+    if (st) return st;
+    *(unsigned char *)dst = (unsigned char)pattern;
+    return DLRUN_OK;
+  }
   unsigned char buf[MAX_ELEMENT_SIZE] = {0};
   char shown[96];
   if (value->kind == DLRUN_SCALAR_COMPLEX && info->kind != DLRUN_KIND_COMPLEX)
@@ -563,6 +586,10 @@ void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out) {
   uint64_t u64;
   float f[2];
   double d[2];
+  if (info->dl_bits < 8) {
+    dlrun_subbyte_decode(info, *(const unsigned char *)src, out);
+    return;
+  }
   out->kind = DLRUN_SCALAR_INT;
   switch (dtype) {
   case DLRUN_BOOL:
@@ -618,7 +645,7 @@ void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out) {
     out->re = d[0];
     out->im = d[1];
     break;
-  default: { /* the float8 family */
+  default: { /* the float8 family (packed sub-byte types are read above) */
     const float8_format *f8 = float8_format_of(dtype);
     if (!f8) break;
     memcpy(&u8, src, 1);
@@ -634,6 +661,15 @@ void dlrun_dtype_load(dlrun_dtype dtype, const void *src, dlrun_scalar *out) {
 
 int64_t dlrun_dtype_first_unequal(dlrun_dtype dtype, const void *a, const void *b, int64_t count) {
   const dlrun_dtype_info *info = &dtype_table[dtype];
+  if (info->dl_bits < 8) { /* packed runs of `count` elements */
+    for (int64_t i = 0; i < count; i++) {
+      dlrun_scalar x, y;
+      dlrun_subbyte_load_at(info, a, i, &x);
+      dlrun_subbyte_load_at(info, b, i, &y);
+      if (x.kind == DLRUN_SCALAR_INT ? x.i != y.i : x.re != y.re) return i;
+    }
+    return -1;
+  }
   const unsigned char *p = a, *q = b;
   bool by_value = info->kind == DLRUN_KIND_FLOAT || info->kind == DLRUN_KIND_COMPLEX;
   if (!by_value && !memcmp(p, q, (size_t)count * info->size)) return -1;

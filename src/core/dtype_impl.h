@@ -10,7 +10,8 @@
  * b differ as values, or -1 when every pair is equal. Floats and complex
  * numbers compare by value (-0.0 equals 0.0; NaN equals nothing, not even
  * itself, so an element holding NaN always differs); integers and bools by
- * their bytes. `dtype` must be a valid dtype. */
+ * their bytes; a packed sub-byte dtype's a and b are packed runs of `count`
+ * elements, compared element by element. `dtype` must be a valid dtype. */
 int64_t dlrun_dtype_first_unequal(dlrun_dtype dtype, const void *a, const void *b, int64_t count);
 
 /* The first DLPack version (major.minor) whose type codes include `dtype`'s:

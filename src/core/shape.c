@@ -46,7 +46,14 @@ dlrun_status dlrun_shape_nbytes(int ndim, const int64_t *dims, dlrun_dtype dtype
   dlrun_status st = dlrun_shape_size(ndim, dims, &size);
   if (st) return st;
   int64_t bytes;
-  if (__builtin_mul_overflow(size, (int64_t)info->size, &bytes)) {
+  if (info->dl_bits < 8) { /* packed: ceil(size * bits / 8) */
+    uint64_t packed;
+    if (dlrun_dtype_nbytes(dtype, size, &packed) == DLRUN_OK) {
+      *out = packed;
+      return DLRUN_OK;
+    }
+  }
+  if (info->dl_bits < 8 || __builtin_mul_overflow(size, (int64_t)info->size, &bytes)) {
     char t[256];
     return dlrun_fail(DLRUN_ERR_VALUE, "shape %s of %s is too large: its byte size overflows int64",
                       dlrun_tuple_string(dims, ndim, t, sizeof t), info->name);

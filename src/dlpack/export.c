@@ -273,14 +273,22 @@ static dlrun_status check_type_code(dlrun_dtype dtype, const dlrun_export_option
   if (major == 0 || (o->has_max_version && o->max_major >= 1) || o->legacy_knows_1_1)
     return DLRUN_OK;
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
-  char code[DLRUN_DL_CODE_TEXT];
+  /* Sub-byte types: the code may be old (Int, UInt), the packed layout of
+   * `bits` below 8 is what 1.1 set. */
+  char code[DLRUN_DL_CODE_TEXT], what[192];
+  dlrun_dlpack_type_code_text(info->dl_code, code, sizeof code);
+  if (info->dl_bits < 8)
+    snprintf(what, sizeof what,
+             "%s is a packed sub-byte type (code=%s, bits=%u), whose layout DLPack %u.%u set",
+             info->name, code, (unsigned)info->dl_bits, major, minor);
+  else
+    snprintf(what, sizeof what, "%s has DLPack type code %s, which DLPack %u.%u added",
+             info->name, code, major, minor);
   return dlrun_fail(DLRUN_ERR_BUFFER,
-                    "%s has DLPack type code %s, which DLPack %u.%u added: the consumer of a "
-                    "legacy DLPack tensor (no max_version) may predate it. Ask for "
-                    "max_version (1, 0) or later, or pass legacy_knows_1_1=true if the consumer "
-                    "reads DLPack %u.%u's type codes.",
-                    info->name, dlrun_dlpack_type_code_text(info->dl_code, code, sizeof code),
-                    major, minor, major, minor);
+                    "%s: the consumer of a legacy DLPack tensor (no max_version) may predate "
+                    "it. Ask for max_version (1, 0) or later, or pass legacy_knows_1_1=true if "
+                    "the consumer reads DLPack %u.%u's type codes.",
+                    what, major, minor);
 }
 
 static dlrun_status check_options(const dlrun_array *a, const dlrun_export_options *o,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "array/array_impl.h"
+#include "array/storage_view.h"
 #include "core/alloc.h"
 #include "core/dlpack_names.h"
 #include "core/status_impl.h"
@@ -50,7 +51,43 @@ typedef struct layout {
   bool row_major;
   dlrun_device *source; /* where the memory is */
   dlrun_memory_kind source_kind;
+  /* A packed sub-byte tensor is read as the uint8 run of its bytes (dtype,
+   * dims above), and becomes an array of its own dtype and shape after. */
+  bool packed;
+  dlrun_dtype packed_dtype;
+  int packed_ndim;
+  int64_t packed_dims[DLRUN_MAX_NDIM];
 } layout;
+
+/* DLPack 1.1's packed layout is row-major and compact: element strides
+ * (NULL or row-major; size-1 dimensions any) are the only ones dlrun can
+ * read for a sub-byte dtype. The layout becomes its bytes, as uint8. */
+static dlrun_status take_packed(const DLTensor *t, layout *l) {
+  const dlrun_dtype_info *info = dlrun_dtype_get(l->dtype);
+  int64_t row_major[DLRUN_MAX_NDIM];
+  dlrun_row_major_strides(l->ndim, l->dims, row_major);
+  for (int d = 0; t->strides && d < l->ndim; d++)
+    if (l->dims[d] != 1 && t->strides[d] != row_major[d]) {
+      char got[256], want[256], shape[256];
+      return dlrun_fail(DLRUN_ERR_BUFFER,
+                        "from_dlpack: %s is a packed sub-byte type, which dlrun reads only "
+                        "row-major and compact, but shape %s has strides %s (expected %s)",
+                        info->name, dlrun_tuple_string(l->dims, l->ndim, shape, sizeof shape),
+                        dlrun_tuple_string(t->strides, l->ndim, got, sizeof got),
+                        dlrun_tuple_string(row_major, l->ndim, want, sizeof want));
+    }
+  uint64_t nbytes;
+  dlrun_status st = dlrun_shape_nbytes(l->ndim, l->dims, l->dtype, &nbytes);
+  if (st) return dlrun_fail_prefix(DLRUN_ERR_BUFFER, "from_dlpack: ");
+  l->packed = true;
+  l->packed_dtype = l->dtype;
+  l->packed_ndim = l->ndim;
+  memcpy(l->packed_dims, l->dims, (size_t)l->ndim * sizeof *l->dims);
+  l->dtype = DLRUN_UINT8;
+  l->ndim = 1;
+  l->dims[0] = (int64_t)nbytes;
+  return DLRUN_OK;
+}
 
 /* Host memory (pinned host memory too) is read on the host cpu device;
  * device memory on the device the platforms recognise. */
@@ -119,6 +156,9 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
   }
   dlrun_status st = dlrun_dtype_from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &l->dtype);
   if (st) return dlrun_fail_prefix(st, "from_dlpack: ");
+  l->packed = false;
+  if (dlrun_dtype_get(l->dtype)->dl_bits < 8 && (st = take_packed(t, l))) return st;
+  const int64_t *given_strides = l->packed ? NULL : t->strides;
   l->esize = dlrun_dtype_get(l->dtype)->size;
   if ((st = dlrun_shape_nbytes(l->ndim, l->dims, l->dtype, &l->nbytes)))
     return dlrun_fail_prefix(DLRUN_ERR_BUFFER, "from_dlpack: ");
@@ -127,7 +167,7 @@ static dlrun_status check_tensor(dlrun_runtime *rt, const DLTensor *t, layout *l
   /* NULL strides are row-major: DLPack's rule before 1.2, and still
    * accepted from a versioned tensor that says 1.2 or later (which DLPack
    * lets a consumer refuse): the meaning is not in doubt. */
-  if (t->strides) memcpy(l->strides, t->strides, (size_t)l->ndim * sizeof(int64_t));
+  if (given_strides) memcpy(l->strides, given_strides, (size_t)l->ndim * sizeof(int64_t));
   else dlrun_row_major_strides(l->ndim, l->dims, l->strides);
   /* Size-1 dimensions may carry any stride: normalise them. */
   int64_t row_major[DLRUN_MAX_NDIM];
@@ -307,6 +347,12 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
   dlrun_status st = check_tensor(rt, legacy ? &legacy->dl_tensor : &versioned->dl_tensor, &l);
   if (st) return st;
 
+  if (l.packed && versioned && (versioned->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED))
+    return dlrun_fail(DLRUN_ERR_BUFFER,
+                      "from_dlpack: the %s tensor is padded (flags=0x%llx: "
+                      "DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED), but dlrun reads sub-byte "
+                      "types only packed, DLPack 1.1's default",
+                      dlrun_dtype_get(l.packed_dtype)->name, (unsigned long long)versioned->flags);
   dlrun_sharding *target = o.target;
   if (target && dlrun_sharding_device_count(target) != 1)
     return dlrun_fail(DLRUN_ERR_VALUE,
@@ -361,6 +407,13 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
                       "\"device\": \"%s\", \"bytes\": %llu, \"copied\": %s", dest->name,
                       (unsigned long long)l.nbytes,
                       *outcome == DLRUN_IMPORT_COPIED ? "true" : "false");
+  if (!st && l.packed) { /* the bytes become the packed array */
+    dlrun_array *packed = NULL;
+    st = dlrun_array_from_storage_view(*out, l.packed_dtype, l.packed_ndim, l.packed_dims, target,
+                                       &packed);
+    dlrun_array_release(*out); /* on failure the tensor goes with it, as the outcome says */
+    *out = packed;
+  }
   if (owned_target) dlrun_sharding_release(target);
   return st;
 }

@@ -141,9 +141,9 @@ static int fill(lua_State *L, const char *fn, int shape_idx, int value_idx, int 
                                                     : dlrun_lua_check_dtype(L, dtype_idx, fn);
   dlrun_lua_check_nargs(L, fn, dtype_idx + 1);
   dlrun_sharding *target = dlrun_lua_push_target(L, dtype_idx + 1, fn);
-  unsigned char scratch[16];
+  unsigned char scratch[16] = {0};
   uint64_t nbytes;
-  dlrun_lua_check_in(L, fn, dlrun_dtype_store(dtype, scratch, &value));
+  dlrun_lua_check_in(L, fn, dlrun_dtype_store_at(dtype, scratch, 0, &value));
   dlrun_lua_check_in(L, fn, dlrun_shape_nbytes(ndim, dims, dtype, &nbytes));
   array_ud *u = new_array_ud(L, lua_gettop(L));
   dlrun_lua_check(L, dlrun_array_full(target, dtype, ndim, dims, &value, &u->a));
@@ -259,7 +259,7 @@ static int l_item(lua_State *L) {
   unsigned char buf[16];
   dlrun_lua_check(L, dlrun_array_read(a, 0, dlrun_array_nbytes(a), buf));
   dlrun_scalar s;
-  dlrun_dtype_load(dlrun_array_dtype(a), buf, &s);
+  dlrun_dtype_load_at(dlrun_array_dtype(a), buf, 0, &s);
   dlrun_lua_push_scalar(L, &s);
   return 1;
 }
@@ -274,6 +274,24 @@ static int l_elements(lua_State *L) {
     return dlrun_lua_raise(L, "ValueError", "_elements: range %lld+%lld outside size %lld",
                            (long long)first, (long long)count, (long long)size);
   dlrun_dtype dt = dlrun_array_dtype(a);
+  unsigned bits = dlrun_dtype_get(dt)->dl_bits;
+  if (bits < 8) {
+    /* Packed: from the first element of its byte group (8/gcd(bits, 8)
+     * elements, a whole number of bytes) up to the byte holding the last. */
+    int64_t group = bits == 6 ? 4 : 8 / bits;
+    int64_t e0 = (first - 1) / group * group;
+    uint64_t b0 = (uint64_t)e0 * bits / 8, b1 = ((uint64_t)(first - 1 + count) * bits + 7) / 8;
+    unsigned char *packed = lua_newuserdatauv(L, b1 > b0 ? (size_t)(b1 - b0) : 1, 0);
+    dlrun_lua_check(L, dlrun_array_read(a, b0, b1 - b0, packed));
+    lua_createtable(L, count < (1 << 26) ? (int)count : 0, 0);
+    for (lua_Integer i = 0; i < count; i++) {
+      dlrun_scalar v;
+      dlrun_dtype_load_at(dt, packed, first - 1 - e0 + i, &v);
+      dlrun_lua_push_scalar(L, &v);
+      lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+  }
   size_t esize = dlrun_dtype_get(dt)->size;
   unsigned char *host = lua_newuserdatauv(L, (size_t)count * esize, 0);
   dlrun_lua_check(L, dlrun_array_read(a, (uint64_t)(first - 1) * esize, (uint64_t)count * esize, host));

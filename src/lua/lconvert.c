@@ -229,7 +229,6 @@ typedef struct walk {
   /* storing */
   dlrun_dtype dtype;
   unsigned char *out;
-  size_t esize;
   int64_t count;
 } walk;
 
@@ -282,7 +281,9 @@ static void check_size(walk *w, dlrun_dtype dtype) {
   uint64_t nbytes;
   dlrun_lua_check_in(w->L, w->fn, dlrun_shape_nbytes(w->ndim, w->dims, dtype, &nbytes));
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
-  if (nbytes / info->size > MAX_DATA_ELEMENTS) {
+  int64_t count; /* elements: a packed dtype's bytes hold several */
+  dlrun_shape_size(w->ndim, w->dims, &count);
+  if ((uint64_t)count > MAX_DATA_ELEMENTS) {
     char shape[256];
     dlrun_lua_raise(w->L, "ResourceExhaustedError",
                     "%s: nested data of shape %s would need %llu bytes as %s; Lua data gives at "
@@ -366,7 +367,7 @@ static void infer_leaf(walk *w, int depth) {
 
 static void store_leaf(walk *w, int depth) {
   dlrun_scalar s = leaf_scalar(w, depth);
-  dlrun_status st = dlrun_dtype_store(w->dtype, w->out + (size_t)w->count * w->esize, &s);
+  dlrun_status st = dlrun_dtype_store_at(w->dtype, w->out, w->count, &s);
   if (st) {
     char pos[256];
     if (depth) dlrun_lua_raise(w->L, "ValueError", "%s: element %s: %s", w->fn,
@@ -412,8 +413,9 @@ void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtyp
   }
   dlrun_lua_check_in(L, fn, dlrun_shape_nbytes(w.ndim, w.dims, *dtype, nbytes));
   w.dtype = *dtype;
-  w.esize = dlrun_dtype_get(*dtype)->size;
   w.out = lua_newuserdatauv(L, (size_t)*nbytes, 0);
+  /* Packed elements are written bit by bit: start from zero padding. */
+  if (dlrun_dtype_get(*dtype)->dl_bits < 8) memset(w.out, 0, (size_t)*nbytes);
   lua_pushvalue(L, idx);
   visit(&w, 0, store_leaf);
   lua_pop(L, 1);
@@ -424,24 +426,25 @@ void *dlrun_lua_nested_to_host(lua_State *L, int idx, const char *fn, dlrun_dtyp
 
 /* ---- host data to tables ---- */
 
-static const unsigned char *push_level(lua_State *L, dlrun_dtype dtype, size_t esize, int ndim,
-                                       const int64_t *dims, const unsigned char *p) {
+/* Elements by flat index (*next), so that packed dtypes read as any other. */
+static void push_level(lua_State *L, dlrun_dtype dtype, int ndim, const int64_t *dims,
+                       const void *data, int64_t *next) {
   if (ndim == 0) {
     dlrun_scalar s;
-    dlrun_dtype_load(dtype, p, &s);
+    dlrun_dtype_load_at(dtype, data, (*next)++, &s);
     dlrun_lua_push_scalar(L, &s);
-    return p + esize;
+    return;
   }
   luaL_checkstack(L, 3, "array too deep");
   lua_createtable(L, dims[0] < (1 << 26) ? (int)dims[0] : 0, 0);
   for (int64_t i = 0; i < dims[0]; i++) {
-    p = push_level(L, dtype, esize, ndim - 1, dims + 1, p);
+    push_level(L, dtype, ndim - 1, dims + 1, data, next);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  return p;
 }
 
 void dlrun_lua_push_nested(lua_State *L, dlrun_dtype dtype, int ndim, const int64_t *dims,
                            const void *data) {
-  push_level(L, dtype, dlrun_dtype_get(dtype)->size, ndim, dims, data);
+  int64_t next = 0;
+  push_level(L, dtype, ndim, dims, data, &next);
 }

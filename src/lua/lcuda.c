@@ -42,6 +42,17 @@ int dlrun_lua_cuda_array_interface(lua_State *L) {
   if (dlrun_array_shard_count(a) != 1)
     return dlrun_lua_raise(L, "AttributeError",
                            "__cuda_array_interface__() is supported only for unsharded arrays.");
+  /* A packed sub-byte dtype has no typestr: the interface counts whole bytes
+   * per element (ml_dtypes' int4 is "<V1", one element a byte), where
+   * dlrun's bytes each hold several elements. */
+  const dlrun_dtype_info *info = dlrun_dtype_get(dlrun_array_dtype(a));
+  if (info->dl_bits < 8)
+    return dlrun_lua_raise(L, "TypeError",
+                           "__cuda_array_interface__() cannot describe %s: its elements are "
+                           "packed, %u bits each (DLPack 1.1's layout), and the interface's "
+                           "typestr has whole bytes per element; use __dlpack__ with "
+                           "max_version (1, 1)",
+                           info->name, (unsigned)info->dl_bits);
   int32_t type, id;
   dlrun_lua_check(L, dlrun_export_device(a, &type, &id));
   dlrun_device *dev = dlrun_array_device(a);
