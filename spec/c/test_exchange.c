@@ -306,6 +306,36 @@ int main(void) {
           (unsigned long long)in_use(host, DLRUN_MEM_DEVICE), (unsigned long long)before);
   }
 
+  TEST("cpu: a packed int4[5] holds 5 elements in 3 bytes, read back element by element") {
+    int64_t dims5[1] = {5};
+    DLTensor p = proto(kDLCPU, 0, 1, dims5);
+    p.dtype = (DLDataType){kDLInt, 4, 1};
+    DLManagedTensorVersioned *m = allocated(&p);
+    if (m) {
+      check_layout(m, &p);
+      unsigned char *bytes = m->dl_tensor.data;
+      for (int i = 0; i < 5; i++) /* element i is bits 4i .. 4i+3: -2, -1, 0, 1, 2 */
+        dlrun_dtype_store_at(DLRUN_INT4, bytes, i,
+                             &(dlrun_scalar){.kind = DLRUN_SCALAR_INT, .i = i - 2});
+      CHECK(bytes[0] == 0xFE && bytes[1] == 0x10 && (bytes[2] & 0x0F) == 0x02,
+            "bytes %02x %02x %02x", bytes[0], bytes[1], bytes[2]);
+      dlrun_array *a = NULL;
+      CHECK(dlrun_import(rt, NULL, m, NULL, &a, NULL) == DLRUN_OK, "%s", dlrun_last_error());
+      CHECK(a && dlrun_array_dtype(a) == DLRUN_INT4 && dlrun_array_size(a) == 5 &&
+                dlrun_array_nbytes(a) == 3,
+            "int4[5] in 3 bytes");
+      unsigned char back[3] = {0};
+      CHECK(a && dlrun_array_read(a, 0, 3, back) == DLRUN_OK, "%s", dlrun_last_error());
+      for (int i = 0; i < 5; i++) {
+        dlrun_scalar v;
+        dlrun_dtype_load_at(DLRUN_INT4, back, i, &v);
+        CHECK(v.kind == DLRUN_SCALAR_INT && v.i == i - 2, "[%d] = %lld", i, (long long)v.i);
+      }
+      dlrun_array_release(a);
+    }
+    CHECK(dlrun_live_exports(rt) == 0, "%lld live", (long long)dlrun_live_exports(rt));
+  }
+
   TEST("sim: device 1's memory as (kDLExtDev, 1), written by the driver's copy, no stream") {
     uint64_t before = in_use(sim1, DLRUN_MEM_DEVICE);
     int64_t dims[1] = {100};
@@ -428,10 +458,10 @@ int main(void) {
             "dlrun_exchange_allocator: prototype: unsupported DLPack dtype (code=2 (kDLFloat), "
             "bits=24, lanes=1)",
             0);
-    p.dtype = (DLDataType){17, 4, 1}; /* float4_e2m1fn */
+    p.dtype = (DLDataType){17, 6, 1}; /* float4_e2m1fn is 4 bits */
     refused(&p, "BufferError",
             "dlrun_exchange_allocator: prototype: unsupported DLPack dtype "
-            "(code=17 (kDLFloat4_e2m1fn), bits=4, lanes=1)",
+            "(code=17 (kDLFloat4_e2m1fn), bits=6, lanes=1)",
             0);
     const char *has = "; it has kDLExtDev:0..1, kDLCPU:0";
     struct { int32_t type, id; const char *name; } missing[] = {

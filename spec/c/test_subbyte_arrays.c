@@ -189,14 +189,20 @@ int main(void) {
           dlrun_array_dtype(b) == DLRUN_UINT4 && dlrun_array_size(b) == 5 && bytes_are(b, bytes, 3),
           "round trip");
       dlrun_array_release(b);
+      /* A versioned consumer asking for (1, 0) gets it labelled 1.1; a
+       * legacy one only when vouched for. */
       dlrun_export_options old = {.has_max_version = true, .max_major = 1, .max_minor = 0};
-      CHECK(dlrun_export(a, &old, &e) == DLRUN_ERR_BUFFER, "max_version (1, 0)");
-      CHECK(strcmp(dlrun_last_error(),
-                   "uint4 is a packed sub-byte type (code=1, bits=4), whose layout DLPack 1.1 "
-                   "set, but the consumer asked for max_version (1, 0). Ask for max_version (1, "
-                   "1) or later.") == 0,
-            "%s", dlrun_last_error());
+      CHECK(dlrun_export(a, &old, &e) == DLRUN_OK, "max_version (1, 0): %s", dlrun_last_error());
+      CHECK(e.versioned && e.versioned->version.major == 1 && e.versioned->version.minor == 1,
+            "labelled 1.1");
+      if (e.versioned) e.versioned->deleter(e.versioned);
       CHECK(dlrun_export(a, NULL, &e) == DLRUN_ERR_BUFFER, "legacy");
+      CHECK(strcmp(dlrun_last_error(),
+                   "uint4 is a packed sub-byte type (code=1 (kDLUInt), bits=4), whose layout "
+                   "DLPack 1.1 set: the consumer of a legacy DLPack tensor (no max_version) may "
+                   "predate it. Ask for max_version (1, 0) or later, or pass "
+                   "legacy_knows_1_1=true if the consumer reads DLPack 1.1's type codes.") == 0,
+            "%s", dlrun_last_error());
       dlrun_array_release(a);
     }
   }
@@ -230,10 +236,12 @@ int main(void) {
       uint8_t code, bits;
       const char *msg;
     } odd[] = {
-        {0, 3, "from_dlpack: unsupported DLPack dtype (code=0, bits=3, lanes=1)"},
-        {2, 6, "from_dlpack: unsupported DLPack dtype (code=2, bits=6, lanes=1)"},
-        {15, 8, "from_dlpack: unsupported DLPack dtype (code=15, bits=8, lanes=1)"},
-        {17, 6, "from_dlpack: unsupported DLPack dtype (code=17, bits=6, lanes=1)"},
+        {0, 3, "from_dlpack: unsupported DLPack dtype (code=0 (kDLInt), bits=3, lanes=1)"},
+        {2, 6, "from_dlpack: unsupported DLPack dtype (code=2 (kDLFloat), bits=6, lanes=1)"},
+        {15, 8,
+         "from_dlpack: unsupported DLPack dtype (code=15 (kDLFloat6_e2m3fn), bits=8, lanes=1)"},
+        {17, 6,
+         "from_dlpack: unsupported DLPack dtype (code=17 (kDLFloat4_e2m1fn), bits=6, lanes=1)"},
     };
     for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
       hand_init(&h, data, odd[i].code, odd[i].bits, 1, shape, NULL, 0);
