@@ -65,7 +65,8 @@ print(p, "gather", g.process_index, g.bytes_moved > 0 == (p == 0))]]
 
 -- Process 1's own error for each case.
 local function own_errors(n)
-  local options = "strategy, device, max_version, dl_device, copy, stream, legacy_sharing"
+  local options = "strategy, device, max_version, dl_device, copy, stream, legacy_sharing, "
+                  .. "legacy_knows_1_1"
   return {
     {"deleted", "export",
      ("RuntimeError: Array has been deleted with shape=int32[%d,2]."):format(2 * n)},
