@@ -424,9 +424,11 @@ def subbyte_refused_case(name, rt, sharding, dtname, from_dlpack):
                                 data.ctypes.data_as(C.c_void_p), data.nbytes, C.byref(arr)),
           "dlrun_array_from_host")
     base = dlrun_live_exports(rt)
-    want = ("dlrun_export: BufferError %s is a packed sub-byte type (code=%d, bits=%d), whose "
-            "layout DLPack 1.1 set: the consumer of a legacy DLPack tensor (no max_version) may "
-            "predate it." % (dtname, code, bits))
+    code_names = {0: "kDLInt", 1: "kDLUInt", 15: "kDLFloat6_e2m3fn", 16: "kDLFloat6_e3m2fn",
+                  17: "kDLFloat4_e2m1fn"}
+    want = ("dlrun_export: BufferError %s is a packed sub-byte type (code=%d (%s), bits=%d), "
+            "whose layout DLPack 1.1 set: the consumer of a legacy DLPack tensor (no "
+            "max_version) may predate it." % (dtname, code, code_names[code], bits))
     try:
         export_legacy(arr)
         got = "exported"
