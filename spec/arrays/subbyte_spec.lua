@@ -145,11 +145,15 @@ describe("sub-byte dtypes", function()
       assert.are.equal(x:tobytes(), y:tobytes())
       local z = dl.from_dlpack(x:__dlpack__({legacy_knows_1_1 = true}))
       assert.are.same({1, -2, 3, 7, -8}, z:tolist())
-      expect_error("BufferError", "int4 is a packed sub-byte type (code=0, bits=4), whose layout "
-                   .. "DLPack 1.1 set: the consumer of a legacy DLPack tensor (no max_version) may "
-                   .. "predate it. Ask for max_version (1, 1) or later, or pass "
+      expect_error("BufferError", "int4 is a packed sub-byte type (code=0 (kDLInt), bits=4), "
+                   .. "whose layout DLPack 1.1 set: the consumer of a legacy DLPack tensor (no "
+                   .. "max_version) may predate it. Ask for max_version (1, 0) or later, or pass "
                    .. "legacy_knows_1_1=true if the consumer reads DLPack 1.1's type codes.",
                    function() return x:__dlpack__() end)
+      -- A versioned consumer asking for (1, 0) (PyTorch) gets it labelled 1.1.
+      local cap = x:__dlpack__({max_version = {1, 0}})
+      assert.are.same({1, 1}, cap.version)
+      assert.are.same({1, -2, 3, 7, -8}, dl.from_dlpack(cap):tolist())
     end
   end)
 
