@@ -355,80 +355,13 @@ FLOAT8 = ["float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
           "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
 
 
-def float8_refused_case(name, rt, sharding, dtname, from_dlpack):
-    """A float8 dtype (DLPack 1.1's codes 7-14) to a legacy consumer: dlrun's
-    legacy export refuses it with a BufferError naming the dtype and code, so
-    the consumer never sees the bytes. Forced through (legacy_knows_1_1, the
-    caller vouching wrongly), the consumer must raise its own error, never
-    read the bytes as another type; either way the deleter runs once."""
-    arr = from_host(sharding, dtname, np.array([0x38, 0x40, 0x7E], dtype=np.uint8))
+def legacy_refusal(name, rt, arr, want, code, bits, from_dlpack):
+    """arr (released here) to a legacy consumer: dlrun's legacy export
+    refuses it with a BufferError starting with `want`, so the consumer never
+    sees the bytes. Forced through (legacy_knows_1_1, the caller vouching
+    wrongly), the consumer must raise its own error, never read the bytes as
+    another type; either way the deleter runs once."""
     base = dlrun_live_exports(rt)
-    code = 7 + FLOAT8.index(dtname)
-    want = ("dlrun_export: BufferError %s has DLPack type code %d (kDLFloat8_%s), which DLPack "
-            "1.1 added: the consumer of a legacy DLPack tensor (no max_version) may predate it."
-            % (dtname, code, dtname[len("float8_"):]))
-    try:
-        export_legacy(arr)
-        got = "exported"
-    except DlrunError as e:
-        got = str(e)
-    report(name + " refused by dlrun's legacy export", got.startswith(want),
-           "got %r, want it to start with %r" % (got, want))
-    opts = dlrun_export_options(legacy_knows_1_1=True)
-    ex = dlrun_exported()
-    check(dlrun_export(arr, C.byref(opts), C.byref(ex)), "dlrun_export")
-    dlrun_array_release(arr)
-    report(name + " forced export is legacy with code %d" % code,
-           bool(ex.legacy) and ex.legacy.contents.dl_tensor.dtype.code == code)
-    raised = None
-    prod = Producer(ex.legacy)
-    try:
-        from_dlpack(prod)
-    except Exception as e:  # noqa: BLE001 - the consumer's own error type
-        raised = "%s: %s" % (type(e).__name__, e)  # not e: its traceback holds the capsule
-    report(name + " forced export refused by the consumer",
-           raised is not None and not raised.startswith("SystemError"),
-           "the consumer read it" if raised is None else raised)
-    if raised is not None:
-        print("#   %s: %s" % (name, raised))
-    del prod
-    gc.collect()
-    expect_equal(name + " deleter ran once", dlrun_live_exports(rt) - base, 0)
-
-
-# ---------------------------------------------------------------- the sub-byte types
-
-# name: (DLPack code, bits, element count, the packed bytes)
-SUBBYTE = {
-    "int4": (0, 4, 3, [0xE1, 0x03]),
-    "uint4": (1, 4, 3, [0xE1, 0x03]),
-    "int2": (0, 2, 4, [0xE4]),
-    "uint2": (1, 2, 4, [0xE4]),
-    "float4_e2m1fn": (17, 4, 3, [0xE1, 0x03]),
-    "float6_e2m3fn": (15, 6, 4, [0xDF, 0xF7, 0x7D]),
-    "float6_e3m2fn": (16, 6, 4, [0xDF, 0xF7, 0x7D]),
-}
-
-
-def subbyte_refused_case(name, rt, sharding, dtname, from_dlpack):
-    """A packed sub-byte dtype (DLPack 1.1's layout) to a legacy consumer:
-    dlrun's legacy export refuses it with a BufferError naming the dtype,
-    code and bits, so the consumer never sees the bytes (it would read one
-    element a byte). Forced through (legacy_knows_1_1), the consumer must
-    raise its own error; either way the deleter runs once."""
-    code, bits, count, packed = SUBBYTE[dtname]
-    data = np.array(packed, dtype=np.uint8)
-    dims = (C.c_int64 * 1)(count)
-    arr = P()
-    check(dlrun_array_from_host(sharding, dlrun_dtype(dtname), 1, dims,
-                                data.ctypes.data_as(C.c_void_p), data.nbytes, C.byref(arr)),
-          "dlrun_array_from_host")
-    base = dlrun_live_exports(rt)
-    code_names = {0: "kDLInt", 1: "kDLUInt", 15: "kDLFloat6_e2m3fn", 16: "kDLFloat6_e3m2fn",
-                  17: "kDLFloat4_e2m1fn"}
-    want = ("dlrun_export: BufferError %s is a packed sub-byte type (code=%d (%s), bits=%d), "
-            "whose layout DLPack 1.1 set: the consumer of a legacy DLPack tensor (no "
-            "max_version) may predate it." % (dtname, code, code_names[code], bits))
     try:
         export_legacy(arr)
         got = "exported"
@@ -457,3 +390,51 @@ def subbyte_refused_case(name, rt, sharding, dtname, from_dlpack):
     del prod
     gc.collect()
     expect_equal(name + " deleter ran once", dlrun_live_exports(rt) - base, 0)
+
+
+# ---------------------------------------------------------------- the float8 family
+
+FLOAT8 = ["float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+          "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
+
+
+def float8_refused_case(name, rt, sharding, dtname, from_dlpack):
+    """A float8 dtype (DLPack 1.1's codes 7-14) to a legacy consumer."""
+    arr = from_host(sharding, dtname, np.array([0x38, 0x40, 0x7E], dtype=np.uint8))
+    code = 7 + FLOAT8.index(dtname)
+    want = ("dlrun_export: BufferError %s has DLPack type code %d (kDLFloat8_%s), which DLPack "
+            "1.1 added: the consumer of a legacy DLPack tensor (no max_version) may predate it."
+            % (dtname, code, dtname[len("float8_"):]))
+    legacy_refusal(name, rt, arr, want, code, 8, from_dlpack)
+
+
+# ---------------------------------------------------------------- the sub-byte types
+
+# name: (DLPack code, bits, element count, the packed bytes)
+SUBBYTE = {
+    "int4": (0, 4, 3, [0xE1, 0x03]),
+    "uint4": (1, 4, 3, [0xE1, 0x03]),
+    "int2": (0, 2, 4, [0xE4]),
+    "uint2": (1, 2, 4, [0xE4]),
+    "float4_e2m1fn": (17, 4, 3, [0xE1, 0x03]),
+    "float6_e2m3fn": (15, 6, 4, [0xDF, 0xF7, 0x7D]),
+    "float6_e3m2fn": (16, 6, 4, [0xDF, 0xF7, 0x7D]),
+}
+
+
+def subbyte_refused_case(name, rt, sharding, dtname, from_dlpack):
+    """A packed sub-byte dtype (DLPack 1.1's layout) to a legacy consumer,
+    which would read one element a byte."""
+    code, bits, count, packed = SUBBYTE[dtname]
+    data = np.array(packed, dtype=np.uint8)
+    dims = (C.c_int64 * 1)(count)
+    arr = P()
+    check(dlrun_array_from_host(sharding, dlrun_dtype(dtname), 1, dims,
+                                data.ctypes.data_as(C.c_void_p), data.nbytes, C.byref(arr)),
+          "dlrun_array_from_host")
+    code_names = {0: "kDLInt", 1: "kDLUInt", 15: "kDLFloat6_e2m3fn", 16: "kDLFloat6_e3m2fn",
+                  17: "kDLFloat4_e2m1fn"}
+    want = ("dlrun_export: BufferError %s is a packed sub-byte type (code=%d (%s), bits=%d), "
+            "whose layout DLPack 1.1 set: the consumer of a legacy DLPack tensor (no "
+            "max_version) may predate it." % (dtname, code, code_names[code], bits))
+    legacy_refusal(name, rt, arr, want, code, bits, from_dlpack)
