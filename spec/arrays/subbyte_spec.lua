@@ -157,13 +157,18 @@ describe("sub-byte dtypes", function()
     end
   end)
 
-  it("describe their shards in __partitioned__, each a packed DLPack tensor", function()
+  -- uint4 0..3 on each of up to 4 devices: the array, its bytes, the count.
+  local function spread_uint4()
     local n = #D >= 4 and 4 or #D
     local devs = {}
     for i = 1, n do devs[i] = D[i] end
     local bytes = ("\x10\x32"):rep(n)
-    local x = dl.device_put(dl.frombytes(bytes, {4 * n}, "uint4"),
-                            dl.NamedSharding(dl.Mesh(devs, {"x"}), dl.P("x")))
+    return dl.device_put(dl.frombytes(bytes, {4 * n}, "uint4"),
+                         dl.NamedSharding(dl.Mesh(devs, {"x"}), dl.P("x"))), bytes, n
+  end
+
+  it("describe their shards in __partitioned__, each a packed DLPack tensor", function()
+    local x, bytes, n = spread_uint4()
     local p = x:__partitioned__()
     assert.are.same({4 * n}, p.shape)
     assert.are.same({n}, p.partition_tiling)
@@ -176,12 +181,7 @@ describe("sub-byte dtypes", function()
   end)
 
   it("leave through dl.export's strategies and dl.device_get as their packed bytes", function()
-    local n = #D >= 4 and 4 or #D
-    local devs = {}
-    for i = 1, n do devs[i] = D[i] end
-    local bytes = ("\x10\x32"):rep(n)
-    local x = dl.device_put(dl.frombytes(bytes, {4 * n}, "uint4"),
-                            dl.NamedSharding(dl.Mesh(devs, {"x"}), dl.P("x")))
+    local x, bytes, n = spread_uint4()
     for _, strategy in ipairs({"gather", "host", "auto"}) do
       local r = dl.export(x, {strategy = strategy, max_version = {1, 1}})
       assert.are.equal(bytes, dl.from_dlpack(r.capsule):tobytes())

@@ -6,15 +6,7 @@
 #include <string.h>
 
 #include "status_impl.h"
-
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
+#include "subbyte_impl.h"
 
 dlrun_status dlrun_storage_of(const dlrun_dtype_info *info, int ndim, const int64_t *dims,
                               dlrun_storage *out) {
@@ -65,7 +57,7 @@ dlrun_status dlrun_storage_of(const dlrun_dtype_info *info, int ndim, const int6
   }
   out->split = k;
   out->row_bits = row;
-  out->step = row == 0 ? 1 : 8 / gcd64(row, 8);
+  out->step = row == 0 ? 1 : 8 / dlrun_gcd(row, 8);
   out->sndim = k + 1;
   for (int i = 0; i < k; i++) out->sdims[i] = dims[i];
   out->sdims[k] = (suffix + 7) / 8;

@@ -258,9 +258,9 @@ dlrun_status dlrun_packed_nbytes(unsigned bits, int64_t count, int64_t *out) {
   return DLRUN_OK;
 }
 
-static unsigned gcd_u(unsigned a, unsigned b) {
+int64_t dlrun_gcd(int64_t a, int64_t b) {
   while (b) {
-    unsigned t = a % b;
+    int64_t t = a % b;
     a = b;
     b = t;
   }
@@ -268,7 +268,7 @@ static unsigned gcd_u(unsigned a, unsigned b) {
 }
 
 void dlrun_packed_group(unsigned bits, unsigned pattern, uint8_t group[8], size_t *nbytes) {
-  unsigned g = gcd_u(bits, 8);
+  unsigned g = (unsigned)dlrun_gcd(bits, 8);
   memset(group, 0, 8);
   for (unsigned i = 0; i < 8 / g; i++) dlrun_packed_set(group, bits, i, pattern);
   *nbytes = bits / g;

@@ -64,6 +64,9 @@ void dlrun_subbyte_load_at(const dlrun_dtype_info *info, const void *base, int64
  * ceil(count * bits / 8). DLRUN_ERR_VALUE when that overflows int64. */
 dlrun_status dlrun_packed_nbytes(unsigned bits, int64_t count, int64_t *out);
 
+/* The greatest common divisor of a and b (non-negative). */
+int64_t dlrun_gcd(int64_t a, int64_t b);
+
 /* The smallest run of whole bytes that a fill repeats: `pattern` written
  * 8/gcd(bits, 8) times is bits/gcd(bits, 8) bytes (1 for 2 and 4 bits, 3
  * for 6). Writes them to group[0..*nbytes-1]; group holds 8 bytes. */
