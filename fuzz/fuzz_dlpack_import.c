@@ -89,9 +89,12 @@ static void init_once(void) {
 
 typedef struct dl_dtype {
   uint8_t code, bits;
-  size_t size; /* 0: not a dtype dlrun supports */
+  size_t size; /* bytes per element (1 for packed ones); 0: not a dtype dlrun supports */
   dlrun_dtype dtype;
 } dl_dtype;
+
+/* Fewer than 8 bits: packed (DLPack 1.1), read only compact and row-major. */
+static bool packed(const dl_dtype *d) { return d->bits < 8; }
 
 static const dl_dtype dtype_choices[] = {
     {6, 8, 1, DLRUN_BOOL},       {0, 8, 1, DLRUN_INT8},        {0, 16, 2, DLRUN_INT16},
@@ -99,19 +102,28 @@ static const dl_dtype dtype_choices[] = {
     {1, 16, 2, DLRUN_UINT16},    {1, 32, 4, DLRUN_UINT32},     {1, 64, 8, DLRUN_UINT64},
     {2, 16, 2, DLRUN_FLOAT16},   {4, 16, 2, DLRUN_BFLOAT16},   {2, 32, 4, DLRUN_FLOAT32},
     {2, 64, 8, DLRUN_FLOAT64},   {5, 64, 8, DLRUN_COMPLEX64},  {5, 128, 16, DLRUN_COMPLEX128},
+    /* DLPack 1.1's float8 family (codes 7 to 14) */
+    {7, 8, 1, DLRUN_FLOAT8_E3M4}, {8, 8, 1, DLRUN_FLOAT8_E4M3},
+    {9, 8, 1, DLRUN_FLOAT8_E4M3B11FNUZ}, {10, 8, 1, DLRUN_FLOAT8_E4M3FN},
+    {11, 8, 1, DLRUN_FLOAT8_E4M3FNUZ}, {12, 8, 1, DLRUN_FLOAT8_E5M2},
+    {13, 8, 1, DLRUN_FLOAT8_E5M2FNUZ}, {14, 8, 1, DLRUN_FLOAT8_E8M0FNU},
+    /* packed sub-byte types */
+    {0, 4, 1, DLRUN_INT4}, {1, 4, 1, DLRUN_UINT4},
+    {0, 2, 1, DLRUN_INT2}, {1, 2, 1, DLRUN_UINT2},
+    {15, 6, 1, DLRUN_FLOAT6_E2M3FN}, {16, 6, 1, DLRUN_FLOAT6_E3M2FN},
+    {17, 4, 1, DLRUN_FLOAT4_E2M1FN},
     /* unsupported ones */
     {2, 8, 0, 0},                {6, 16, 0, 0},                {3, 64, 0, 0},
     {0, 128, 0, 0},              {5, 32, 0, 0},                {4, 32, 0, 0},
-    {7, 8, 0, 0},                {0, 1, 0, 0},
-    /* DLPack 1.1's codes (7 to 17) with bits no 1.1 type has, and the float6
-     * and float4 types dlrun's table lacks, and a code past 1.3's: refused,
-     * with the code named (kDLFloat4_e2m1fn, "unknown to DLPack 1.3"). */
+    {0, 1, 0, 0},                {0, 3, 0, 0},
+    /* DLPack 1.1's codes (7 to 17) with bits no 1.1 type has, and a code
+     * past 1.3's: refused, with the code named (kDLFloat4_e2m1fn, "unknown
+     * to DLPack 1.3"). */
     {7, 16, 0, 0},               {8, 4, 0, 0},                 {9, 6, 0, 0},
     {10, 16, 0, 0},              {11, 7, 0, 0},                {12, 9, 0, 0},
     {13, 32, 0, 0},              {14, 1, 0, 0},                {15, 8, 0, 0},
-    {16, 8, 0, 0},               {17, 8, 0, 0},                {15, 6, 0, 0},
-    {16, 6, 0, 0},               {17, 4, 0, 0},                {18, 8, 0, 0},
-    {200, 32, 0, 0},
+    {16, 8, 0, 0},               {17, 8, 0, 0},                {16, 4, 0, 0},
+    {17, 6, 0, 0},               {18, 8, 0, 0},                {200, 32, 0, 0},
 };
 #define NDTYPE_CHOICES (sizeof dtype_choices / sizeof dtype_choices[0])
 
@@ -326,6 +338,12 @@ typedef struct prediction {
   int64_t lo_bytes, hi_bytes; /* addressed bytes relative to the first element */
 } prediction;
 
+/* The bytes a tensor's elements take: packed, ceil(size * bits / 8). */
+static uint64_t packed_bytes(const prediction *p) {
+  uint64_t n = (uint64_t)p->size, b = p->dt->bits; /* n / 8 * b cannot overflow */
+  return packed(p->dt) ? n / 8 * b + (n % 8 * b + 7) / 8 : n * p->dt->size;
+}
+
 static void predict_tensor(const tensor_desc *t, prediction *p) {
   memset(p, 0, sizeof *p);
   if (t->ndim < 0 || t->ndim > DLRUN_MAX_NDIM) return;
@@ -362,6 +380,20 @@ static void predict_tensor(const tensor_desc *t, prediction *p) {
    * device's must be refused (its bytes must lie in that device's memory). */
   if (sim) return;
   if (t->byte_offset > (uint64_t)INTPTR_MAX) return;
+  if (packed(p->dt)) {
+    /* Packed data is read only compact and row-major (size-1 dimensions
+     * may carry any stride): ceil(size * bits / 8) bytes from the first. */
+    int64_t rm = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      if (t->strides_mode && t->dims[d] != 1 && t->strides[d] != rm) return;
+      rm *= t->dims[d];
+    }
+    p->tensor_ok = true;
+    p->hi_bytes = (int64_t)packed_bytes(p);
+    p->backed = (uint64_t)p->hi_bytes <= MAX_BACKED_BYTES && size <= MAX_BACKED_ELEMS &&
+                t->byte_offset <= MAX_BACKED_BYTES;
+    return;
+  }
   /* Whether the data pointer plus offset can overflow is decided when the
    * pointer is known (see build_tensor); the reach of the strides here. */
   unsigned __int128 lo = 0, hi = 0;
@@ -476,10 +508,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     first = P.alloc + t.misalign - p.lo_bytes;
     fuzz_fill(P.alloc + t.misalign, span, r.p, r.n);
     ASAN_POISON_MEMORY_REGION(P.alloc, t.misalign);
-    offs = malloc((size_t)p.size * sizeof *offs);
-    element_offsets(&t, &p, offs);
-    expect = malloc((size_t)p.size * p.dt->size);
-    gather(expect, first, offs, p.size, p.dt->size);
+    expect = malloc(packed_bytes(&p));
+    if (packed(p.dt)) {
+      memcpy(expect, first, packed_bytes(&p));
+    } else {
+      offs = malloc((size_t)p.size * sizeof *offs);
+      element_offsets(&t, &p, offs);
+      gather(expect, first, offs, p.size, p.dt->size);
+    }
   } else {
     P.alloc_size = 16;
     P.alloc = malloc(P.alloc_size);
@@ -529,7 +565,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   /* What must happen. */
   bool one_tensor = t.mode == 0 || t.mode == 1;
-  bool must_fail = !one_tensor || !tensor_ok || opts.target == targets[T_TWO_DEVICES] ||
+  /* Packed data padded to whole bytes per element is refused (dlrun reads
+   * DLPack 1.1's default, packed). */
+  bool padded = t.mode == 1 && p.dt && packed(p.dt) &&
+                (t.flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+  bool must_fail = !one_tensor || !tensor_ok || padded || opts.target == targets[T_TWO_DEVICES] ||
                    opts.target == targets[T_OTHER_RT];
   bool copied = false;
   dlrun_device *dest = NULL;
@@ -541,7 +581,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool host_src = src == dlrun_host_device(rt);
     bool same_place = host_src ? dest == dlrun_host_device(rt) || dest_kind == DLRUN_MEM_PINNED_HOST
                                : dest == src && dest_kind == DLRUN_MEM_DEVICE;
-    bool compact = reading ? is_compact(&p, offs) : true;
+    bool compact = reading && !packed(p.dt) ? is_compact(&p, offs) : true;
     bool aligned = !reading || (uintptr_t)first % p.dt->size == 0;
     bool needs_copy = !same_place || !compact || !aligned;
     if (copy == 0 && needs_copy) must_fail = true;
@@ -573,7 +613,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                t.mode, t.ndim);
     FUZZ_CHECK(calls == 0, "failed import called the deleter %d times", calls);
   } else {
-    FUZZ_CHECK(st == DLRUN_OK, "import refused a valid tensor: status %d", (int)st);
+    FUZZ_CHECK(st == DLRUN_OK, "import refused a valid tensor: status %d: %s", (int)st,
+               dlrun_last_error());
   }
   /* The outcome says who owns the tensor now, whatever happened. */
   if (st)
@@ -620,7 +661,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(dlrun_array_device(a) == dest, "array on %s, expected %s",
              dlrun_device_name(dlrun_array_device(a)), dlrun_device_name(dest));
   FUZZ_CHECK(dlrun_sharding_memory_kind(dlrun_array_sharding(a)) == dest_kind, "memory kind differs");
-  uint64_t nbytes = (uint64_t)p.size * p.dt->size;
+  uint64_t nbytes = packed_bytes(&p);
   FUZZ_CHECK(dlrun_array_nbytes(a) == nbytes, "nbytes differs");
   unsigned char *got = malloc(nbytes ? nbytes : 1);
   st = dlrun_array_read(a, 0, nbytes, got);
@@ -629,9 +670,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(got);
   if (reading && atomic_load(&P.calls) == 0 && P.alloc) {
     /* Still the producer's memory: nothing may have written to it. */
-    unsigned char *again = malloc((size_t)p.size * p.dt->size);
-    gather(again, first, offs, p.size, p.dt->size);
-    FUZZ_CHECK(memcmp(again, expect, (size_t)p.size * p.dt->size) == 0,
+    unsigned char *again = malloc(nbytes ? nbytes : 1);
+    if (packed(p.dt)) memcpy(again, first, nbytes);
+    else gather(again, first, offs, p.size, p.dt->size);
+    FUZZ_CHECK(memcmp(again, expect, nbytes) == 0,
                "import or read wrote into the producer's memory");
     free(again);
   }

@@ -36,14 +36,16 @@ dlrun_status dlrun_storage_of(const dlrun_dtype_info *info, int ndim, const int6
   if (__builtin_mul_overflow(size, (int64_t)b, &total) || total > INT64_MAX - 7)
     return dlrun_fail(DLRUN_ERR_VALUE, "an array of %" PRId64 " %s elements is too large",
                       size, info->name);
-  /* The shortest run of trailing dims whose bits fill whole bytes; the
-   * suffix products never exceed `total` (or are 0), so they cannot overflow. */
+  /* The shortest run of trailing dims whose bits fill whole bytes. The
+   * suffix products never exceed `total` unless a dim before them is 0:
+   * then the array holds nothing, every box of it is empty, and a product
+   * past int64 counts as 0 (the storage holds nothing either). */
   int k = 0;
   int64_t suffix = b, row = b; /* row: the bits of one index of dim k */
   bool found = false;
   for (int i = ndim - 1; i >= 0; i--) {
     row = suffix;
-    suffix = dims[i] == 0 ? 0 : suffix * dims[i];
+    if (__builtin_mul_overflow(suffix, dims[i], &suffix)) suffix = 0;
     if (suffix % 8 == 0) {
       k = i;
       found = true;

@@ -60,13 +60,16 @@ typedef struct layout {
 } layout;
 
 /* DLPack 1.1's packed layout is row-major and compact: element strides
- * (NULL or row-major; size-1 dimensions any) are the only ones dlrun can
- * read for a sub-byte dtype. The layout becomes its bytes, as uint8. */
+ * (NULL or row-major; size-1 dimensions any; any for no elements, which
+ * have no layout) are the only ones dlrun can read for a sub-byte dtype.
+ * The layout becomes its bytes, as uint8. */
 static dlrun_status take_packed(const DLTensor *t, layout *l) {
   const dlrun_dtype_info *info = dlrun_dtype_get(l->dtype);
   int64_t row_major[DLRUN_MAX_NDIM];
   dlrun_row_major_strides(l->ndim, l->dims, row_major);
-  for (int d = 0; t->strides && d < l->ndim; d++)
+  bool empty = false;
+  for (int d = 0; d < l->ndim; d++) empty |= l->dims[d] == 0;
+  for (int d = 0; t->strides && !empty && d < l->ndim; d++)
     if (l->dims[d] != 1 && t->strides[d] != row_major[d]) {
       char got[256], want[256], shape[256];
       return dlrun_fail(DLRUN_ERR_BUFFER,
@@ -247,6 +250,20 @@ static const char *strides_text(const layout *l, char *buf, size_t n) {
 }
 
 /* A copy of the tensor into fresh row-major memory on `dev`. */
+/* A packed tensor's bytes (a uint8 array, *out) become the array of its
+ * own dtype and shape; on failure *out is released and NULL. Called before
+ * the import takes the tensor, so that a failure leaves it with its
+ * producer. */
+static dlrun_status as_packed(const layout *l, dlrun_sharding *target, dlrun_array **out) {
+  if (!l->packed) return DLRUN_OK;
+  dlrun_array *packed = NULL;
+  dlrun_status st = dlrun_array_from_storage_view(*out, l->packed_dtype, l->packed_ndim,
+                                                  l->packed_dims, target, &packed);
+  dlrun_array_release(*out);
+  *out = packed;
+  return st;
+}
+
 static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array **out) {
   dlrun_array *a;
   dlrun_status st = dlrun_array_alloc(target, l->dtype, l->ndim, l->dims, &a);
@@ -265,7 +282,7 @@ static dlrun_status copy_in(const layout *l, dlrun_sharding *target, dlrun_array
     }
   }
   *out = a;
-  return DLRUN_OK;
+  return as_packed(l, target, out);
 }
 
 /* Wrap the producer's memory on the target: the array owns the tensor from
@@ -296,6 +313,7 @@ static dlrun_status wrap(const layout *l, dlrun_sharding *target, producer p, dl
   b->strides = strides;
   b->ready = ready;
   if ((st = dlrun_array_wrap(l->dtype, l->ndim, l->dims, target, bufs, out))) return st;
+  if ((st = as_packed(l, target, out))) return st; /* b had no hook: the tensor is kept */
   *(producer *)b->release_ctx = p;
   b->release = release_producer;
   return DLRUN_OK;
@@ -407,13 +425,6 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
                       "\"device\": \"%s\", \"bytes\": %llu, \"copied\": %s", dest->name,
                       (unsigned long long)l.nbytes,
                       *outcome == DLRUN_IMPORT_COPIED ? "true" : "false");
-  if (!st && l.packed) { /* the bytes become the packed array */
-    dlrun_array *packed = NULL;
-    st = dlrun_array_from_storage_view(*out, l.packed_dtype, l.packed_ndim, l.packed_dims, target,
-                                       &packed);
-    dlrun_array_release(*out); /* on failure the tensor goes with it, as the outcome says */
-    *out = packed;
-  }
   if (owned_target) dlrun_sharding_release(target);
   return st;
 }
