@@ -11,8 +11,10 @@
  * memory, so any use after it is an ASan report too.
  *
  * Device types reach every DLPack code up to 1.2's kDLTrn (18) and beyond;
- * dtype codes reach 1.1's float8/6/4 codes (7 to 17) with odd bits. NULL
- * strides come with any version, 1.2 and later included: row-major.
+ * dtype codes reach 1.1's float8/6/4 codes (7 to 17), with their own bits
+ * and odd ones. Packed sub-byte dtypes (bits below 8) are valid only
+ * compact and row-major, unpadded, and take ceil(size * bits / 8) bytes.
+ * NULL strides come with any version, 1.2 and later included: row-major.
  *
  * Oracle: the target predicts independently of dlrun whether the tensor is
  * valid, whether the import must fail (bad target, copy=0 when a copy is
