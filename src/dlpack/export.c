@@ -401,8 +401,10 @@ static dlrun_status build(int ndim, const int64_t *dims, dlrun_dtype dtype, dlru
   dlrun_buffer_tag_export(b, 1);
   atomic_fetch_add(&b->dev->live_exports, 1);
   int64_t *shape = (int64_t *)(block + head_size(versioned)), *strides = shape + ndim;
-  memcpy(shape, dims, (size_t)ndim * sizeof *shape);
-  memcpy(strides, layout, (size_t)ndim * sizeof *strides);
+  if (ndim) { /* ndim 0: dims and layout may be NULL */
+    memcpy(shape, dims, (size_t)ndim * sizeof *shape);
+    memcpy(strides, layout, (size_t)ndim * sizeof *strides);
+  }
   const dlrun_dtype_info *info = dlrun_dtype_get(dtype);
   DLTensor t = {
       .data = b->nbytes ? data : NULL,
