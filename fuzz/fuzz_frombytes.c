@@ -12,7 +12,9 @@
  *   - the call succeeds exactly when the dtype is one of dlrun's, the rank
  *     is 0..DLRUN_MAX_NDIM, no dimension is negative, the element and byte
  *     counts fit int64, the length given equals the byte size, data is not
- *     NULL when there are bytes, and the sharding takes the shape;
+ *     NULL when there are bytes, and the sharding takes the shape (for a
+ *     packed sub-byte dtype, ceil(count * bits / 8) bytes, and shards that
+ *     start and end on a byte);
  *     failures leave *out NULL and a message;
  *   - metadata is as given; reading the whole array returns the data;
  *     reads of sub-ranges succeed exactly when inside the array and on
@@ -84,6 +86,35 @@ static FUZZ_NO_COVERAGE void gather_box(const unsigned char *src, int ndim, cons
   }
 }
 
+/* Packed sub-byte dtypes (fewer than 8 bits) store ceil(count * bits / 8)
+ * bytes, element i at bits i*b .. i*b+b-1 (DLPack 1.1). */
+static unsigned __int128 packed_bytes(unsigned __int128 count, unsigned bits) {
+  return (count * bits + 7) / 8;
+}
+
+/* The bits one index of dim 0 holds, and whether a shard may split dim 0
+ * at index h (the rule of src/core/storage.c: shards start and end on a
+ * byte; with some trailing run of dims filling whole bytes, dim 0 splits
+ * anywhere). The array is not empty. */
+static bool packed_split_ok(int ndim, const int64_t *dims, unsigned bits, int64_t h,
+                            uint64_t *row_bits) {
+  unsigned __int128 suffix = bits;
+  bool free_dim0 = false;
+  for (int d = ndim - 1; d >= 1; d--) {
+    suffix *= (uint64_t)dims[d];
+    if (suffix % 8 == 0) free_dim0 = true;
+  }
+  *row_bits = (uint64_t)suffix; /* the whole array fits MAX_BYTES here */
+  if (free_dim0 || h == 0 || h == dims[0]) return true;
+  uint64_t g = *row_bits, e = 8;
+  while (e) {
+    uint64_t t = g % e;
+    g = e;
+    e = t;
+  }
+  return h % (int64_t)(8 / g) == 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   init_once();
   fuzz_reader r = {data, size};
@@ -110,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const dlrun_dtype_info *info = dlrun_dtype_get((dlrun_dtype)dtype);
   bool shape_ok = info && ndim >= 0 && ndim <= DLRUN_MAX_NDIM;
   unsigned __int128 want = 0;
+  int64_t elements = 0;
   if (shape_ok) {
     bool zero = false, overflow = false;
     unsigned __int128 count = 1;
@@ -120,8 +152,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (zero) count = 0;
     else if (overflow) shape_ok = false;
-    want = count * info->size;
+    want = info->dl_bits < 8 ? packed_bytes(count, info->dl_bits) : count * info->size;
     if (want > INT64_MAX) shape_ok = false;
+    elements = (int64_t)count;
   }
   uint64_t nbytes = len_mode == 0 ? (uint64_t)want
                     : len_mode == 1 ? (uint64_t)want + (uint64_t)(int64_t)delta
@@ -138,6 +171,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlrun_sharding *s = layouts[layout];
   bool ok = shape_ok && nbytes == (uint64_t)want && !(null_data && nbytes > 0);
   if (ok && layout == L_SPLIT && (ndim < 1 || dims[0] % 2)) ok = false;
+  bool packed = info && info->dl_bits < 8;
+  uint64_t row_bits = 0;
+  if (ok && layout == L_SPLIT && packed && elements > 0 &&
+      !packed_split_ok(ndim, dims, info->dl_bits, dims[0] / 2, &row_bits))
+    ok = false; /* the shards would split a byte */
 
   uint64_t before[3][2];
   for (int d = 0; d < 3; d++)
@@ -177,7 +215,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int d = 0; d < ndim; d++) FUZZ_CHECK(dlrun_array_shape(a)[d] == dims[d], "dim %d", d);
   FUZZ_CHECK(dlrun_array_nbytes(a) == nbytes, "nbytes %llu, expected %llu",
              (unsigned long long)dlrun_array_nbytes(a), (unsigned long long)nbytes);
-  FUZZ_CHECK(dlrun_array_size(a) * (int64_t)esize == (int64_t)nbytes, "size");
+  FUZZ_CHECK(dlrun_array_size(a) == elements, "size %lld, expected %lld",
+             (long long)dlrun_array_size(a), (long long)elements);
   FUZZ_CHECK(dlrun_array_sharding(a) == s, "sharding");
 
   unsigned char *got = malloc(nbytes + 1);
@@ -207,10 +246,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM], replica;
     dlrun_array_shard_index(a, i, &dev, lo, hi, &replica);
     FUZZ_CHECK(dev == dlrun_sharding_device(s, i), "shard %zu device", i);
-    uint64_t block = esize;
+    uint64_t block = esize, count = 1;
     for (int d = 0; d < ndim; d++) {
       FUZZ_CHECK(0 <= lo[d] && lo[d] <= hi[d] && hi[d] <= dims[d], "shard %zu index", i);
       block *= (uint64_t)(hi[d] - lo[d]);
+      count *= (uint64_t)(hi[d] - lo[d]);
+    }
+    /* A packed shard is its own packed array: a run of the data's bytes
+     * (only dim 0 is ever split here). */
+    uint64_t first_byte = 0;
+    if (packed) {
+      block = (uint64_t)packed_bytes(count, info->dl_bits);
+      if (count && ndim > 0) {
+        uint64_t rb;
+        packed_split_ok(ndim, dims, info->dl_bits, lo[0], &rb);
+        first_byte = (uint64_t)lo[0] * rb / 8;
+      }
     }
     dlrun_array *sh = NULL;
     st = dlrun_array_shard_data(a, i, &sh);
@@ -218,7 +269,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(dlrun_array_nbytes(sh) == block, "shard %zu holds %llu bytes, its index %llu", i,
                (unsigned long long)dlrun_array_nbytes(sh), (unsigned long long)block);
     unsigned char *want_block = malloc(block + 1), *got_block = malloc(block + 1);
-    gather_box(buf, ndim, dims, esize, lo, hi, want_block);
+    if (packed) memcpy(want_block, buf + first_byte, block);
+    else gather_box(buf, ndim, dims, esize, lo, hi, want_block);
     FUZZ_CHECK(dlrun_array_read(sh, 0, block, got_block) == DLRUN_OK, "reading shard %zu", i);
     FUZZ_CHECK(memcmp(got_block, want_block, block) == 0, "shard %zu differs from its block", i);
     free(want_block);
