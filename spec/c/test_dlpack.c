@@ -2346,6 +2346,103 @@ static void test_export_strides_1_2(void) {
   }
 }
 
+/* ---- the device's kept SingleDeviceSharding --------------------------- */
+
+/* The array keeps the tensor (its deleter runs at the array's release). */
+typedef struct race {
+  dlrun_runtime *rt;
+  float *buf;
+  int64_t shape[1];
+  DLManagedTensor m;
+  dlrun_array *out;
+} race;
+
+static void *import_in_thread(void *p) {
+  race *r = p;
+  r->shape[0] = 4;
+  r->m = (DLManagedTensor){.dl_tensor = f32_tensor(r->buf, 1, r->shape, NULL)};
+  dlrun_import_options o = {.copy = DLRUN_COPY_IF_NEEDED};
+  if (dlrun_import(r->rt, &r->m, NULL, &o, &r->out, NULL)) r->out = NULL;
+  return NULL;
+}
+
+static void test_import_kept_sharding(void) {
+  TEST("imports share their device's kept sharding; it outlives the runtime's release") {
+    dlrun_config cfg = {.devices = "cpu:1", .device_memory = 1 << 20};
+    dlrun_runtime *own = NULL;
+    CHECK(dlrun_runtime_create(&cfg, &own) == DLRUN_OK, "%s", dlrun_last_error());
+    if (!own) break;
+    float buf[4] = {1, 2, 3, 4};
+    int64_t shape[1] = {4};
+    dlrun_import_options o = {.copy = DLRUN_COPY_IF_NEEDED};
+    dlrun_array *a[2] = {NULL, NULL};
+    DLManagedTensor ms[3]; /* the arrays keep them */
+    for (int i = 0; i < 2; i++) {
+      ms[i] = (DLManagedTensor){.dl_tensor = f32_tensor(buf, 1, shape, NULL)};
+      CHECK(dlrun_import(own, &ms[i], NULL, &o, &a[i], NULL) == DLRUN_OK, "%s",
+            dlrun_last_error());
+    }
+    dlrun_sharding *s = a[0] ? dlrun_array_sharding(a[0]) : NULL;
+    CHECK(s && a[1] && dlrun_array_sharding(a[1]) == s, "two imports, two shardings");
+    CHECK(s && dlrun_sharding_device_count(s) == 1 &&
+              dlrun_sharding_device(s, 0) == dlrun_host_device(own) &&
+              dlrun_sharding_memory_kind(s) == DLRUN_MEM_DEVICE && !dlrun_sharding_is_named(s),
+          "not the host device's SingleDeviceSharding");
+    /* An import after the first makes three allocations: the array, its
+     * buffer table and the buffer (it made a mesh and a sharding too). */
+    dlrun_debug_fail_alloc(DLRUN_ALLOC_HOST, INT64_MAX);
+    dlrun_array *b = NULL;
+    ms[2] = (DLManagedTensor){.dl_tensor = f32_tensor(buf, 1, shape, NULL)};
+    CHECK(dlrun_import(own, &ms[2], NULL, &o, &b, NULL) == DLRUN_OK, "%s", dlrun_last_error());
+    int64_t allocs = dlrun_debug_alloc_count(DLRUN_ALLOC_HOST);
+    dlrun_debug_fail_alloc(DLRUN_ALLOC_HOST, 0);
+    CHECK(allocs == 3, "an import made %lld host allocations", (long long)allocs);
+    CHECK(b && dlrun_array_sharding(b) == s, "a third sharding");
+    dlrun_array_release(b);
+    /* References to the sharding and its mesh hold the runtime: both stay
+     * usable after the arrays and the runtime are released. */
+    dlrun_sharding_retain(s);
+    dlrun_mesh *mesh = s ? dlrun_sharding_mesh(s) : NULL;
+    dlrun_mesh_retain(mesh);
+    dlrun_array_release(a[0]);
+    dlrun_array_release(a[1]);
+    dlrun_runtime_release(own);
+    dlrun_array *c = NULL;
+    int64_t two[1] = {2};
+    CHECK(s && dlrun_array_from_host(s, DLRUN_FLOAT32, 1, two, buf, sizeof(float) * 2, &c) ==
+                   DLRUN_OK,
+          "an array on the kept sharding after the runtime's release: %s", dlrun_last_error());
+    CHECK(array_equals_f32(c, buf, 2), "its values");
+    dlrun_array_release(c);
+    dlrun_sharding_release(s);
+    CHECK(mesh && dlrun_mesh_device_count(mesh) == 1 &&
+              strcmp(dlrun_device_name(dlrun_mesh_device(mesh, 0)), "CpuDevice(id=0)") == 0,
+          "the mesh after the sharding's release");
+    dlrun_mesh_release(mesh); /* the runtime goes here (leak checkers see the rest) */
+  }
+  TEST("threads importing first at once make one kept sharding") {
+    dlrun_config cfg = {.devices = "cpu:1", .device_memory = 1 << 20};
+    dlrun_runtime *own = NULL;
+    CHECK(dlrun_runtime_create(&cfg, &own) == DLRUN_OK, "%s", dlrun_last_error());
+    if (!own) break;
+    float buf[4] = {1, 2, 3, 4};
+    race r[8];
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++) {
+      r[i] = (race){.rt = own, .buf = buf};
+      pthread_create(&t[i], NULL, import_in_thread, &r[i]);
+    }
+    for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 8; i++) {
+      CHECK(r[i].out && dlrun_array_sharding(r[i].out) == dlrun_array_sharding(r[0].out),
+            "thread %d: %s", i, r[i].out ? "another sharding" : "import failed");
+      CHECK(array_equals_f32(r[i].out, buf, 4), "thread %d: values", i);
+    }
+    dlrun_runtime_release(own);
+    for (int i = 0; i < 8; i++) dlrun_array_release(r[i].out);
+  }
+}
+
 static void test_import_null_strides_1_2(void) {
   TEST("DLPack 1.2: NULL strides still import as row-major, legacy and versioned (1, 0) to (1, 3)") {
     float buf[12];
@@ -2417,6 +2514,7 @@ int main(int argc, char **argv) {
   test_roundtrips();
   test_export_strides_1_2();
   test_import_null_strides_1_2();
+  test_import_kept_sharding();
   test_export_float8_versions();
 
   dlrun_sharding_release(on_host);

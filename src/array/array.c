@@ -227,8 +227,8 @@ dlrun_status dlrun_array_shard_data(dlrun_array *a, size_t i, dlrun_array **out)
     return dlrun_fail(DLRUN_ERR_VALUE, "shard index %zu is out of range (the array has %zu)", i,
                       a->nshards);
   dlrun_sharding *single;
-  dlrun_status st = dlrun_single_device_sharding_create(
-      dlrun_sharding_device(a->sharding, i), dlrun_sharding_memory_kind(a->sharding), &single);
+  dlrun_status st = dlrun_device_sharding(dlrun_sharding_device(a->sharding, i),
+                                         dlrun_sharding_memory_kind(a->sharding), &single);
   if (st) return st;
   dlrun_buffer **bufs = dlrun_malloc(sizeof *bufs);
   if (!bufs) st = dlrun_fail_oom_host(sizeof *bufs);

@@ -33,6 +33,12 @@ dlrun_status dlrun_array_layout(const dlrun_sharding *s, dlrun_dtype dtype, int 
                                 const int64_t *dims, int64_t *shard_dims, uint64_t *nbytes,
                                 uint64_t *shard_nbytes);
 
+/* A reference to dev's SingleDeviceSharding of `kind` memory (the caller
+ * releases it), as dlrun_single_device_sharding_create makes, but made
+ * once and kept by the device (device_sharding.c). */
+dlrun_status dlrun_device_sharding(dlrun_device *dev, dlrun_memory_kind kind,
+                                   dlrun_sharding **out);
+
 /* A new array owning `bufs` (the array of nshards references passes to the
  * array, also on failure). The shape must have been checked. */
 dlrun_status dlrun_array_wrap(dlrun_dtype dtype, int ndim, const int64_t *dims,

@@ -28,8 +28,7 @@ static dlrun_status host_target(dlrun_array *x, int ndim, const int64_t *dims, s
   dlrun_sharding *s;
   *out = NULL;
   *base = NULL;
-  dlrun_status st = dlrun_single_device_sharding_create(dlrun_host_device(runtime_of(x)),
-                                                        DLRUN_MEM_DEVICE, &s);
+  dlrun_status st = dlrun_device_sharding(dlrun_host_device(runtime_of(x)), DLRUN_MEM_DEVICE, &s);
   if (st) return st;
   dlrun_array *a;
   st = dlrun_array_alloc(s, x->dtype, ndim, dims, &a);

@@ -62,6 +62,10 @@ struct dlrun_device {
   } memories[DLRUN_MEM_KIND_COUNT];
   atomic_uint_fast64_t bytes_in, bytes_out; /* copied from / to other devices */
   atomic_int_fast64_t live_exports;
+  /* A SingleDeviceSharding per memory kind, made at first need and kept
+   * for the runtime's life (array/device_sharding.c): an object of the
+   * shard layer, known here as its reference, dropped with the device. */
+  _Atomic(dlrun_ref *) kept_sharding[DLRUN_MEM_KIND_COUNT];
 };
 
 /* A run of devices of one platform inside runtime->devices: every

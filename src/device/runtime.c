@@ -384,6 +384,13 @@ void dlrun_runtime_retain(dlrun_runtime *rt) {
 }
 
 static void destroy_runtime(dlrun_runtime *rt) {
+  /* No reference to a kept sharding is left but the device's: every other
+   * held the runtime. */
+  for (size_t i = 0; i < rt->ndevices; i++)
+    for (int k = 0; k < DLRUN_MEM_KIND_COUNT; k++) {
+      dlrun_ref *kept = atomic_load(&rt->devices[i].kept_sharding[k]);
+      if (kept) dlrun_ref_release(kept);
+    }
   destroy_devices(rt, rt->ndevices);
   dlrun_workers_destroy(rt->workers);
   dlrun_free(rt->devices);

@@ -355,7 +355,7 @@ dlrun_status dlrun_copy_false_error(const dlrun_device *dest, dlrun_memory_kind 
 static dlrun_status copy_to(dlrun_array *a, dlrun_device *dev, dlrun_memory_kind kind,
                             dlrun_transfer_stats *stats, dlrun_buffer **out) {
   dlrun_sharding *s;
-  dlrun_status st = dlrun_single_device_sharding_create(dev, kind, &s);
+  dlrun_status st = dlrun_device_sharding(dev, kind, &s);
   if (st) return st;
   dlrun_array *copy;
   dlrun_put_options never = {.may_alias = DLRUN_ALIAS_NEVER, .stats = stats};

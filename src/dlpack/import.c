@@ -393,7 +393,7 @@ static dlrun_status import_tensor(dlrun_runtime *rt, DLManagedTensor *legacy,
   bool owned_target = !target;
   dlrun_device *home = own ? origin.dev : l.source;
   dlrun_memory_kind home_kind = own ? origin.kind : DLRUN_MEM_DEVICE;
-  if (!target && (st = dlrun_single_device_sharding_create(home, home_kind, &target))) return st;
+  if (!target && (st = dlrun_device_sharding(home, home_kind, &target))) return st;
   dlrun_device *dest = dlrun_sharding_device(target, 0);
   dlrun_memory_kind dest_kind = dlrun_sharding_memory_kind(target);
   bool same_place = dlrun_memory_same_place(l.source, l.source_kind, dest, dest_kind);

@@ -46,7 +46,7 @@ static dlrun_status check_mesh_args(dlrun_device *const *devices, size_t ndevice
 
 static void mesh_free(dlrun_mesh *m) {
   for (int a = 0; a < m->naxes; a++) dlrun_free(m->names[a]);
-  if (m->rt) dlrun_runtime_release(m->rt);
+  if (m->rt && !m->lends) dlrun_runtime_release(m->rt);
   dlrun_free(m); /* the device tables with it */
 }
 
@@ -121,11 +121,16 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
 }
 
 void dlrun_mesh_retain(dlrun_mesh *m) {
-  if (m) dlrun_ref_retain(&m->ref);
+  if (!m) return;
+  dlrun_ref_retain(&m->ref);
+  if (m->lends) dlrun_runtime_retain(m->rt);
 }
 
 void dlrun_mesh_release(dlrun_mesh *m) {
-  if (m) dlrun_ref_release(&m->ref);
+  if (!m) return;
+  dlrun_runtime *lent = m->lends ? m->rt : NULL;
+  dlrun_ref_release(&m->ref);
+  dlrun_runtime_release(lent); /* after: it may be the runtime's last */
 }
 
 /* Getters given NULL or an index out of range answer NULL, 0 or -1. */

@@ -147,18 +147,29 @@ dlrun_status dlrun_single_device_sharding_create(dlrun_device *dev, dlrun_memory
   return st;
 }
 
+void dlrun_sharding_lend_runtime(dlrun_sharding *s) {
+  s->lends = s->mesh->lends = true;
+  dlrun_runtime_release(s->mesh->rt); /* not the last: the caller holds the device's */
+}
+
 void dlrun_sharding_retain(dlrun_sharding *s) {
-  if (s) dlrun_ref_retain(&s->ref);
+  if (!s) return;
+  dlrun_ref_retain(&s->ref);
+  if (s->lends) dlrun_runtime_retain(s->mesh->rt);
 }
 
 static void destroy_sharding(dlrun_ref *ref) {
   dlrun_sharding *s = (dlrun_sharding *)ref;
-  dlrun_mesh_release(s->mesh);
+  if (s->lends) dlrun_ref_release(&s->mesh->ref); /* the sharding's own: no runtime */
+  else dlrun_mesh_release(s->mesh);
   dlrun_free(s);
 }
 
 void dlrun_sharding_release(dlrun_sharding *s) {
-  if (s) dlrun_ref_release(&s->ref);
+  if (!s) return;
+  dlrun_runtime *lent = s->lends ? s->mesh->rt : NULL;
+  dlrun_ref_release(&s->ref);
+  dlrun_runtime_release(lent); /* after: it may be the runtime's last */
 }
 
 /* Getters given NULL answer false, NULL, 0 or -1. */
