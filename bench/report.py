@@ -135,6 +135,8 @@ def mpi_rows(tmp, n, skips):
             "dlrun time with DLRUN_DISTRIBUTED_IPC=off / dlrun time", "higher")
         row("8 reshard %d procs vs memcpy of its bytes" % n, None, None, None, ">= 0.8", "skipped",
             "memcpy time / dlrun time", "higher")
+        row("8 reshard %d procs vs box copies of its bytes" % n, None, None, None, "report",
+            "skipped", "memcpy per row of each box time / dlrun time", "higher")
         return None
     rc, m, err = load(tmp, "mpi%d" % n)
     ok = rc == 0 and m is not None and bool(get(m, "checks_ok"))
@@ -160,6 +162,10 @@ def mpi_rows(tmp, n, skips):
             # memcpy's the bytes of its destination shards, all at once.
             speed_row("8 reshard %d procs vs memcpy of its bytes" % n, dl,
                       get(m, key, "memcpy_s"), 0.8, ok, "memcpy")
+            # The same bytes copied box by box as the reshard reads them
+            # (runs of a row, rows apart): the access pattern's own limit.
+            report_row("8 reshard %d procs vs box copies of its bytes" % n, dl,
+                       get(m, key, "box_copy_s"), ok, "memcpy per row of each box")
         sent, recv = get(m, key, "bytes_sent"), get(m, key, "bytes_received")
         rs, rr = get(m, key, "ref_bytes_sent"), get(m, key, "ref_bytes_received")
         same = sent is not None and sent == rs and recv == rr

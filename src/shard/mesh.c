@@ -57,7 +57,7 @@ static void destroy_mesh(dlrun_ref *ref) { mesh_free((dlrun_mesh *)ref); }
 static dlrun_status index_devices(dlrun_mesh *m) {
   size_t n = m->ndevices;
   memcpy(m->by_address, m->devices, n * sizeof *m->by_address);
-  if (n == 1) { /* a single device's mesh (one per import): nothing to sort */
+  if (n == 1) { /* a single device's mesh: nothing to sort */
     m->position_of_sorted[0] = 0;
     return DLRUN_OK;
   }
@@ -87,7 +87,7 @@ dlrun_status dlrun_mesh_create(dlrun_device *const *devices, size_t ndevices, in
   dlrun_status st = check_mesh_args(devices, ndevices, naxes, axis_names, axis_sizes);
   if (st) return st;
   /* One allocation: the mesh, then its three device tables (a mesh per
-   * single-device sharding, one per import, stays cheap to make). */
+   * single-device sharding stays cheap to make). */
   size_t tables;
   if (__builtin_mul_overflow(ndevices, 2 * sizeof(dlrun_device *) + sizeof(size_t), &tables) ||
       tables > SIZE_MAX - sizeof(dlrun_mesh))

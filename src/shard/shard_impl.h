@@ -36,7 +36,8 @@ struct dlrun_sharding {
   int nentries; /* 0 for a SingleDeviceSharding */
   int64_t partitions[DLRUN_MAX_NDIM];
   /* Named shardings only, allocated with it: a SingleDeviceSharding (one
-   * per import) is small and quick to make. Read below nentries alone. */
+   * per device and memory kind, and one per user call) is small and quick
+   * to make. Read below nentries alone. */
   dlrun_sharding_tables t[];
 };
 
