@@ -1,6 +1,6 @@
 /* The SingleDeviceSharding each import, export copy and shard view needs,
  * made once per device and memory kind and kept by the device: making a
- * mesh and a sharding per import was a third of an import's cost. The kept
+ * mesh and a sharding per import was a fifth of an import's instructions. The kept
  * sharding lends the runtime with every reference it hands out
  * (dlrun_sharding_lend_runtime), so the device holding it makes no cycle. */
 #include "array_impl.h"

@@ -149,7 +149,7 @@ dlrun_status dlrun_single_device_sharding_create(dlrun_device *dev, dlrun_memory
 
 void dlrun_sharding_lend_runtime(dlrun_sharding *s) {
   s->lends = s->mesh->lends = true;
-  dlrun_runtime_release(s->mesh->rt); /* not the last: the caller holds the device's */
+  dlrun_runtime_release(s->mesh->rt); /* not the last: the caller holds the runtime too */
 }
 
 void dlrun_sharding_retain(dlrun_sharding *s) {
