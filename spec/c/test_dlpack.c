@@ -2366,11 +2366,17 @@ static void *import_in_thread(void *p) {
   return NULL;
 }
 
+/* A runtime of one cpu device whose devices no import has used yet. */
+static dlrun_runtime *fresh_cpu_runtime(void) {
+  dlrun_config cfg = {.devices = "cpu:1", .device_memory = 1 << 20};
+  dlrun_runtime *own = NULL;
+  CHECK(dlrun_runtime_create(&cfg, &own) == DLRUN_OK, "%s", dlrun_last_error());
+  return own;
+}
+
 static void test_import_kept_sharding(void) {
   TEST("imports share their device's kept sharding; it outlives the runtime's release") {
-    dlrun_config cfg = {.devices = "cpu:1", .device_memory = 1 << 20};
-    dlrun_runtime *own = NULL;
-    CHECK(dlrun_runtime_create(&cfg, &own) == DLRUN_OK, "%s", dlrun_last_error());
+    dlrun_runtime *own = fresh_cpu_runtime();
     if (!own) break;
     float buf[4] = {1, 2, 3, 4};
     int64_t shape[1] = {4};
@@ -2421,9 +2427,7 @@ static void test_import_kept_sharding(void) {
     dlrun_mesh_release(mesh); /* the runtime goes here (leak checkers see the rest) */
   }
   TEST("threads importing first at once make one kept sharding") {
-    dlrun_config cfg = {.devices = "cpu:1", .device_memory = 1 << 20};
-    dlrun_runtime *own = NULL;
-    CHECK(dlrun_runtime_create(&cfg, &own) == DLRUN_OK, "%s", dlrun_last_error());
+    dlrun_runtime *own = fresh_cpu_runtime();
     if (!own) break;
     float buf[4] = {1, 2, 3, 4};
     race r[8];
