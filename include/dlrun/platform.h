@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define DLRUN_PLATFORM_ABI 1
+#define DLRUN_PLATFORM_ABI 2
 
 typedef struct dlrun_platform dlrun_platform;
 
@@ -85,6 +85,11 @@ typedef struct dlrun_copy_op {
    * work on host threads may run it on the calling thread when its queue is
    * idle. */
   bool sync;
+  /* The call this copy belongs to writes more than the caches hold
+   * (DLRUN_STREAM_BYTES): a platform copying on the host may store around
+   * the caches (svc->host_copy_box's `stream`), as memcpy does for its
+   * largest copies. A hint: ignoring it is correct. */
+  bool stream;
   /* Set by the caller (NULL: none); every platform calls it once when the
    * work is complete, done or failed, just before its point reads
    * complete, from its completion path (any thread): it releases what the
@@ -340,10 +345,12 @@ typedef struct dlrun_platform_services {
   const dlrun_platform *(*device_platform)(const dlrun_device *dev);
   const char *(*device_name)(const dlrun_device *dev);
   uint64_t (*host_ram)(void);
-  /* The host loops: copy a box between host-addressable blocks; fill. */
+  /* The host loops: copy a box between host-addressable blocks (`stream`:
+   * the copy op's hint; long rows then bypass the caches, and the stores
+   * are fenced before it returns); fill. */
   void (*host_copy_box)(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
                         const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
-                        const int64_t *src_origin, const int64_t *src_strides);
+                        const int64_t *src_origin, const int64_t *src_strides, bool stream);
   void (*host_fill)(void *data, uint64_t nbytes, const dlrun_fill *f);
   /* Timelines (see above): create one whose events name `pl` (its slots
    * event_query/event_wait/event_then are then the timeline_ ones

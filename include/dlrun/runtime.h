@@ -105,7 +105,10 @@ DLRUN_API const char *dlrun_runtime_memory_note(const dlrun_runtime *rt);
  * one. $DLRUN_WORKERS (auto, or 1 to 64) sets the number; a bad value fails
  * dlrun_runtime_create. *note (may be NULL) gets a one-line account, "2 worker
  * threads: the 2 cores this process may use (DLRUN_WORKERS sets it)", valid
- * while the runtime lives. 0 (and NULL) for a NULL runtime. */
+ * while the runtime lives. 0 (and NULL) for a NULL runtime.
+ * $DLRUN_STREAM_BYTES (auto: 16MiB, off, or a size) is the least a call must
+ * write on a process for its host copies to use streaming stores; a bad
+ * value fails dlrun_runtime_create and dlrun_check_config likewise. */
 DLRUN_API int dlrun_runtime_workers(const dlrun_runtime *rt, const char **note);
 /* Drop one reference; the last one waits for queued work and frees all. */
 DLRUN_API void dlrun_runtime_release(dlrun_runtime *rt);

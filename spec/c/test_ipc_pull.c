@@ -41,7 +41,7 @@ static dlrun_status pull(dlrun_buffer *dst, const dlrun_device *from,
   const int64_t dst_dims[2] = {8, 4}, dst_origin[2] = {4, 2}, lo[2] = {4, 2}, hi[2] = {12, 6};
   const int64_t src_dims[2] = {ROWS, COLS}, src_origin[2] = {0, 0};
   return dlrun_buffer_pull(dst, sizeof(float), 2, dst_dims, dst_origin, lo, hi, from, 0,
-                           (int)getpid(), src, src_dims, src_origin);
+                           (int)getpid(), src, src_dims, src_origin, false);
 }
 
 static void test_pull(void) {

@@ -183,19 +183,22 @@ static void test_box_copy(void) {
       int64_t dstr[4], sstr[4];
       dlrun_row_major_strides(ndim, dshape, dstr);
       dlrun_row_major_strides(ndim, sshape, sstr);
-      dlrun_host_copy_box(esize, ndim, lo, hi, a, dlo, dstr, src, slo, sstr);
+      dlrun_host_copy_box(esize, ndim, lo, hi, a, dlo, dstr, src, slo, sstr, trial & 1);
       naive_box(esize, ndim, lo, hi, b, dlo, dshape, src, slo, sshape);
       ok = memcmp(a, b, (size_t)dvol) == 0;
       if (!ok) printf("  trial %d ndim %d differs\n", trial, ndim);
     }
     CHECK(ok, "box copy differs from the reference");
   }
-  TEST("large boxes equal an element-by-element copy, at any alignment") {
-    /* Runs of 4 KiB and more in boxes of 3 MiB, destinations at odd offsets. */
-    const int64_t runs[] = {4096, 4099, 8192 + 37, 65536 + 5};
-    int ok = 1;
-    for (size_t t = 0; t < sizeof runs / sizeof *runs && ok; t++) {
-      int64_t run = runs[t], rows = ((int64_t)3 << 20) / run + 1;
+  TEST("large boxes equal an element-by-element copy, at any alignment, streamed or not") {
+    /* Runs about the shortest that streams (256 B) and of 4 KiB and more,
+     * in boxes of 3 MiB, destinations at odd offsets. */
+    const int64_t runs[] = {255, 256, 257, 4096, 4099, 8192 + 37, 65536 + 5};
+    const size_t nruns = sizeof runs / sizeof *runs;
+    int ok = 1, counted = 1;
+    for (size_t t = 0; t < 2 * nruns && ok; t++) {
+      bool stream = t >= nruns;
+      int64_t run = runs[t % nruns], rows = ((int64_t)3 << 20) / run + 1;
       int64_t sshape[2] = {rows + 3, run * 2 + 7}, dshape[2], dlo[2], slo[2] = {0, 0};
       int64_t lo[2] = {2, run / 3}, hi[2] = {rows + 2, run / 3 + run};
       dlo[1] = lo[1] - 5 - (int64_t)t; /* the destination's columns start 5+t before the box's */
@@ -208,15 +211,29 @@ static void test_box_copy(void) {
       int64_t dstr[2], sstr[2];
       dlrun_row_major_strides(2, dshape, dstr);
       dlrun_row_major_strides(2, sshape, sstr);
-      dlrun_host_copy_box(1, 2, lo, hi, a + 1, dlo, dstr, src, slo, sstr);
+      uint64_t before = dlrun_host_streamed_bytes();
+      dlrun_host_copy_box(1, 2, lo, hi, a + 1, dlo, dstr, src, slo, sstr, stream);
+      uint64_t streamed = dlrun_host_streamed_bytes() - before;
       naive_box(1, 2, lo, hi, b + 1, dlo, dshape, src, slo, sshape);
       ok = memcmp(a, b, dbytes + 1) == 0;
-      if (!ok) printf("  run %lld differs\n", (long long)run);
+      if (!ok) printf("  run %lld (streamed: %d) differs\n", (long long)run, (int)stream);
+#if defined(__SSE2__) /* the machines that have streaming stores */
+      uint64_t want = stream && run >= 256 ? (uint64_t)(run * rows) : 0;
+#else
+      uint64_t want = 0;
+#endif
+      if (streamed != want) {
+        counted = 0;
+        printf("  run %lld (streamed: %d): %llu bytes with streaming stores, want %llu\n",
+               (long long)run, (int)stream, (unsigned long long)streamed,
+               (unsigned long long)want);
+      }
       free(src);
       free(a);
       free(b);
     }
     CHECK(ok, "a large box copy differs from the reference");
+    CHECK(counted, "rows of 256 bytes and more stream exactly when the copy does");
   }
 }
 
@@ -347,6 +364,79 @@ static void test_transfer(void) {
   }
 }
 
+/* A reshard rows -> columns of an int32 [rows, 1024] array (runs of 1 KiB)
+ * over 4 sim devices of a runtime made with DLRUN_STREAM_BYTES=setting:
+ * the bytes it copied with streaming stores (-1: the runtime refused the
+ * setting); *right: its values. */
+static int64_t streamed_by_reshard(const char *setting, int64_t rows, int *right) {
+  setenv("DLRUN_STREAM_BYTES", setting, 1);
+  dlrun_config cfg = {.devices = "sim:4", .device_memory = 1 << 24};
+  dlrun_runtime *r;
+  dlrun_status st = dlrun_runtime_create(&cfg, &r);
+  unsetenv("DLRUN_STREAM_BYTES");
+  if (st) return -1;
+  dlrun_device *devs[4];
+  for (size_t i = 0; i < 4; i++) devs[i] = dlrun_device_get(r, "sim", i);
+  const char *names[1] = {"x"};
+  int64_t sizes[1] = {4}, dims[2] = {rows, 1024};
+  size_t n = (size_t)rows * 1024;
+  dlrun_mesh *m;
+  dlrun_mesh_create(devs, 4, 1, names, sizes, &m);
+  dlrun_sharding *by_rows = named(m, 1, "x", NULL), *by_cols = named(m, 2, NULL, "x");
+  int32_t *host = malloc(n * sizeof *host);
+  for (size_t i = 0; i < n; i++) host[i] = (int32_t)i;
+  dlrun_array *x = NULL, *y = NULL;
+  dlrun_array_from_host(by_rows, DLRUN_INT32, 2, dims, host, n * sizeof *host, &x);
+  uint64_t before = dlrun_host_streamed_bytes();
+  *right = dlrun_device_put(x, by_cols, NULL, &y) == DLRUN_OK &&
+           dlrun_array_block_until_ready(y) == DLRUN_OK;
+  int64_t streamed = (int64_t)(dlrun_host_streamed_bytes() - before);
+  memset(host, 0, n * sizeof *host);
+  *right = *right && dlrun_array_read(y, 0, n * sizeof *host, host) == DLRUN_OK;
+  for (size_t i = 0; i < n && *right; i++) *right = host[i] == (int32_t)i;
+  free(host);
+  dlrun_array_release(x);
+  dlrun_array_release(y);
+  dlrun_sharding_release(by_rows);
+  dlrun_sharding_release(by_cols);
+  dlrun_mesh_release(m);
+  dlrun_runtime_release(r);
+  return streamed;
+}
+
+static void test_streaming(void) {
+  TEST("a put that writes DLRUN_STREAM_BYTES or more streams every long run; a smaller one, "
+       "or with the setting off, none; a bad setting is refused") {
+#if defined(__SSE2__)
+    const int64_t all = 512 * 1024 * 4; /* every piece's runs are 1 KiB */
+#else
+    const int64_t all = 0; /* no streaming stores here: the hint is ignored */
+#endif
+    const struct {
+      const char *setting;
+      int64_t rows, want;
+    } cases[] = {{"1MiB", 512, all}, {"2MiB", 512, all}, {"2097153", 512, 0},
+                 {"1MiB", 64, 0},    {"off", 512, 0},    {"auto", 512, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+      int right = 0;
+      int64_t got = streamed_by_reshard(cases[i].setting, cases[i].rows, &right);
+      CHECK(got == cases[i].want && right,
+            "DLRUN_STREAM_BYTES=%s, %lld rows: %lld bytes streamed, want %lld; values %s",
+            cases[i].setting, (long long)cases[i].rows, (long long)got,
+            (long long)cases[i].want, right ? "right" : "wrong");
+    }
+    int right;
+    CHECK(streamed_by_reshard("lots", 64, &right) == -1, "DLRUN_STREAM_BYTES=lots accepted");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "DLRUN_STREAM_BYTES=\"lots\" is not auto, off or a "
+                                           "size");
+    setenv("DLRUN_STREAM_BYTES", "0", 1);
+    dlrun_config cfg = {.devices = "sim:1"};
+    CHECK(dlrun_check_config(&cfg) == DLRUN_ERR_VALUE, "dlrun_check_config took 0 bytes");
+    CHECK_STR_CONTAINS(dlrun_last_error(), "e.g. \"16MiB\"");
+    unsetenv("DLRUN_STREAM_BYTES");
+  }
+}
+
 int main(void) {
   dlrun_config cfg = {.devices = "sim:8", .device_memory = 1 << 24};
   if (dlrun_runtime_create(&cfg, &rt)) {
@@ -359,6 +449,7 @@ int main(void) {
   test_box_copy();
   test_index_speed();
   test_transfer();
+  test_streaming();
   dlrun_runtime_release(rt);
   return check_summary("sharding");
 }

@@ -18,7 +18,7 @@ local R, C = 64, 48 -- rows per device, columns: a reshard's pieces are strided
 
 -- x: float32 [2 n R, C], x[i][j] = i * C + j, rows over every device; y: the
 -- same columns-sharded (each piece a strided box of another process's shard).
-local SETUP = ([[
+local function setup(rows, cols) return ([[
 local R, C = %d, %d
 local p, n = dl.process_index(), dl.process_count()
 local mesh = dl.make_mesh({2 * n}, {"x"})
@@ -41,12 +41,13 @@ local function memfds()
   end
   return k
 end
-]]):format(R, C) .. H.RESHARD_CHECKS
+]]):format(rows, cols) .. H.RESHARD_CHECKS end
+local SETUP = setup(R, C)
 
 -- What one process sends (and receives) in the reshard: of each of its 2
 -- row shards, the columns of the 2 (n - 1) devices of other processes.
-local function moved(n)
-  local width = C // (2 * n)
+local function moved(n, cols)
+  local width = (cols or C) // (2 * n)
   return 2 * R * 4 * width * 2 * (n - 1)
 end
 
@@ -86,6 +87,31 @@ print(p, "back", right(z), stats())]], {devices = devices, env = {DLRUN_DISTRIBU
         end)
       end
     end
+  end
+
+  -- Rows of 1 KiB and more stream (non-temporal stores) in a call that
+  -- writes DLRUN_STREAM_BYTES or more: pulls, local copies and replicas alike.
+  for _, n in ipairs {2, 4} do
+    it(("on %d processes, with every copy streaming (DLRUN_STREAM_BYTES=1KiB): a reshard of "
+        .. "wide rows has the right values and exact byte counts"):format(n), function()
+      local wide = 1024 * n
+      local out, err, status = run(n, setup(R, wide) .. [[
+local x = make()
+dl.transfer_stats{reset = true}
+local y = dl.device_put(x, cols)
+print(p, right(y), stats())
+local z = dl.device_put(y, dl.NamedSharding(mesh, dl.P()))
+print(p, "replicated", right(z))]], {env = {DLRUN_STREAM_BYTES = "1KiB"}, limit = 180})
+      assert.are.equal("", err)
+      assert.are.equal(0, status)
+      local b, want = moved(n, wide), {}
+      for p = 0, n - 1 do
+        want[#want + 1] = ("%d\ttrue\t%d %d %d"):format(p, b, b, b)
+        want[#want + 1] = ("%d\treplicated\ttrue"):format(p)
+      end
+      table.sort(want)
+      assert.are.same(want, sorted_lines(out))
+    end)
   end
 
   it("maps each peer's region once, not per transfer, and reads memory the peer freed, "

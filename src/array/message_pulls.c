@@ -102,7 +102,7 @@ dlrun_status dlrun_message_pulls_run(dlrun_message_exchange *x) {
         m->buf, x->esize, x->ndim, x->dst_shard_dims, m->origin, m->lo, m->hi,
         dlrun_sharding_device(x->src_sharding, m->shard), m->wire.peer,
         dlrun_distributed_peer_pid(m->wire.peer), source_of(x, m->shard), x->src_shard_dims,
-        m->src_origin);
+        m->src_origin, x->stream);
     if (st) return st;
     x->pulled += m->bytes;
   }

@@ -60,6 +60,7 @@ typedef struct dlrun_message_exchange {
   size_t *counts, *displs; /* bytes, per process, of `all` */
   size_t *slot;            /* per source shard: its words in `all` (NULL: no pulls) */
   bool any_peers;          /* the job has processes that may map each other's memory */
+  bool stream;             /* pulls stream (the call writes more than the caches hold) */
   uint64_t pulled;         /* bytes this process copied out of its peers' memory */
 } dlrun_message_exchange;
 

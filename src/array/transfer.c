@@ -16,6 +16,7 @@
 #include "core/storage_impl.h"
 #include "device/boxes.h"
 #include "device/copy.h"
+#include "device/streaming.h"
 #include "distributed/distributed_impl.h"
 #include "grid.h"
 #include "storage_view.h"
@@ -72,6 +73,7 @@ typedef struct put_plan {
   size_t n;
   int64_t shard_dims[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM];
   uint64_t shard_nbytes;
+  uint64_t writes; /* the new destination buffers' bytes: whether copies stream */
   dlrun_transfer_stats stats;
 } put_plan;
 
@@ -107,6 +109,7 @@ static dlrun_status alloc_destinations(put_plan *pl, dlrun_buffer **bufs) {
                                           dlrun_sharding_memory_kind(dst), pl->shard_nbytes,
                                           &bufs[i]);
     if (st) return st;
+    pl->writes += pl->shard_nbytes;
   }
   return DLRUN_OK;
 }
@@ -212,6 +215,7 @@ static dlrun_status put_run(dlrun_array *src, put_target to, bool may_share,
     dlrun_copy_plan_free(copies);
     return st;
   }
+  dlrun_copy_plan_stream(copies, dlrun_copy_streams(pl.writes));
   dlrun_copy_plan_start(copies);
   st = queue_copies(&pl, bufs, &grid, copies);
   dlrun_grid_free(&grid);

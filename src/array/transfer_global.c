@@ -25,6 +25,7 @@
 #include "device/boxes.h"
 #include "device/buffer_transport.h"
 #include "device/copy.h"
+#include "device/streaming.h"
 #include "distributed/distributed_impl.h"
 #include "grid.h"
 #include "messages.h"
@@ -261,6 +262,7 @@ typedef struct global_plan {
   int64_t shard_dims[DLRUN_MAX_NDIM], dst_strides[DLRUN_MAX_NDIM];
   int64_t lo[DLRUN_MAX_NDIM], hi[DLRUN_MAX_NDIM];
   uint64_t shard_nbytes;
+  uint64_t writes; /* this process's new destination buffers' bytes: whether copies stream */
   dlrun_message_exchange x;
 } global_plan;
 
@@ -352,6 +354,7 @@ static dlrun_status plan_destination(global_plan *g, size_t i) {
                                           &g->dst_bufs[i]);
     if (st) return st;
     p->dst_buf = g->dst_bufs[i];
+    g->writes += g->shard_nbytes;
   }
   if (g->shard_nbytes == 0) return DLRUN_OK;
   dlrun_grid_cover(&g->grid, g->lo, g->hi, plan_piece, p);
@@ -385,6 +388,10 @@ static dlrun_status global_plan_start(global_plan *g, dlrun_array **out) {
   g->dst_bufs = NULL; /* the array takes them, whatever happens */
   dlrun_status st = dlrun_array_wrap(src->dtype, src->ndim, src->dims, g->dst, bufs, out);
   if (st) return st;
+  /* The local copies, the pulls and the twins' copies all stream, or none. */
+  g->x.stream = dlrun_copy_streams(g->writes);
+  dlrun_copy_plan_stream(g->p.copies, g->x.stream);
+  dlrun_copy_plan_stream(g->p.copies2, g->x.stream);
   st = dlrun_copy_plan_run(g->p.copies);
   g->p.copies = NULL;
   if (st || (st = sources_written(&g->p))) return st;

@@ -92,6 +92,10 @@ static const help_entry environment[] = {
      "process may use; in a job of several unbound processes on one host, the host's cores "
      "shared evenly among them; at least 1) or a number from 1 to 64; checked at start; "
      "--stats says how many and why"},
+    {"DLRUN_STREAM_BYTES",
+     "a call that writes at least this much on a process copies with streaming stores, "
+     "around the caches: auto (default: 16MiB), off, or a size such as 64MiB; checked at "
+     "start"},
     {"DLRUN_TRACE", "write a Chrome trace to this file, as --trace, from every way in: the "
                     "dlrun command, require \"dlrun\", the C API's default runtime"},
     {"DLRUN_DISTRIBUTED", "default for --distributed; checked at start"},

@@ -2,11 +2,55 @@
  * one copy loop of dlrun, used by the platforms whose memory the host (or
  * the platform's own private view) can address. Inner dimensions that are
  * contiguous in both blocks merge into one run, so contiguous data moves
- * with a single memcpy. */
+ * with a single memcpy; a copy that streams (a call writing more than the
+ * caches hold) writes long runs with non-temporal stores instead. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "boxes.h"
 #include "host_loops.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_STREAMING_STORES 1
+#else
+#define HAVE_STREAMING_STORES 0
+#endif
+
+/* Rows shorter than this are copied through the caches even when the copy
+ * streams: their unaligned head and tail would be much of them. */
+#define STREAM_MIN_RUN 256
+
+/* How far ahead the copy of spaced-apart runs asks for the source. */
+#define PREFETCH_ROWS 2
+
+static atomic_uint_least64_t streamed; /* bytes copied with streaming stores */
+
+uint64_t dlrun_host_streamed_bytes(void) { return atomic_load(&streamed); }
+
+#if HAVE_STREAMING_STORES
+/* One row with non-temporal stores: written lines go to memory without
+ * being read into the cache first (which a plain store must do), and do not
+ * evict what the cache holds. Unaligned loads; the stores aligned to 16. */
+static void stream_run(char *d, const char *s, size_t n) {
+  size_t head = (size_t)(-(uintptr_t)d & 15);
+  memcpy(d, s, head);
+  d += head;
+  s += head;
+  n -= head;
+  for (; n >= 64; n -= 64, d += 64, s += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+    __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+    _mm_stream_si128((__m128i *)(void *)d, a);
+    _mm_stream_si128((__m128i *)(void *)(d + 16), b);
+    _mm_stream_si128((__m128i *)(void *)(d + 32), c);
+    _mm_stream_si128((__m128i *)(void *)(d + 48), e);
+  }
+  memcpy(d, s, n);
+}
+#endif
 
 uint64_t dlrun_box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
   uint64_t bytes = esize;
@@ -45,7 +89,7 @@ static void strided_elements(char *d, const char *s, int64_t n, int64_t ds, int6
 
 void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
                          const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
-                         const int64_t *src_origin, const int64_t *src_strides) {
+                         const int64_t *src_origin, const int64_t *src_strides, bool stream) {
   int64_t extent[DLRUN_MAX_NDIM] = {0};
   for (int d = 0; d < ndim; d++) {
     extent[d] = hi[d] - lo[d];
@@ -86,11 +130,23 @@ void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_
     dstep = dst_strides[k] * (int64_t)esize;
     sstep = src_strides[k] * (int64_t)esize;
   }
+  stream = stream && HAVE_STREAMING_STORES && !strided && run >= STREAM_MIN_RUN;
+  /* Long runs spaced apart in the source (a column block of wide rows): the
+   * hardware's prefetch stops at each run's end, so ask for the run
+   * PREFETCH_ROWS rows on while this one is copied. */
+  int64_t gap = k > 0 ? src_strides[k - 1] * (int64_t)esize : 0;
+  bool ahead = stream && k > 0 && gap != run;
   /* Odometer over the outer dimensions 0..k-1. */
   int64_t idx[DLRUN_MAX_NDIM] = {0};
   for (;;) {
+    if (ahead && idx[k - 1] + PREFETCH_ROWS < extent[k - 1])
+      for (int64_t o = 0; o < run; o += 64) __builtin_prefetch(s0 + PREFETCH_ROWS * gap + o);
     if (strided)
       strided_elements(d0, s0, inner, dstep, sstep, elem);
+#if HAVE_STREAMING_STORES
+    else if (stream)
+      stream_run(d0, s0, (size_t)run);
+#endif
     else
       memcpy(d0, s0, (size_t)run);
     int d = k - 1;
@@ -103,6 +159,15 @@ void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_
       idx[d] = 0;
       d--;
     }
-    if (d < 0) return;
+    if (d < 0) break;
   }
+#if HAVE_STREAMING_STORES
+  /* Non-temporal stores are weakly ordered: whoever learns that the copy
+   * is done (through the release of a lock or an atomic) must see them. */
+  if (stream) {
+    _mm_sfence();
+    atomic_fetch_add_explicit(&streamed, dlrun_box_bytes(esize, ndim, lo, hi),
+                              memory_order_relaxed);
+  }
+#endif
 }

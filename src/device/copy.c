@@ -25,6 +25,7 @@ typedef struct copy_group {
   dlrun_device *queue;
   dlrun_copy_op op;
   const dlrun_event *after; /* a staged second step: the first step's done */
+  bool staging;             /* a staged first step: its block is read back at once */
   dlrun_event done;
 } copy_group;
 
@@ -63,6 +64,7 @@ struct dlrun_copy_plan {
   atomic_size_t pending; /* queued tasks not finished, plus the runner */
   dlrun_runtime *rt;     /* whose workers the runner holds, once it queued */
   size_t queued;
+  bool stream; /* dlrun_copy_plan_stream */
   int ndim;
   size_t esize;
   dlrun_buffer **srcs; /* one reference each */
@@ -311,7 +313,7 @@ dlrun_status dlrun_copy_task_seal(copy_task *t) {
     dlrun_copy_piece *first = &t->pieces[at++];
     *first = (dlrun_copy_piece){.src = routes[i].src, .lo = c + nd, .hi = c + 2 * nd};
     copy_group *g1 = &t->groups[t->ngroups++], *g2 = &t->groups[t->ngroups++];
-    *g1 = (copy_group){.queue = routes[i].src_queue,
+    *g1 = (copy_group){.queue = routes[i].src_queue, .staging = true,
                        .op = {.esize = p->esize, .ndim = nd, .dst = host, .npieces = 1,
                               .pieces = first}};
     /* The second step reads the block: its piece is the host end. */
@@ -365,6 +367,7 @@ static dlrun_status enqueue_groups(copy_task *t) {
   }
   for (; queued < t->ngroups; queued++) {
     copy_group *g = &t->groups[queued];
+    g->op.stream = t->plan->stream && !g->staging;
     const dlrun_event *waits = g->after ? g->after : t->deps;
     size_t nwaits = g->after ? 1 : t->ndeps;
     if ((st = dlrun_queue_copy_box(g->queue, &g->op, waits, nwaits, &g->done))) break;
@@ -385,6 +388,8 @@ static dlrun_status enqueue_groups(copy_task *t) {
   }
   return st;
 }
+
+void dlrun_copy_plan_stream(copy_plan *p, bool on) { p->stream = on; }
 
 void dlrun_copy_plan_start(copy_plan *p) {
   atomic_init(&p->pending, 1); /* the runner's hold */

@@ -34,6 +34,9 @@ dlrun_status dlrun_copy_plan_add_task(dlrun_copy_plan *p, dlrun_buffer *dst,
  * plan's sources), whose block starts at src_lo. */
 dlrun_status dlrun_copy_task_add(dlrun_copy_task *t, dlrun_buffer *src, const int64_t *src_lo,
                                  const int64_t *lo, const int64_t *hi);
+/* Whether the plan's copies stream (streaming.h: dlrun_copy_streams of the
+ * bytes the whole call writes on this process); before the first queue. */
+void dlrun_copy_plan_stream(dlrun_copy_plan *p, bool on);
 /* Cut the pieces into units for parallel copying; after the last add. */
 dlrun_status dlrun_copy_task_seal(dlrun_copy_task *t);
 size_t dlrun_copy_task_piece_count(const dlrun_copy_task *t);

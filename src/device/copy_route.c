@@ -11,6 +11,7 @@
 #include "enqueue.h"
 #include "host_loops.h"
 #include "memory_place.h"
+#include "streaming.h"
 #include "timeline.h"
 
 dlrun_box_end dlrun_buffer_end(const dlrun_buffer *b, const int64_t *origin,
@@ -57,16 +58,16 @@ void dlrun_copy_route_of(const dlrun_box_end *dst, const dlrun_box_end *src,
 }
 
 static dlrun_status copy_on(dlrun_device *queue, size_t esize, int ndim, const int64_t *lo,
-                            const int64_t *hi, const dlrun_box_end *dst,
-                            const dlrun_box_end *src) {
+                            const int64_t *hi, const dlrun_box_end *dst, const dlrun_box_end *src,
+                            bool stream) {
   if (!queue) { /* both plain host memory */
     dlrun_host_copy_box(esize, ndim, lo, hi, (void *)dst->data, dst->origin, dst->strides,
-                        src->data, src->origin, src->strides);
+                        src->data, src->origin, src->strides, stream);
     return DLRUN_OK;
   }
   dlrun_copy_piece piece = {.src = *src, .lo = lo, .hi = hi};
   dlrun_copy_op op = {.esize = esize, .ndim = ndim, .dst = *dst, .npieces = 1,
-                      .pieces = &piece, .sync = true};
+                      .pieces = &piece, .sync = true, .stream = stream};
   dlrun_event done;
   dlrun_status st = dlrun_queue_copy_box(queue, &op, NULL, 0, &done);
   return st ? st : dlrun_event_wait(done);
@@ -74,9 +75,15 @@ static dlrun_status copy_on(dlrun_device *queue, size_t esize, int ndim, const i
 
 dlrun_status dlrun_copy_sync(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
                              const dlrun_box_end *dst, const dlrun_box_end *src) {
+  return dlrun_copy_sync_in(esize, ndim, lo, hi, dst, src,
+                            dlrun_copy_streams(dlrun_box_bytes(esize, ndim, lo, hi)));
+}
+
+dlrun_status dlrun_copy_sync_in(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
+                                const dlrun_box_end *dst, const dlrun_box_end *src, bool stream) {
   dlrun_copy_route r;
   dlrun_copy_route_of(dst, src, &r);
-  if (!r.staged) return copy_on(r.queue, esize, ndim, lo, hi, &r.dst, &r.src);
+  if (!r.staged) return copy_on(r.queue, esize, ndim, lo, hi, &r.dst, &r.src, stream);
   /* Through a host block holding the box, row-major. */
   int64_t shape[DLRUN_MAX_NDIM], strides[DLRUN_MAX_NDIM];
   uint64_t bytes = esize;
@@ -86,8 +93,9 @@ dlrun_status dlrun_copy_sync(size_t esize, int ndim, const int64_t *lo, const in
   if (!stage) return dlrun_fail_oom_host(bytes);
   dlrun_box_end host = dlrun_host_end(stage, lo, strides);
   dlrun_box_end to_host = seen_by(r.src_queue, &host);
-  dlrun_status st = copy_on(r.src_queue, esize, ndim, lo, hi, &to_host, &r.src);
-  if (!st) st = copy_on(r.queue, esize, ndim, lo, hi, &r.dst, &host);
+  /* The staging block is read back at once: only the second step streams. */
+  dlrun_status st = copy_on(r.src_queue, esize, ndim, lo, hi, &to_host, &r.src, false);
+  if (!st) st = copy_on(r.queue, esize, ndim, lo, hi, &r.dst, &host, stream);
   dlrun_free(stage);
   return st;
 }

@@ -29,8 +29,11 @@ void dlrun_copy_route_of(const dlrun_box_end *dst, const dlrun_box_end *src,
 /* Copy the N-d box [lo, hi) (global coordinates) of esize-byte elements
  * from src to dst now: host to device, device to host, device to device,
  * between platforms (staged). Returns when it is done, with the device's
- * failure if it failed. */
+ * failure if it failed. It streams (streaming.h) when the box alone is
+ * large enough; dlrun_copy_sync_in streams as its caller's whole call does. */
 dlrun_status dlrun_copy_sync(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
                              const dlrun_box_end *dst, const dlrun_box_end *src);
+dlrun_status dlrun_copy_sync_in(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
+                                const dlrun_box_end *dst, const dlrun_box_end *src, bool stream);
 
 #endif

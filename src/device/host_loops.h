@@ -9,7 +9,9 @@
 
 void dlrun_host_copy_box(size_t esize, int ndim, const int64_t *lo, const int64_t *hi, void *dst,
                          const int64_t *dst_origin, const int64_t *dst_strides, const void *src,
-                         const int64_t *src_origin, const int64_t *src_strides);
+                         const int64_t *src_origin, const int64_t *src_strides, bool stream);
+/* Bytes copied with streaming stores since the process started (tests). */
+uint64_t dlrun_host_streamed_bytes(void);
 void dlrun_host_fill(void *data, uint64_t nbytes, const dlrun_fill *f);
 
 #endif

@@ -36,7 +36,8 @@ dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
                                const int64_t *dst_shard_dims, const int64_t *dst_origin,
                                const int64_t *lo, const int64_t *hi, const dlrun_device *src_dev,
                                int peer, int pid, const dlrun_shared_source *src,
-                               const int64_t *src_shard_dims, const int64_t *src_origin) {
+                               const int64_t *src_shard_dims, const int64_t *src_origin,
+                               bool stream) {
   pthread_once(&hook_once, read_hook);
   uint64_t bytes = esize;
   for (int d = 0; d < ndim; d++) bytes *= (uint64_t)src_shard_dims[d];
@@ -55,5 +56,5 @@ dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
                                       src_strides);
   dlrun_box_end to = dlrun_buffer_end(dst, dst_origin,
                                       dlrun_buffer_layout(dst, ndim, dst_shard_dims, dst_scratch));
-  return dlrun_copy_sync(esize, ndim, lo, hi, &to, &from);
+  return dlrun_copy_sync_in(esize, ndim, lo, hi, &to, &from, stream);
 }

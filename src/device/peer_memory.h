@@ -25,13 +25,16 @@ bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_shared_source *out);
 /* Copy the box [lo, hi) (global coordinates) into dst (block of shape
  * dst_shard_dims at dst_origin) from the shard that process `peer` (process
  * id `pid` on this host) shares as *src on its device src_dev (a row-major
- * block of shape src_shard_dims at src_origin). Returns once the copy is
- * done, with the reason when the memory cannot be mapped or the copy fails. */
+ * block of shape src_shard_dims at src_origin), streaming when `stream`
+ * (the call's pulls write more than the caches hold: streaming.h). Returns
+ * once the copy is done, with the reason when the memory cannot be mapped
+ * or the copy fails. */
 dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
                                const int64_t *dst_shard_dims, const int64_t *dst_origin,
                                const int64_t *lo, const int64_t *hi, const dlrun_device *src_dev,
                                int peer, int pid, const dlrun_shared_source *src,
-                               const int64_t *src_shard_dims, const int64_t *src_origin);
+                               const int64_t *src_shard_dims, const int64_t *src_origin,
+                               bool stream);
 
 /* The peers' regions mapped here (peer_maps.c). The mapping of peer's region
  * `src`, mapping it the first time (kept until the job ends); its failure

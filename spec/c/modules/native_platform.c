@@ -281,7 +281,8 @@ static void run(tn_cmd *c) {
     for (size_t i = 0; i < op->npieces; i++) {
       const dlrun_copy_piece *p = &op->pieces[i];
       svc->host_copy_box(op->esize, op->ndim, p->lo, p->hi, dst, op->dst.origin,
-                         op->dst.strides, end_view(&p->src), p->src.origin, p->src.strides);
+                         op->dst.strides, end_view(&p->src), p->src.origin, p->src.strides,
+                         op->stream);
     }
   }
 }

@@ -133,7 +133,7 @@ static void copy_one_unit(void *ctx, size_t i) {
   const dlrun_platform_services *s = svc();
   uint64_t start = s->trace_enabled() ? s->trace_now() : 0;
   s->host_copy_box(op->esize, nd, lo, hi, end_view(&op->dst), op->dst.origin, op->dst.strides,
-                   end_view(&p->src), p->src.origin, p->src.strides);
+                   end_view(&p->src), p->src.origin, p->src.strides, op->stream);
   if (s->trace_enabled())
     s->trace_copy(w->q->dev, start, box_bytes(op->esize, nd, lo, hi), &p->src, &op->dst);
 }

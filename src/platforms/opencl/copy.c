@@ -142,7 +142,7 @@ static void host_pieces(void *ctx) {
     if (!host_only(op, pc) || empty_box(op->ndim, pc->lo, pc->hi)) continue;
     ocl_svc->host_copy_box(op->esize, op->ndim, pc->lo, pc->hi, (void *)op->dst.data,
                            op->dst.origin, op->dst.strides, pc->src.data, pc->src.origin,
-                           pc->src.strides);
+                           pc->src.strides, op->stream);
   }
 }
 
