@@ -1,6 +1,7 @@
 -- runs: once
 -- ipc-off: no
 -- devices: any
+-- needs: none
 
 -- Streaming stores (README, "Devices and memory"): a call that writes
 -- DLRUN_STREAM_BYTES or more on a process copies its long rows with
