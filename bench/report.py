@@ -135,6 +135,8 @@ def mpi_rows(tmp, n, skips):
             "dlrun time with DLRUN_DISTRIBUTED_IPC=off / dlrun time", "higher")
         row("8 reshard %d procs vs memcpy of its bytes" % n, None, None, None, ">= 0.8", "skipped",
             "memcpy time / dlrun time", "higher")
+        row("8 reshard %d procs vs streamed copy of its bytes" % n, None, None, None, "report",
+            "skipped", "streaming-store copy time / dlrun time", "higher")
         row("8 reshard %d procs vs box copies of its bytes" % n, None, None, None, "report",
             "skipped", "memcpy per row of each box time / dlrun time", "higher")
         row("8 reshard %d procs vs whole-row copies of its bytes" % n, None, None, None, "report",
@@ -164,6 +166,10 @@ def mpi_rows(tmp, n, skips):
             # memcpy's the bytes of its destination shards, all at once.
             speed_row("8 reshard %d procs vs memcpy of its bytes" % n, dl,
                       get(m, key, "memcpy_s"), 0.8, ok, "memcpy")
+            # The same bytes with streaming stores (dlrun's own loop), as the
+            # reshard's copies store them where the call streams (README).
+            report_row("8 reshard %d procs vs streamed copy of its bytes" % n, dl,
+                       get(m, key, "streamed_copy_s"), ok, "streaming-store copy")
             # The same bytes copied box by box as the reshard reads them
             # (runs of a row, rows apart): the access pattern's own limit.
             report_row("8 reshard %d procs vs box copies of its bytes" % n, dl,

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "device/boxes.h"
 #include "device/host_loops.h"
+#include "device/streaming.h"
 #include "dlrun/dlrun.h"
 
 static dlrun_runtime *rt;
@@ -406,7 +407,8 @@ static int64_t streamed_by_reshard(const char *setting, int64_t rows, int *right
 
 static void test_streaming(void) {
   TEST("a put that writes DLRUN_STREAM_BYTES or more streams every long run; a smaller one, "
-       "or with the setting off, none; a bad setting is refused") {
+       "or with the setting off, none; auto is off where processes outnumber cores; a bad "
+       "setting is refused") {
 #if defined(__SSE2__)
     const int64_t all = 512 * 1024 * 4; /* every piece's runs are 1 KiB */
 #else
@@ -429,6 +431,15 @@ static void test_streaming(void) {
     CHECK(streamed_by_reshard("lots", 64, &right) == -1, "DLRUN_STREAM_BYTES=lots accepted");
     CHECK_STR_CONTAINS(dlrun_last_error(), "DLRUN_STREAM_BYTES=\"lots\" is not auto, off or a "
                                            "size");
+    /* More processes than cores on this host: auto is off, a size is kept. */
+    uint64_t bytes = 0;
+    CHECK(dlrun_stream_setting(true, &bytes) == DLRUN_OK && bytes == UINT64_MAX,
+          "crowded auto: %llu", (unsigned long long)bytes);
+    CHECK(dlrun_stream_setting(false, &bytes) == DLRUN_OK && bytes == 16 << 20,
+          "auto: %llu", (unsigned long long)bytes);
+    setenv("DLRUN_STREAM_BYTES", "1MiB", 1);
+    CHECK(dlrun_stream_setting(true, &bytes) == DLRUN_OK && bytes == 1 << 20,
+          "crowded 1MiB: %llu", (unsigned long long)bytes);
     setenv("DLRUN_STREAM_BYTES", "0", 1);
     dlrun_config cfg = {.devices = "sim:1"};
     CHECK(dlrun_check_config(&cfg) == DLRUN_ERR_VALUE, "dlrun_check_config took 0 bytes");

@@ -94,8 +94,8 @@ static const help_entry environment[] = {
      "--stats says how many and why"},
     {"DLRUN_STREAM_BYTES",
      "a call that writes at least this much on a process copies with streaming stores, "
-     "around the caches: auto (default: 16MiB), off, or a size such as 64MiB; checked at "
-     "start"},
+     "around the caches: auto (default: 16MiB, or off where the job's processes on this "
+     "host outnumber its cores), off, or a size such as 64MiB; checked at start"},
     {"DLRUN_TRACE", "write a Chrome trace to this file, as --trace, from every way in: the "
                     "dlrun command, require \"dlrun\", the C API's default runtime"},
     {"DLRUN_DISTRIBUTED", "default for --distributed; checked at start"},

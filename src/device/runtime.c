@@ -37,7 +37,7 @@ dlrun_status dlrun_check_config(const dlrun_config *config) {
   dlrun_status st = resolve_config(config, &spec, &memory);
   if (!st) st = dlrun_check_workers_setting();
   uint64_t stream_bytes;
-  if (!st) st = dlrun_stream_setting(&stream_bytes);
+  if (!st) st = dlrun_stream_setting(false, &stream_bytes);
   return st ? st : dlrun_platforms_check_config();
 }
 
@@ -342,7 +342,7 @@ dlrun_status dlrun_runtime_create(const dlrun_config *config, dlrun_runtime **ou
   dlrun_worker_plan workers;
   dlrun_status st = resolve_config(config, &spec, &settings);
   if (!st) st = dlrun_plan_workers(&workers); /* the join counted this host's processes */
-  if (!st) st = dlrun_apply_stream_setting();
+  if (!st) st = dlrun_apply_stream_setting(workers.crowded);
   if (!st) st = dlrun_platforms_check_config(); /* checked before any collective */
   if (st) return st;
 

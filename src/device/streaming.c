@@ -11,9 +11,9 @@
 /* The environment is the process's: every runtime reads the same value. */
 static atomic_uint_least64_t threshold = DLRUN_STREAM_BYTES_DEFAULT;
 
-dlrun_status dlrun_stream_setting(uint64_t *bytes) {
+dlrun_status dlrun_stream_setting(bool crowded, uint64_t *bytes) {
   const char *text = getenv("DLRUN_STREAM_BYTES");
-  *bytes = DLRUN_STREAM_BYTES_DEFAULT;
+  *bytes = crowded ? UINT64_MAX : DLRUN_STREAM_BYTES_DEFAULT;
   if (!text || !*text || !strcmp(text, "auto")) return DLRUN_OK;
   if (!strcmp(text, "off")) {
     *bytes = UINT64_MAX;
@@ -29,9 +29,9 @@ dlrun_status dlrun_stream_setting(uint64_t *bytes) {
   return DLRUN_OK;
 }
 
-dlrun_status dlrun_apply_stream_setting(void) {
+dlrun_status dlrun_apply_stream_setting(bool crowded) {
   uint64_t bytes;
-  dlrun_status st = dlrun_stream_setting(&bytes);
+  dlrun_status st = dlrun_stream_setting(crowded, &bytes);
   if (!st) atomic_store(&threshold, bytes);
   return st;
 }

@@ -56,6 +56,7 @@ dlrun_status dlrun_plan_workers(dlrun_worker_plan *out) {
   /* Unbound processes of one host share its cores evenly. */
   int sharing = bound ? 1 : dlrun_distributed_host_processes();
   out->count = set;
+  out->crowded = sharing > cores;
   if (!set) {
     out->count = cores / sharing;
     if (out->count < 1) out->count = 1;

@@ -8,12 +8,15 @@
 #ifndef DLRUN_DEVICE_WORKER_PLAN_H
 #define DLRUN_DEVICE_WORKER_PLAN_H
 
+#include <stdbool.h>
+
 #include "dlrun/status.h"
 
 #define DLRUN_MAX_WORKERS 64
 
 typedef struct dlrun_worker_plan {
   int count;      /* the worker threads to start */
+  bool crowded;   /* the job's unbound processes on this host outnumber its cores */
   char note[160]; /* "2 worker threads: the 2 cores this process may use (...)" */
 } dlrun_worker_plan;
 
