@@ -45,7 +45,7 @@ STRESSES := $(STRESS_SRC:spec/stress/%.c=$(BUILD)/stress/%)
 
 LIB_A    := $(BUILD)/libdlrun.a
 LIB_SO   := $(BUILD)/libdlrun.so
-# The file is named after its soname, then the release: libdlrun.so.3.0.4.0.
+# The file is named after its soname, then the release: libdlrun.so.4.0.5.0.
 SONAME   := libdlrun.so.$(ABI)
 LIB_SO_FILE := $(SONAME).$(VERSION)
 LUA_LIB_A := $(BUILD)/libdlrun_lua.a

@@ -25,7 +25,7 @@
  * here for the library's file name, dlrun.pc and the man page, `dlrun
  * --version` prints it, and `make rock` names the rock after it
  * (spec/project/install_spec.lua checks them all). */
-#define DLRUN_VERSION_STRING "0.4.0"
+#define DLRUN_VERSION_STRING "0.5.0"
 
 /* The ABI number, the N of the soname libdlrun.so.N, apart from the release
  * version (which stays 0.x while the API settles): raised whenever a binary
@@ -36,7 +36,9 @@
  * dlrun_export_options, dlrun_exported, dlrun_transfer_stats and
  * dlrun_import. 2: issue 36's dtypes (DLRUN_DTYPE_COUNT changed value) and
  * dlrun_export_options.legacy_knows_1_1. 3: issue 35's streaming hint for
- * platforms (dlrun_copy_op.stream, host_copy_box's `stream`: platform ABI 2). */
-#define DLRUN_ABI_VERSION 3
+ * platforms (dlrun_copy_op.stream, host_copy_box's `stream`: platform ABI 2).
+ * 4: issue 35's copies of shared sources taken together (the platform
+ * slot copy_boxes: platform ABI 3). */
+#define DLRUN_ABI_VERSION 4
 
 #endif

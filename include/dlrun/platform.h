@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define DLRUN_PLATFORM_ABI 2
+#define DLRUN_PLATFORM_ABI 3
 
 typedef struct dlrun_platform dlrun_platform;
 
@@ -206,6 +206,17 @@ struct dlrun_platform {
    * caller's and valid until *done completes. */
   dlrun_status (*copy_box)(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event *waits,
                            size_t nwaits, dlrun_event *done);
+  /* (optional) Copies that read the same sources (a reshard's, to several
+   * devices), enqueued as one unit of work on dev's queue: each op as
+   * copy_box would copy it, after waits; *done after all of them. Their
+   * destinations may be memory of any device of this platform, and no op
+   * reads or writes bytes another writes. A platform that copies on the
+   * host reads each source once for all of them (host execution: a band of
+   * its rows at a time, every op's part of the band in turn). ops[] is read
+   * during the call; the ops stay as copy_box's. NULL: the library enqueues
+   * each op with copy_box. */
+  dlrun_status (*copy_boxes)(dlrun_device *dev, dlrun_copy_op *const *ops, size_t nops,
+                             const dlrun_event *waits, size_t nwaits, dlrun_event *done);
   /* Fill nbytes at device address `data` of dev's `kind` memory. */
   dlrun_status (*fill)(dlrun_device *dev, dlrun_memory_kind kind, void *data, uint64_t nbytes,
                        const dlrun_fill *f, const dlrun_event *waits, size_t nwaits,

@@ -225,7 +225,11 @@ static dlrun_status put_run(dlrun_array *src, put_target to, bool may_share,
     *out = NULL;
     return st;
   }
-  dlrun_copy_plan_finish(copies);
+  if ((st = dlrun_copy_plan_finish(copies))) { /* it waited for what was queued */
+    dlrun_array_release(*out);
+    *out = NULL;
+    return st;
+  }
   dlrun_count_transfer(dlrun_sharding_device(to.sharding, 0)->rt, &pl.stats);
   *stats = pl.stats;
   return DLRUN_OK;

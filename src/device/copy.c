@@ -60,11 +60,24 @@ struct dlrun_copy_task {
 };
 typedef struct dlrun_copy_task copy_task;
 
+/* Tasks queued together (queue_fan): what their copies read until they
+ * are done, freed with the plan. */
+typedef struct fan_block {
+  struct fan_block *next;
+  dlrun_event done;     /* the copies' work: every join waits for it */
+  dlrun_copy_op *joins; /* one per task, on its destination's queue */
+  dlrun_copy_op **ops;  /* the tasks' copies */
+  dlrun_event *waits;   /* the tasks' dependencies */
+} fan_block;
+
 struct dlrun_copy_plan {
   atomic_size_t pending; /* queued tasks not finished, plus the runner */
   dlrun_runtime *rt;     /* whose workers the runner holds, once it queued */
   size_t queued;
   bool stream; /* dlrun_copy_plan_stream */
+  copy_task **fan; /* cap: tasks waiting to be queued together (queue_fan) */
+  size_t nfan;
+  fan_block *blocks;
   int ndim;
   size_t esize;
   dlrun_buffer **srcs; /* one reference each */
@@ -109,6 +122,11 @@ void dlrun_copy_plan_free(copy_plan *p) {
     dlrun_buffer_release(t->dst);
   }
   release_sources(p->srcs, p->nsrcs);
+  while (p->blocks) {
+    fan_block *b = p->blocks;
+    p->blocks = b->next;
+    dlrun_free(b);
+  }
   dlrun_free(p);
 }
 
@@ -118,8 +136,9 @@ dlrun_status dlrun_copy_plan_create(size_t ntasks, int ndim, size_t esize,
   size_t nd = (size_t)ndim;
   size_t head = ALIGN16(sizeof(copy_plan) + nd * sizeof(int64_t));
   size_t stride = ALIGN16(sizeof(copy_task) + 6 * nd * sizeof(int64_t));
-  size_t size = head + ntasks * stride;
-  copy_plan *p = ntasks <= (SIZE_MAX - head) / stride ? dlrun_malloc(size) : NULL;
+  size_t per = stride + sizeof(copy_task *); /* a slot and its place in the fan */
+  size_t size = head + ntasks * per;
+  copy_plan *p = ntasks <= (SIZE_MAX - head) / per ? dlrun_malloc(size) : NULL;
   *out = p;
   if (!p) {
     release_sources(srcs, nsrcs);
@@ -127,6 +146,7 @@ dlrun_status dlrun_copy_plan_create(size_t ntasks, int ndim, size_t esize,
   }
   *p = (copy_plan){.ndim = ndim, .esize = esize, .srcs = srcs, .nsrcs = nsrcs, .cap = ntasks,
                    .stride = stride, .tasks = (unsigned char *)p + head};
+  p->fan = (copy_task **)(void *)(p->tasks + ntasks * stride);
   memcpy(p->src_shape, src_shape, nd * sizeof *src_shape);
   return DLRUN_OK;
 }
@@ -395,6 +415,7 @@ void dlrun_copy_plan_start(copy_plan *p) {
   atomic_init(&p->pending, 1); /* the runner's hold */
   p->rt = NULL;
   p->queued = 0;
+  p->nfan = 0;
 }
 
 /* The runtime whose workers run the plan, held on first use. */
@@ -405,25 +426,10 @@ static dlrun_status hold_workers(copy_plan *p, dlrun_runtime *rt) {
   return st;
 }
 
-dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
-  dlrun_device *dst = t->dst->dev;
-  dlrun_status st = hold_workers(p, dst->rt);
-  if (st) return st;
-  t->ndeps = 0;
-  for (size_t k = 0; k < t->npieces; k++) {
-    dlrun_buffer *src = t->srcs[k];
-    if (!dlrun_event_done(src->ready) || dlrun_event_status(src->ready))
-      t->deps[t->ndeps++] = src->ready; /* a failed one fails the copy */
-  }
-  /* Counted before the task can finish, so done never passes queued. */
-  atomic_fetch_add(&p->rt->bytes_queued, t->bytes);
-  atomic_fetch_add(&p->pending, 1);
-  if ((st = enqueue_groups(t))) {
-    atomic_fetch_sub(&p->pending, 1);
-    atomic_fetch_sub(&p->rt->bytes_queued, t->bytes); /* what will never be done */
-    return st;
-  }
+/* t's copies are queued: count what it moves between devices. */
+static void count_queued(copy_task *t) {
   t->queued = true;
+  dlrun_device *dst = t->dst->dev;
   for (size_t k = 0; k < t->npieces; k++) {
     dlrun_buffer *src = t->srcs[k];
     if (src->dev == dst) continue;
@@ -431,19 +437,135 @@ dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
     atomic_fetch_add(&src->dev->bytes_out, bytes);
     atomic_fetch_add(&dst->bytes_in, bytes);
   }
-  if (++p->queued % 64 == 0) { /* let the workers start on what is queued */
+}
+
+/* Counted before the task can finish, so done never passes queued; taken
+ * back when it is not queued after all. */
+static void count_pending(copy_plan *p, copy_task *t) {
+  atomic_fetch_add(&p->rt->bytes_queued, t->bytes);
+  atomic_fetch_add(&p->pending, 1);
+}
+static void uncount_pending(copy_plan *p, copy_task *t) {
+  atomic_fetch_sub(&p->pending, 1);
+  atomic_fetch_sub(&p->rt->bytes_queued, t->bytes); /* what will never be done */
+}
+
+static dlrun_status queue_one(copy_plan *p, copy_task *t) {
+  count_pending(p, t);
+  dlrun_status st = enqueue_groups(t);
+  if (st) uncount_pending(p, t);
+  else count_queued(t);
+  return st;
+}
+
+/* Whether t may be queued with others (queue_fan): all its copies are one
+ * op on its destination's queue, of a platform that takes several at once. */
+static bool fusable(const copy_task *t) {
+  const copy_group *g = &t->groups[0];
+  return t->ngroups == 1 && !t->dones && !g->after && !g->staging &&
+         g->queue->platform->copy_boxes;
+}
+
+/* The fan's tasks, each on its own (the platform could not take them
+ * together): stops at the first that fails. */
+static dlrun_status queue_each(copy_plan *p, size_t n) {
+  dlrun_status st = DLRUN_OK;
+  for (size_t i = 0; i < n && !st; i++) st = queue_one(p, p->fan[i]);
+  return st;
+}
+
+static fan_block *fan_block_new(copy_plan *p, size_t n, size_t nwaits) {
+  size_t head = ALIGN16(sizeof(fan_block)), joins = ALIGN16(n * sizeof(dlrun_copy_op));
+  size_t ops = ALIGN16(n * sizeof(dlrun_copy_op *));
+  fan_block *b = dlrun_malloc(head + joins + ops + nwaits * sizeof(dlrun_event) + 1);
+  if (!b) return NULL;
+  b->joins = (dlrun_copy_op *)(void *)((char *)b + head);
+  b->ops = (dlrun_copy_op **)(void *)((char *)b + head + joins);
+  b->waits = (dlrun_event *)(void *)((char *)b + head + joins + ops);
+  b->next = p->blocks;
+  p->blocks = b;
+  return b;
+}
+
+/* Queue the tasks waiting in the fan as one unit of work on the first one's
+ * queue (copy_boxes: the platform reads their shared sources once), then
+ * each destination's join after it, so that every destination's ready
+ * event stays on its own queue. */
+static dlrun_status queue_fan(copy_plan *p) {
+  size_t n = p->nfan, nwaits = 0;
+  p->nfan = 0;
+  if (n <= 1) return n ? queue_one(p, p->fan[0]) : DLRUN_OK;
+  for (size_t i = 0; i < n; i++) nwaits += p->fan[i]->ndeps;
+  fan_block *b = fan_block_new(p, n, nwaits);
+  if (!b) return queue_each(p, n);
+  nwaits = 0;
+  for (size_t i = 0; i < n; i++) {
+    copy_task *t = p->fan[i];
+    b->ops[i] = &t->groups[0].op;
+    b->ops[i]->stream = p->stream;
+    memcpy(b->waits + nwaits, t->deps, t->ndeps * sizeof *t->deps);
+    nwaits += t->ndeps;
+    count_pending(p, t);
+  }
+  dlrun_status st =
+      dlrun_queue_copy_boxes(p->fan[0]->groups[0].queue, b->ops, n, b->waits, nwaits, &b->done);
+  if (st) { /* nothing was queued: each on its own */
+    for (size_t i = 0; i < n; i++) uncount_pending(p, p->fan[i]);
+    return queue_each(p, n);
+  }
+  size_t joined = 0;
+  for (; joined < n && !st; joined++) {
+    copy_task *t = p->fan[joined];
+    b->joins[joined] = (dlrun_copy_op){.esize = p->esize, .ndim = p->ndim,
+                                       .complete = task_finished_ctx, .complete_ctx = t};
+    st = dlrun_queue_copy_box(t->dst->dev, &b->joins[joined], &b->done, 1, &t->dst->ready);
+    if (!st) count_queued(t);
+  }
+  if (st) { /* the queued work reads every task: it finishes first */
+    dlrun_workers_flush(p->rt->workers);
+    dlrun_event_wait(b->done);
+    for (size_t i = joined - 1; i < n; i++) uncount_pending(p, p->fan[i]);
+  }
+  return st;
+}
+
+/* Tasks queued between two releases of the workers, and at most in a fan. */
+#define BATCH 64
+
+dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
+  dlrun_status st = hold_workers(p, t->dst->dev->rt);
+  if (st) return st;
+  t->ndeps = 0;
+  for (size_t k = 0; k < t->npieces; k++) {
+    dlrun_buffer *src = t->srcs[k];
+    if (!dlrun_event_done(src->ready) || dlrun_event_status(src->ready))
+      t->deps[t->ndeps++] = src->ready; /* a failed one fails the copy */
+  }
+  if (!fusable(t)) st = queue_one(p, t);
+  else if (p->nfan && p->fan[0]->groups[0].queue->platform != t->groups[0].queue->platform)
+    st = queue_fan(p); /* a fan is of one platform */
+  if (!st && fusable(t)) p->fan[p->nfan++] = t;
+  if (!st && ++p->queued % BATCH == 0) { /* let the workers start on what is queued */
+    st = queue_fan(p);
     dlrun_workers_release(p->rt->workers);
     dlrun_workers_hold(p->rt->workers); /* cannot fail: a thread runs */
   }
+  return st;
+}
+
+dlrun_status dlrun_copy_plan_finish(copy_plan *p) {
+  dlrun_status st = queue_fan(p);
+  if (st) {
+    dlrun_copy_plan_abort(p);
+    return st;
+  }
+  if (p->rt) dlrun_workers_release(p->rt->workers);
+  plan_done(p, 1);
   return DLRUN_OK;
 }
 
-void dlrun_copy_plan_finish(copy_plan *p) {
-  if (p->rt) dlrun_workers_release(p->rt->workers);
-  plan_done(p, 1);
-}
-
 void dlrun_copy_plan_abort(copy_plan *p) {
+  p->nfan = 0; /* never queued */
   if (p->rt) dlrun_workers_release(p->rt->workers);
   /* The runner's hold keeps every task, and its destination, alive. */
   for (size_t i = 0; i < p->ntasks; i++)
@@ -455,6 +577,7 @@ dlrun_status dlrun_copy_plan_run(copy_plan *p) {
   dlrun_copy_plan_start(p);
   dlrun_status st = DLRUN_OK;
   for (size_t i = 0; i < p->ntasks && !st; i++) st = dlrun_copy_plan_queue(p, task_at(p, i));
-  dlrun_copy_plan_finish(p);
-  return st;
+  if (st) p->nfan = 0; /* nothing is queued after a failure */
+  dlrun_status fin = dlrun_copy_plan_finish(p);
+  return st ? st : fin;
 }

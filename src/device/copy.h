@@ -43,20 +43,25 @@ size_t dlrun_copy_task_piece_count(const dlrun_copy_task *t);
 
 /* Queue every task of the plan (each destination buffer's ready event
  * becomes its task's). The plan is then its tasks': the caller must not
- * touch it again, whatever this returns. Fails, having queued nothing and
- * freed the plan, only when no worker thread can run. */
+ * touch it again, whatever this returns. Fails when a task cannot be
+ * queued (no worker thread, no memory): the tasks queued before it run,
+ * the others never do. */
 dlrun_status dlrun_copy_plan_run(dlrun_copy_plan *p);
 /* Or queue the tasks one by one as they are made, so that the first copies
  * run while later ones are planned: start, then queue each sealed task (in
  * any order, each once), then finish, which hands the plan to its tasks
  * (the caller must not touch it again). A task that fails to queue (no
- * worker thread) is not run. Between the first queue and finish the calling
- * thread holds the workers (dlrun_workers_hold) and must not wait for what
- * it queued. abort, instead of finish, waits for the tasks queued so far and
- * frees the plan: afterwards nothing of it runs or holds memory. */
+ * worker thread) is not run. Tasks whose copies a platform takes together
+ * (copy_boxes) are held back and queued together, up to 64 at a time and by
+ * finish; a failure to queue them surfaces from the queue call that
+ * releases them or from finish, which then aborts. Between the first queue
+ * and finish the calling thread holds the workers (dlrun_workers_hold) and
+ * must not wait for what it queued. abort, instead of finish, waits for the
+ * tasks queued so far and frees the plan: afterwards nothing of it runs or
+ * holds memory; the tasks held back never run. */
 void dlrun_copy_plan_start(dlrun_copy_plan *p);
 dlrun_status dlrun_copy_plan_queue(dlrun_copy_plan *p, dlrun_copy_task *t);
-void dlrun_copy_plan_finish(dlrun_copy_plan *p);
+dlrun_status dlrun_copy_plan_finish(dlrun_copy_plan *p);
 void dlrun_copy_plan_abort(dlrun_copy_plan *p);
 /* Free a plan that is not run (NULL is a no-op). */
 void dlrun_copy_plan_free(dlrun_copy_plan *p);

@@ -52,28 +52,51 @@ static traced_work *traced_new(size_t n) {
   return w;
 }
 
-dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
-                                  size_t nwaits, dlrun_event *done) {
-  traced_work *w = NULL;
-  /* the op may be gone once enqueued: what it copies is read first */
-  if (dlrun_trace_enabled() && !queue->platform->traces_own_work && op->npieces &&
-      (w = traced_new(op->npieces))) {
-    uint64_t start = dlrun_trace_now();
-    for (size_t i = 0; i < op->npieces; i++) {
+/* The pieces of ops[0..nops) to record once they are copied, NULL when
+ * tracing is off, the queue traces its own work, or memory is short. Read
+ * before enqueueing: the ops may be gone once enqueued. */
+static traced_work *traced_copies(const dlrun_device *queue, dlrun_copy_op *const *ops,
+                                  size_t nops) {
+  size_t n = 0;
+  for (size_t k = 0; k < nops; k++) n += ops[k]->npieces;
+  traced_work *w;
+  if (!dlrun_trace_enabled() || queue->platform->traces_own_work || !n || !(w = traced_new(n)))
+    return NULL;
+  uint64_t start = dlrun_trace_now();
+  n = 0;
+  for (size_t k = 0; k < nops; k++) {
+    const dlrun_copy_op *op = ops[k];
+    for (size_t i = 0; i < op->npieces; i++, n++) {
       const dlrun_copy_piece *p = &op->pieces[i];
       int ignored;
-      w->pieces[i] = (traced_piece){
+      w->pieces[n] = (traced_piece){
           .track = queue->name, .category = "transfer", .name = "copy", .start = start,
           .bytes = dlrun_box_bytes(op->esize, op->ndim, p->lo, p->hi), .copy = true};
-      w->pieces[i].src = dlrun_trace_end(&p->src, &w->pieces[i].src_process);
-      w->pieces[i].dst = dlrun_trace_end(&op->dst, &ignored);
+      w->pieces[n].src = dlrun_trace_end(&p->src, &w->pieces[n].src_process);
+      w->pieces[n].dst = dlrun_trace_end(&op->dst, &ignored);
     }
   }
-  dlrun_status st = queue->platform->copy_box(queue, op, waits, nwaits, done);
+  return w;
+}
+
+static dlrun_status traced_result(traced_work *w, dlrun_status st, const dlrun_event *done) {
   if (!w) return st;
   if (st) dlrun_free(w);
   else record_when_done(w, *done);
   return st;
+}
+
+dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
+                                  size_t nwaits, dlrun_event *done) {
+  traced_work *w = traced_copies(queue, &op, 1);
+  return traced_result(w, queue->platform->copy_box(queue, op, waits, nwaits, done), done);
+}
+
+dlrun_status dlrun_queue_copy_boxes(dlrun_device *queue, dlrun_copy_op *const *ops, size_t nops,
+                                    const dlrun_event *waits, size_t nwaits, dlrun_event *done) {
+  traced_work *w = traced_copies(queue, ops, nops);
+  dlrun_status st = queue->platform->copy_boxes(queue, ops, nops, waits, nwaits, done);
+  return traced_result(w, st, done);
 }
 
 dlrun_status dlrun_queue_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data,
@@ -85,9 +108,6 @@ dlrun_status dlrun_queue_fill(dlrun_device *dev, dlrun_memory_kind kind, void *d
     w->pieces[0] = (traced_piece){.track = dev->name, .category = "compute",
                                   .name = f->sequence ? "arange" : "fill",
                                   .start = dlrun_trace_now(), .bytes = nbytes};
-  dlrun_status st = dev->platform->fill(dev, kind, data, nbytes, f, waits, nwaits, done);
-  if (!w) return st;
-  if (st) dlrun_free(w);
-  else record_when_done(w, *done);
-  return st;
+  return traced_result(w, dev->platform->fill(dev, kind, data, nbytes, f, waits, nwaits, done),
+                       done);
 }

@@ -143,6 +143,7 @@ static dlrun_platform cpu_platform = {
     .decommit = cpu_decommit,
     .owns = cpu_owns,
     .copy_box = dlrun_hostexec_copy,
+    .copy_boxes = dlrun_hostexec_copy_boxes,
     .fill = dlrun_hostexec_fill,
     .record = dlrun_hostexec_record,
     .dlpack_device = cpu_dlpack_device,

@@ -1,5 +1,6 @@
 /* Host execution (hostexec.h): the queue of the cpu and sim platforms. */
 #include "hostexec.h"
+#include "hostexec_impl.h"
 #include "host_services.h"
 
 #include <string.h>
@@ -26,10 +27,9 @@ void dlrun_hostexec_use_timelines(dlrun_platform *pl) {
   pl->traces_own_work = true;
 }
 
-static dlrun_host_queue *queue_of(const dlrun_device *dev) { return svc()->device_impl(dev); }
+dlrun_host_queue *dlrun_hostexec_queue(const dlrun_device *dev) { return svc()->device_impl(dev); }
 
-/* Whether the next operation of kind `what` on q is to fail (a test's). */
-static bool take_injected(dlrun_host_queue *q, dlrun_work_kind what) {
+bool dlrun_hostexec_take_injected(dlrun_host_queue *q, dlrun_work_kind what) {
   unsigned n = atomic_load(&q->inject[what]);
   while (n && !atomic_compare_exchange_weak(&q->inject[what], &n, n - 1)) {
   }
@@ -37,11 +37,11 @@ static bool take_injected(dlrun_host_queue *q, dlrun_work_kind what) {
 }
 
 dlrun_status dlrun_hostexec_inject(dlrun_device *dev, dlrun_work_kind what, unsigned count) {
-  atomic_store(&queue_of(dev)->inject[what], count);
+  atomic_store(&dlrun_hostexec_queue(dev)->inject[what], count);
   return DLRUN_OK;
 }
 
-static dlrun_status injected(const dlrun_host_queue *q, const char *op) {
+dlrun_status dlrun_hostexec_injected(const dlrun_host_queue *q, const char *op) {
   return svc()->fail(DLRUN_ERR_RUNTIME, "%s: %s failed: injected device failure",
                      svc()->device_name(q->dev), op);
 }
@@ -49,13 +49,11 @@ static dlrun_status injected(const dlrun_host_queue *q, const char *op) {
 /* Pieces of a copy cut into units at most (above, each goes whole). */
 #define MAX_CUT_PIECES 6
 
-/* The host address of an end's bytes. */
-static void *end_view(const dlrun_box_end *e) {
-  return e->dev ? queue_of(e->dev)->view(e->dev, e->kind, e->data) : (void *)e->data;
+void *dlrun_hostexec_view(const dlrun_box_end *e) {
+  return e->dev ? dlrun_hostexec_queue(e->dev)->view(e->dev, e->kind, e->data) : (void *)e->data;
 }
 
-/* The bytes of the box [lo, hi) of esize-byte elements. */
-static uint64_t box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
+uint64_t dlrun_hostexec_box_bytes(size_t esize, int ndim, const int64_t *lo, const int64_t *hi) {
   uint64_t bytes = esize;
   for (int d = 0; d < ndim; d++) bytes *= (uint64_t)(hi[d] - lo[d]);
   return bytes;
@@ -90,7 +88,7 @@ static size_t unit_count(const dlrun_copy_op *op, const dlrun_copy_piece *p, int
     *dim = 0;
     return 1;
   }
-  uint64_t want = (box_bytes(op->esize, nd, p->lo, p->hi) + UNIT_BYTES - 1) / UNIT_BYTES;
+  uint64_t want = (dlrun_hostexec_box_bytes(op->esize, nd, p->lo, p->hi) + UNIT_BYTES - 1) / UNIT_BYTES;
   uint64_t extent = (uint64_t)(p->hi[*dim] - p->lo[*dim]);
   return want < 1 ? 1 : want > extent ? extent : want;
 }
@@ -130,18 +128,24 @@ static void copy_one_unit(void *ctx, size_t i) {
     lo[dim] = lo0 + extent * (int64_t)part / (int64_t)parts;
     hi[dim] = lo0 + extent * (int64_t)(part + 1) / (int64_t)parts;
   }
+  dlrun_hostexec_copy_part(w->q, op, p, lo, hi);
+}
+
+void dlrun_hostexec_copy_part(const dlrun_host_queue *q, const dlrun_copy_op *op,
+                              const dlrun_copy_piece *p, const int64_t *lo, const int64_t *hi) {
   const dlrun_platform_services *s = svc();
   uint64_t start = s->trace_enabled() ? s->trace_now() : 0;
-  s->host_copy_box(op->esize, nd, lo, hi, end_view(&op->dst), op->dst.origin, op->dst.strides,
-                   end_view(&p->src), p->src.origin, p->src.strides, op->stream);
+  s->host_copy_box(op->esize, op->ndim, lo, hi, dlrun_hostexec_view(&op->dst), op->dst.origin,
+                   op->dst.strides, dlrun_hostexec_view(&p->src), p->src.origin, p->src.strides,
+                   op->stream);
   if (s->trace_enabled())
-    s->trace_copy(w->q->dev, start, box_bytes(op->esize, nd, lo, hi), &p->src, &op->dst);
+    s->trace_copy(q->dev, start, dlrun_hostexec_box_bytes(op->esize, op->ndim, lo, hi), &p->src, &op->dst);
 }
 
 static dlrun_status run_copy(void *ctx, dlrun_status prior) {
   copy_work *w = ctx;
   const dlrun_copy_op *op = w->op;
-  dlrun_status st = prior ? prior : w->inject ? injected(w->q, "copy") : DLRUN_OK;
+  dlrun_status st = prior ? prior : w->inject ? dlrun_hostexec_injected(w->q, "copy") : DLRUN_OK;
   if (!st && w->nunits == 1) copy_one_unit(w, 0); /* nothing to share */
   else if (!st && w->nunits)
     svc()->workers_parallel(w->q->work.workers, w->nunits, copy_one_unit, w);
@@ -153,10 +157,10 @@ _Static_assert(sizeof(copy_work) <= DLRUN_COPY_OP_RESERVED, "copy_work outgrows 
 
 dlrun_status dlrun_hostexec_copy(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event *waits,
                                  size_t nwaits, dlrun_event *done) {
-  dlrun_host_queue *q = queue_of(dev);
+  dlrun_host_queue *q = dlrun_hostexec_queue(dev);
   copy_work *w = (copy_work *)(void *)op->reserved.bytes;
   *w = (copy_work){.q = q, .op = op};
-  w->inject = take_injected(q, DLRUN_WORK_COPY);
+  w->inject = dlrun_hostexec_take_injected(q, DLRUN_WORK_COPY);
   plan_units(w);
   return op->sync ? dlrun_work_queue_run(&q->work, &w->node, waits, nwaits, run_copy, w, done)
                   : dlrun_work_queue_submit(&q->work, &w->node, waits, nwaits, run_copy, w, done);
@@ -176,7 +180,7 @@ typedef struct fill_work {
 
 static dlrun_status run_fill(void *ctx, dlrun_status prior) {
   fill_work *w = ctx;
-  dlrun_status st = prior ? prior : w->inject ? injected(w->q, "fill") : DLRUN_OK;
+  dlrun_status st = prior ? prior : w->inject ? dlrun_hostexec_injected(w->q, "fill") : DLRUN_OK;
   if (!st && w->nbytes) {
     const dlrun_platform_services *s = svc();
     uint64_t start = s->trace_enabled() ? s->trace_now() : 0;
@@ -190,11 +194,11 @@ static dlrun_status run_fill(void *ctx, dlrun_status prior) {
 dlrun_status dlrun_hostexec_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data,
                                  uint64_t nbytes, const dlrun_fill *f, const dlrun_event *waits,
                                  size_t nwaits, dlrun_event *done) {
-  dlrun_host_queue *q = queue_of(dev);
+  dlrun_host_queue *q = dlrun_hostexec_queue(dev);
   fill_work *w = svc()->alloc(sizeof *w);
   if (!w) return DLRUN_ERR_RESOURCE_EXHAUSTED;
   *w = (fill_work){.q = q, .kind = kind, .data = data, .nbytes = nbytes, .fill = *f};
-  w->inject = take_injected(q, DLRUN_WORK_FILL);
+  w->inject = dlrun_hostexec_take_injected(q, DLRUN_WORK_FILL);
   dlrun_status st = dlrun_work_queue_submit(&q->work, &w->node, waits, nwaits, run_fill, w, done);
   if (st) svc()->free(w);
   return st;
@@ -207,7 +211,7 @@ static dlrun_status run_marker(void *ctx, dlrun_status prior) {
 
 dlrun_status dlrun_hostexec_record(dlrun_device *dev, const dlrun_event *waits, size_t nwaits,
                                    dlrun_event *done) {
-  dlrun_host_queue *q = queue_of(dev);
+  dlrun_host_queue *q = dlrun_hostexec_queue(dev);
   if (nwaits == 0) { /* the point after everything queued: the work queue's last */
     if (done) *done = dlrun_work_queue_last(&q->work);
     return DLRUN_OK;

@@ -32,6 +32,9 @@ void dlrun_host_queue_fini(dlrun_host_queue *q); /* waits for its work */
 /* The slots (dlrun/platform.h) of a host-executed platform. */
 dlrun_status dlrun_hostexec_copy(dlrun_device *dev, dlrun_copy_op *op, const dlrun_event *waits,
                                  size_t nwaits, dlrun_event *done);
+dlrun_status dlrun_hostexec_copy_boxes(dlrun_device *dev, dlrun_copy_op *const *ops, size_t nops,
+                                       const dlrun_event *waits, size_t nwaits,
+                                       dlrun_event *done);
 dlrun_status dlrun_hostexec_fill(dlrun_device *dev, dlrun_memory_kind kind, void *data,
                                  uint64_t nbytes, const dlrun_fill *f, const dlrun_event *waits,
                                  size_t nwaits, dlrun_event *done);

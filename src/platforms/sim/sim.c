@@ -185,6 +185,7 @@ static dlrun_platform sim_platform = {
     .decommit = sim_decommit,
     .owns = sim_owns,
     .copy_box = dlrun_hostexec_copy, /* simulated: the host's threads do the work */
+    .copy_boxes = dlrun_hostexec_copy_boxes,
     .fill = dlrun_hostexec_fill,
     .record = dlrun_hostexec_record,
     .dlpack_device = sim_dlpack_device,
