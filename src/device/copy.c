@@ -466,19 +466,15 @@ static bool fusable(const copy_task *t) {
          g->queue->platform->copy_boxes;
 }
 
-/* The fan's tasks, each on its own (the platform could not take them
- * together): stops at the first that fails. */
-static dlrun_status queue_each(copy_plan *p, size_t n) {
-  dlrun_status st = DLRUN_OK;
-  for (size_t i = 0; i < n && !st; i++) st = queue_one(p, p->fan[i]);
-  return st;
-}
-
 static fan_block *fan_block_new(copy_plan *p, size_t n, size_t nwaits) {
   size_t head = ALIGN16(sizeof(fan_block)), joins = ALIGN16(n * sizeof(dlrun_copy_op));
   size_t ops = ALIGN16(n * sizeof(dlrun_copy_op *));
-  fan_block *b = dlrun_malloc(head + joins + ops + nwaits * sizeof(dlrun_event) + 1);
-  if (!b) return NULL;
+  size_t bytes = head + joins + ops + nwaits * sizeof(dlrun_event);
+  fan_block *b = dlrun_malloc(bytes);
+  if (!b) {
+    dlrun_fail_oom_host(bytes);
+    return NULL;
+  }
   b->joins = (dlrun_copy_op *)(void *)((char *)b + head);
   b->ops = (dlrun_copy_op **)(void *)((char *)b + head + joins);
   b->waits = (dlrun_event *)(void *)((char *)b + head + joins + ops);
@@ -497,7 +493,7 @@ static dlrun_status queue_fan(copy_plan *p) {
   if (n <= 1) return n ? queue_one(p, p->fan[0]) : DLRUN_OK;
   for (size_t i = 0; i < n; i++) nwaits += p->fan[i]->ndeps;
   fan_block *b = fan_block_new(p, n, nwaits);
-  if (!b) return queue_each(p, n);
+  if (!b) return DLRUN_ERR_RESOURCE_EXHAUSTED;
   nwaits = 0;
   for (size_t i = 0; i < n; i++) {
     copy_task *t = p->fan[i];
@@ -509,9 +505,9 @@ static dlrun_status queue_fan(copy_plan *p) {
   }
   dlrun_status st =
       dlrun_queue_copy_boxes(p->fan[0]->groups[0].queue, b->ops, n, b->waits, nwaits, &b->done);
-  if (st) { /* nothing was queued: each on its own */
+  if (st) { /* nothing was queued */
     for (size_t i = 0; i < n; i++) uncount_pending(p, p->fan[i]);
-    return queue_each(p, n);
+    return st;
   }
   size_t joined = 0;
   for (; joined < n && !st; joined++) {

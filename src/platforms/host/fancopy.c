@@ -113,7 +113,9 @@ static void copy_band(void *ctx, size_t u) {
       hi[g->dim] = hi[g->dim] < bhi ? hi[g->dim] : bhi;
       if (lo[g->dim] >= hi[g->dim]) continue;
     }
-    dlrun_hostexec_copy_part(w->q, fp->op, fp->p, lo, hi);
+    /* traced on its destination's track, where its own queue would have run it */
+    const dlrun_device *track = fp->op->dst.dev ? fp->op->dst.dev : w->q->dev;
+    dlrun_hostexec_copy_part(track, fp->op, fp->p, lo, hi);
   }
 }
 
@@ -169,8 +171,11 @@ dlrun_status dlrun_hostexec_copy_boxes(dlrun_device *dev, dlrun_copy_op *const *
     if (ops[i]->ndim != ops[0]->ndim || ops[i]->esize != ops[0]->esize)
       return svc()->fail(DLRUN_ERR_VALUE, "%s: copy_boxes needs ops of one rank and element size",
                          svc()->device_name(dev));
-  fan_work *w = nops ? fan_new(ops, nops) : NULL;
-  if (!w) return nops ? DLRUN_ERR_RESOURCE_EXHAUSTED : dlrun_hostexec_record(dev, waits, nwaits, done);
+  if (nops == 0) return dlrun_hostexec_record(dev, waits, nwaits, done);
+  fan_work *w = fan_new(ops, nops);
+  if (!w)
+    return svc()->fail(DLRUN_ERR_RESOURCE_EXHAUSTED, "%s: out of host memory for %zu copies",
+                       svc()->device_name(dev), nops);
   w->q = q;
   w->inject = dlrun_hostexec_take_injected(q, DLRUN_WORK_COPY);
   dlrun_status st = dlrun_work_queue_submit(&q->work, &w->node, waits, nwaits, run_fan, w, done);

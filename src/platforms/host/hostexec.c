@@ -128,10 +128,10 @@ static void copy_one_unit(void *ctx, size_t i) {
     lo[dim] = lo0 + extent * (int64_t)part / (int64_t)parts;
     hi[dim] = lo0 + extent * (int64_t)(part + 1) / (int64_t)parts;
   }
-  dlrun_hostexec_copy_part(w->q, op, p, lo, hi);
+  dlrun_hostexec_copy_part(w->q->dev, op, p, lo, hi);
 }
 
-void dlrun_hostexec_copy_part(const dlrun_host_queue *q, const dlrun_copy_op *op,
+void dlrun_hostexec_copy_part(const dlrun_device *track, const dlrun_copy_op *op,
                               const dlrun_copy_piece *p, const int64_t *lo, const int64_t *hi) {
   const dlrun_platform_services *s = svc();
   uint64_t start = s->trace_enabled() ? s->trace_now() : 0;
@@ -139,7 +139,8 @@ void dlrun_hostexec_copy_part(const dlrun_host_queue *q, const dlrun_copy_op *op
                    op->dst.strides, dlrun_hostexec_view(&p->src), p->src.origin, p->src.strides,
                    op->stream);
   if (s->trace_enabled())
-    s->trace_copy(q->dev, start, dlrun_hostexec_box_bytes(op->esize, op->ndim, lo, hi), &p->src, &op->dst);
+    s->trace_copy(track, start, dlrun_hostexec_box_bytes(op->esize, op->ndim, lo, hi), &p->src,
+                  &op->dst);
 }
 
 static dlrun_status run_copy(void *ctx, dlrun_status prior) {

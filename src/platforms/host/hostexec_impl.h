@@ -12,8 +12,8 @@ uint64_t dlrun_hostexec_box_bytes(size_t esize, int ndim, const int64_t *lo, con
 /* Whether the next operation of kind `what` on q is to fail (a test's). */
 bool dlrun_hostexec_take_injected(dlrun_host_queue *q, dlrun_work_kind what);
 dlrun_status dlrun_hostexec_injected(const dlrun_host_queue *q, const char *op);
-/* Copy the part [lo, hi) of op's piece p, traced on q's device. */
-void dlrun_hostexec_copy_part(const dlrun_host_queue *q, const dlrun_copy_op *op,
+/* Copy the part [lo, hi) of op's piece p, traced on track's queue. */
+void dlrun_hostexec_copy_part(const dlrun_device *track, const dlrun_copy_op *op,
                               const dlrun_copy_piece *p, const int64_t *lo, const int64_t *hi);
 
 #endif
