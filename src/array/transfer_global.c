@@ -324,8 +324,14 @@ static dlrun_status plan_sources(global_plan *g) {
    * once they are all made: global_plan_make). */
   if (!(g->twin_srcs = dlrun_calloc(n, sizeof *g->twin_srcs)))
     return dlrun_fail_oom_host(n * sizeof *g->twin_srcs);
-  return dlrun_copy_plan_create(n, src->ndim, p->esize, g->shard_dims, g->twin_srcs, n,
-                                &p->copies2);
+  if ((st = dlrun_copy_plan_create(n, src->ndim, p->esize, g->shard_dims, g->twin_srcs, n,
+                                   &p->copies2)))
+    return st;
+  /* It is queued after the exchange, where nothing may fail on one process
+   * alone for want of memory: each copy on its own, as queueing them
+   * together allocates. */
+  dlrun_copy_plan_separate(p->copies2);
+  return DLRUN_OK;
 }
 
 /* Destination shard i: a source shard shared, or (on this process) a new

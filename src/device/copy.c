@@ -74,7 +74,8 @@ struct dlrun_copy_plan {
   atomic_size_t pending; /* queued tasks not finished, plus the runner */
   dlrun_runtime *rt;     /* whose workers the runner holds, once it queued */
   size_t queued;
-  bool stream; /* dlrun_copy_plan_stream */
+  bool stream;   /* dlrun_copy_plan_stream */
+  bool separate; /* dlrun_copy_plan_separate */
   copy_task **fan; /* cap: tasks waiting to be queued together (queue_fan) */
   size_t nfan;
   fan_block *blocks;
@@ -410,6 +411,7 @@ static dlrun_status enqueue_groups(copy_task *t) {
 }
 
 void dlrun_copy_plan_stream(copy_plan *p, bool on) { p->stream = on; }
+void dlrun_copy_plan_separate(copy_plan *p) { p->separate = true; }
 
 void dlrun_copy_plan_start(copy_plan *p) {
   atomic_init(&p->pending, 1); /* the runner's hold */
@@ -462,7 +464,7 @@ static dlrun_status queue_one(copy_plan *p, copy_task *t) {
  * op on its destination's queue, of a platform that takes several at once. */
 static bool fusable(const copy_task *t) {
   const copy_group *g = &t->groups[0];
-  return t->ngroups == 1 && !t->dones && !g->after && !g->staging &&
+  return !t->plan->separate && t->ngroups == 1 && !t->dones && !g->after && !g->staging &&
          g->queue->platform->copy_boxes;
 }
 

@@ -37,6 +37,9 @@ dlrun_status dlrun_copy_task_add(dlrun_copy_task *t, dlrun_buffer *src, const in
 /* Whether the plan's copies stream (streaming.h: dlrun_copy_streams of the
  * bytes the whole call writes on this process); before the first queue. */
 void dlrun_copy_plan_stream(dlrun_copy_plan *p, bool on);
+/* Queue each task on its own, never together: queueing then allocates
+ * nothing, and fails only when no worker thread can run. */
+void dlrun_copy_plan_separate(dlrun_copy_plan *p);
 /* Cut the pieces into units for parallel copying; after the last add. */
 dlrun_status dlrun_copy_task_seal(dlrun_copy_task *t);
 size_t dlrun_copy_task_piece_count(const dlrun_copy_task *t);
