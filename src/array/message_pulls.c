@@ -5,6 +5,7 @@
  * decided on both ends from what every process said before the exchange
  * (x->all), so both decide alike: the receiver may read the sender's
  * memory, both have the path on, and the sender shares the shard. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -94,17 +95,50 @@ bool dlrun_message_pulls_mark(dlrun_message_exchange *x) {
   return false;
 }
 
+/* The pulls being sorted (qsort has no context argument); an exchange
+ * runs on one thread per process, so a thread-local serves. */
+static _Thread_local const dlrun_message *sort_recvs;
+
+/* By source shard, then in list order. */
+static int by_shard(const void *a, const void *b) {
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  size_t si = sort_recvs[i].shard, sj = sort_recvs[j].shard;
+  if (si != sj) return si < sj ? -1 : 1;
+  return i < j ? -1 : i > j;
+}
+
+/* The pulls out of one source shard go together: its rows are read once
+ * for all of this process's destinations where their platform allows. */
 dlrun_status dlrun_message_pulls_run(dlrun_message_exchange *x) {
-  for (size_t i = 0; i < x->recvs->n; i++) {
-    const dlrun_message *m = &x->recvs->v[i];
-    if (!m->pull) continue;
-    dlrun_status st = dlrun_buffer_pull(
-        m->buf, x->esize, x->ndim, x->dst_shard_dims, m->origin, m->lo, m->hi,
-        dlrun_sharding_device(x->src_sharding, m->shard), m->wire.peer,
-        dlrun_distributed_peer_pid(m->wire.peer), source_of(x, m->shard), x->src_shard_dims,
-        m->src_origin, x->stream);
-    if (st) return st;
-    x->pulled += m->bytes;
+  size_t n = 0;
+  for (size_t i = 0; i < x->recvs->n; i++) n += x->recvs->v[i].pull;
+  if (n == 0) return DLRUN_OK;
+  size_t *order = dlrun_malloc(n * sizeof *order);
+  dlrun_pull_dst *dsts = dlrun_malloc(n * sizeof *dsts);
+  dlrun_status st = order && dsts ? DLRUN_OK : dlrun_fail_oom_host(n * (sizeof *order + sizeof *dsts));
+  n = 0;
+  for (size_t i = 0; i < x->recvs->n && !st; i++)
+    if (x->recvs->v[i].pull) order[n++] = i;
+  if (!st) {
+    sort_recvs = x->recvs->v;
+    qsort(order, n, sizeof *order, by_shard);
   }
-  return DLRUN_OK;
+  for (size_t k = 0, next; k < n && !st; k = next) {
+    const dlrun_message *m = &x->recvs->v[order[k]];
+    uint64_t bytes = 0;
+    for (next = k; next < n && x->recvs->v[order[next]].shard == m->shard; next++) {
+      const dlrun_message *g = &x->recvs->v[order[next]];
+      dsts[next - k] = (dlrun_pull_dst){.buf = g->buf, .origin = g->origin, .lo = g->lo,
+                                         .hi = g->hi};
+      bytes += g->bytes;
+    }
+    st = dlrun_buffers_pull(next - k, dsts, x->esize, x->ndim, x->dst_shard_dims,
+                            dlrun_sharding_device(x->src_sharding, m->shard), m->wire.peer,
+                            dlrun_distributed_peer_pid(m->wire.peer), source_of(x, m->shard),
+                            x->src_shard_dims, m->src_origin, x->stream);
+    if (!st) x->pulled += bytes;
+  }
+  dlrun_free(order);
+  dlrun_free(dsts);
+  return st;
 }

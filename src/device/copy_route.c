@@ -100,6 +100,52 @@ dlrun_status dlrun_copy_sync_in(size_t esize, int ndim, const int64_t *lo, const
   return st;
 }
 
+/* The copies of dlrun_copy_sync_fan as one unit, when their routes allow:
+ * false when they do not (nothing done); else *st is the outcome. */
+static bool copy_fan_together(size_t esize, int ndim, size_t n, const dlrun_fan_dst *dsts,
+                              const dlrun_box_end *src, bool stream, dlrun_status *st) {
+  const dlrun_platform *pl = NULL;
+  for (size_t i = 0; i < n; i++) {
+    dlrun_copy_route r;
+    dlrun_copy_route_of(&dsts[i].dst, src, &r);
+    if (r.staged || !r.queue || (pl && r.queue->platform != pl)) return false;
+    pl = r.queue->platform;
+  }
+  if (n < 2 || !pl->copy_boxes) return false;
+  size_t each = sizeof(dlrun_copy_op) + sizeof(dlrun_copy_piece) + sizeof(dlrun_copy_op *);
+  dlrun_copy_op *ops = n <= SIZE_MAX / each ? dlrun_malloc(n * each) : NULL;
+  if (!ops) {
+    *st = dlrun_fail_oom_host(n * each);
+    return true;
+  }
+  dlrun_copy_piece *pieces = (dlrun_copy_piece *)(void *)(ops + n);
+  dlrun_copy_op **list = (dlrun_copy_op **)(void *)(pieces + n);
+  dlrun_device *queue = NULL;
+  for (size_t i = 0; i < n; i++) {
+    dlrun_copy_route r;
+    dlrun_copy_route_of(&dsts[i].dst, src, &r);
+    queue = queue ? queue : r.queue;
+    pieces[i] = (dlrun_copy_piece){.src = r.src, .lo = dsts[i].lo, .hi = dsts[i].hi};
+    ops[i] = (dlrun_copy_op){.esize = esize, .ndim = ndim, .dst = r.dst, .npieces = 1,
+                             .pieces = &pieces[i], .sync = true, .stream = stream};
+    list[i] = &ops[i];
+  }
+  dlrun_event done;
+  *st = dlrun_queue_copy_boxes(queue, list, n, NULL, 0, &done);
+  if (!*st) *st = dlrun_event_wait(done);
+  dlrun_free(ops);
+  return true;
+}
+
+dlrun_status dlrun_copy_sync_fan(size_t esize, int ndim, size_t n, const dlrun_fan_dst *dsts,
+                                 const dlrun_box_end *src, bool stream) {
+  dlrun_status st = DLRUN_OK;
+  if (copy_fan_together(esize, ndim, n, dsts, src, stream, &st)) return st;
+  for (size_t i = 0; i < n && !st; i++)
+    st = dlrun_copy_sync_in(esize, ndim, dsts[i].lo, dsts[i].hi, &dsts[i].dst, src, stream);
+  return st;
+}
+
 /* ---- the public driver copies ---- */
 
 static dlrun_status driver_copy(dlrun_device *dev, dlrun_memory_kind kind, const void *device_data,

@@ -36,4 +36,17 @@ dlrun_status dlrun_copy_sync(size_t esize, int ndim, const int64_t *lo, const in
 dlrun_status dlrun_copy_sync_in(size_t esize, int ndim, const int64_t *lo, const int64_t *hi,
                                 const dlrun_box_end *dst, const dlrun_box_end *src, bool stream);
 
+/* One destination of dlrun_copy_sync_fan: the box [lo, hi) into dst. */
+typedef struct dlrun_fan_dst {
+  dlrun_box_end dst;
+  const int64_t *lo, *hi;
+} dlrun_fan_dst;
+/* Copy dsts[i]'s box from the one block src into each dsts[i].dst now,
+ * returning when all are done: as one unit of work when every copy runs on
+ * queues of one platform that takes copies together (copy_boxes: the
+ * source is then read once for all), else one after another as
+ * dlrun_copy_sync_in. */
+dlrun_status dlrun_copy_sync_fan(size_t esize, int ndim, size_t n, const dlrun_fan_dst *dsts,
+                                 const dlrun_box_end *src, bool stream);
+
 #endif

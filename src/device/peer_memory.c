@@ -7,6 +7,7 @@
 
 #include "boxes.h"
 #include "copy_route.h"
+#include "core/alloc.h"
 #include "core/status_impl.h"
 #include "device/peer_memory.h"
 
@@ -32,12 +33,11 @@ bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_shared_source *out) {
   return true;
 }
 
-dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
-                               const int64_t *dst_shard_dims, const int64_t *dst_origin,
-                               const int64_t *lo, const int64_t *hi, const dlrun_device *src_dev,
-                               int peer, int pid, const dlrun_shared_source *src,
-                               const int64_t *src_shard_dims, const int64_t *src_origin,
-                               bool stream) {
+dlrun_status dlrun_buffers_pull(size_t n, const dlrun_pull_dst *dsts, size_t esize, int ndim,
+                                const int64_t *dst_shard_dims, const dlrun_device *src_dev,
+                                int peer, int pid, const dlrun_shared_source *src,
+                                const int64_t *src_shard_dims, const int64_t *src_origin,
+                                bool stream) {
   pthread_once(&hook_once, read_hook);
   uint64_t bytes = esize;
   for (int d = 0; d < ndim; d++) bytes *= (uint64_t)src_shard_dims[d];
@@ -50,11 +50,23 @@ dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
   dlrun_status st = dlrun_peer_memory_map(src_dev, peer, pid, src, &mapping);
   if (st) return st;
   if (delay_ms > 0) nanosleep(&(struct timespec){delay_ms / 1000, delay_ms % 1000 * 1000000L}, NULL);
-  int64_t src_strides[DLRUN_MAX_NDIM], dst_scratch[DLRUN_MAX_NDIM];
+  int64_t src_strides[DLRUN_MAX_NDIM];
   dlrun_row_major_strides(ndim, src_shard_dims, src_strides);
   dlrun_box_end from = dlrun_host_end((const unsigned char *)mapping + src->offset, src_origin,
                                       src_strides);
-  dlrun_box_end to = dlrun_buffer_end(dst, dst_origin,
-                                      dlrun_buffer_layout(dst, ndim, dst_shard_dims, dst_scratch));
-  return dlrun_copy_sync_in(esize, ndim, lo, hi, &to, &from, stream);
+  /* The destinations' ends, and room for their strides. */
+  size_t each = sizeof(dlrun_fan_dst) + DLRUN_MAX_NDIM * sizeof(int64_t);
+  dlrun_fan_dst *to = n <= SIZE_MAX / each ? dlrun_malloc(n * each) : NULL;
+  if (!to) return dlrun_fail_oom_host(n * each);
+  int64_t *scratch = (int64_t *)(void *)(to + n);
+  for (size_t i = 0; i < n; i++) {
+    const dlrun_pull_dst *d = &dsts[i];
+    int64_t *strides = scratch + i * DLRUN_MAX_NDIM;
+    const int64_t *layout = dlrun_buffer_layout(d->buf, ndim, dst_shard_dims, strides);
+    to[i] = (dlrun_fan_dst){.dst = dlrun_buffer_end(d->buf, d->origin, layout), .lo = d->lo,
+                            .hi = d->hi};
+  }
+  st = dlrun_copy_sync_fan(esize, ndim, n, to, &from, stream);
+  dlrun_free(to);
+  return st;
 }

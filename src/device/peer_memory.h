@@ -1,7 +1,7 @@
 /* Internal: the device layer's half of the one-copy path between processes
  * on one host. A process says where a buffer's memory can be mapped by its
  * peers (dlrun_buffer_share); a peer copies a box straight out of that
- * memory into its own buffer (dlrun_buffer_pull), having mapped each region
+ * memory into its own buffers (dlrun_buffers_pull), having mapped each region
  * once, through the platform's map_shared, until dlrun_peer_memory_unmap_all
  * (the end of the job). The peer's memory is read only here, as host memory
  * the copy engine reads: no layer above sees the mapping. */
@@ -22,19 +22,25 @@ typedef struct dlrun_shared_source {
  * return false (*out zeroed): b's pieces then travel through the transport. */
 bool dlrun_buffer_share(const dlrun_buffer *b, dlrun_shared_source *out);
 
-/* Copy the box [lo, hi) (global coordinates) into dst (block of shape
- * dst_shard_dims at dst_origin) from the shard that process `peer` (process
- * id `pid` on this host) shares as *src on its device src_dev (a row-major
- * block of shape src_shard_dims at src_origin), streaming when `stream`
- * (the call's pulls write more than the caches hold: streaming.h). Returns
- * once the copy is done, with the reason when the memory cannot be mapped
- * or the copy fails. */
-dlrun_status dlrun_buffer_pull(dlrun_buffer *dst, size_t esize, int ndim,
-                               const int64_t *dst_shard_dims, const int64_t *dst_origin,
-                               const int64_t *lo, const int64_t *hi, const dlrun_device *src_dev,
-                               int peer, int pid, const dlrun_shared_source *src,
-                               const int64_t *src_shard_dims, const int64_t *src_origin,
-                               bool stream);
+/* One destination of a pull: the box [lo, hi) (global coordinates) into
+ * buf, a block at origin. */
+typedef struct dlrun_pull_dst {
+  dlrun_buffer *buf;
+  const int64_t *origin, *lo, *hi;
+} dlrun_pull_dst;
+
+/* Copy each dsts[i]'s box (into blocks of shape dst_shard_dims) from the
+ * shard that process `peer` (process id `pid` on this host) shares as *src
+ * on its device src_dev (a row-major block of shape src_shard_dims at
+ * src_origin), reading it once for all where their platform takes copies
+ * together, streaming when `stream` (the call's pulls write more than the
+ * caches hold: streaming.h). Returns once the copies are done, with the
+ * reason when the memory cannot be mapped or a copy fails. */
+dlrun_status dlrun_buffers_pull(size_t n, const dlrun_pull_dst *dsts, size_t esize, int ndim,
+                                const int64_t *dst_shard_dims, const dlrun_device *src_dev,
+                                int peer, int pid, const dlrun_shared_source *src,
+                                const int64_t *src_shard_dims, const int64_t *src_origin,
+                                bool stream);
 
 /* The peers' regions mapped here (peer_maps.c). The mapping of peer's region
  * `src`, mapping it the first time (kept until the job ends); its failure

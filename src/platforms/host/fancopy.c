@@ -178,7 +178,9 @@ dlrun_status dlrun_hostexec_copy_boxes(dlrun_device *dev, dlrun_copy_op *const *
                        svc()->device_name(dev), nops);
   w->q = q;
   w->inject = dlrun_hostexec_take_injected(q, DLRUN_WORK_COPY);
-  dlrun_status st = dlrun_work_queue_submit(&q->work, &w->node, waits, nwaits, run_fan, w, done);
+  dlrun_status st =
+      ops[0]->sync ? dlrun_work_queue_run(&q->work, &w->node, waits, nwaits, run_fan, w, done)
+                   : dlrun_work_queue_submit(&q->work, &w->node, waits, nwaits, run_fan, w, done);
   if (st) svc()->free(w);
   return st;
 }
