@@ -16,6 +16,7 @@
 #include "device/device_impl.h"
 #include "device/host_loops.h"
 #include "dlrun/dlrun.h"
+#include "line_mesh.h"
 
 static uint32_t seed = 20261205;
 static uint32_t rnd(uint32_t n) {
@@ -347,21 +348,16 @@ static bool reshard_right(const char *platform, size_t ndev, bool fails) {
   if (dlrun_runtime_create(&cfg, &rt)) return false;
   dlrun_device *devs[128];
   for (size_t i = 0; i < ndev; i++) devs[i] = dlrun_device_get(rt, platform, i);
-  const char *names[1] = {"x"};
-  int64_t sizes[1] = {(int64_t)ndev}, dims[2] = {(int64_t)ndev * 8, (int64_t)ndev * 64};
+  int64_t dims[2] = {(int64_t)ndev * 8, (int64_t)ndev * 64};
   size_t n = ndev * 8 * ndev * 64;
   dlrun_put_options copy = {.may_alias = DLRUN_ALIAS_NEVER}; /* one device copies too */
-  dlrun_mesh *m;
-  dlrun_mesh_create(devs, ndev, 1, names, sizes, &m);
-  dlrun_partition_spec rows = {.nentries = 1, .entries = {{.naxes = 1, .axes = {"x"}}}};
-  dlrun_partition_spec cols = {.nentries = 2, .entries = {{.naxes = 0}, {.naxes = 1, .axes = {"x"}}}};
-  dlrun_sharding *by_rows, *by_cols;
-  dlrun_named_sharding_create(m, &rows, DLRUN_MEM_DEVICE, &by_rows);
-  dlrun_named_sharding_create(m, &cols, DLRUN_MEM_DEVICE, &by_cols);
+  line_mesh l;
+  bool right = line_mesh_make(rt, platform, ndev, &l);
+  dlrun_sharding *by_rows = l.rows, *by_cols = l.cols;
   int32_t *host = malloc(n * sizeof *host);
   for (size_t i = 0; i < n; i++) host[i] = (int32_t)(i * 7 + 1);
   dlrun_array *x = NULL, *y = NULL;
-  bool right = dlrun_array_from_host(by_rows, DLRUN_INT32, 2, dims, host, n * 4, &x) == DLRUN_OK;
+  right = right && dlrun_array_from_host(by_rows, DLRUN_INT32, 2, dims, host, n * 4, &x) == DLRUN_OK;
   dlrun_transfer_stats ts;
   if (fails && right) {
     uint64_t before = 0, after = 0;
@@ -388,11 +384,19 @@ static bool reshard_right(const char *platform, size_t ndev, bool fails) {
   free(host);
   dlrun_array_release(x);
   dlrun_array_release(y);
-  dlrun_sharding_release(by_rows);
-  dlrun_sharding_release(by_cols);
-  dlrun_mesh_release(m);
+  line_mesh_free(&l);
   dlrun_runtime_release(rt);
   return right;
+}
+
+/* reshard_right on ndev devices of fan_counting, the counts reset first
+ * (`fails`: the first call to the slot fails). */
+static bool counted_reshard(size_t ndev, bool fails) {
+  atomic_store(&calls, 0);
+  atomic_store(&ops_taken, 0);
+  atomic_store(&largest, 0);
+  atomic_store(&fail_next, fails);
+  return reshard_right("fan_counting", ndev, fails);
 }
 
 static void test_library(void) {
@@ -405,30 +409,28 @@ static void test_library(void) {
   CHECK(dlrun_platform_register(&counting) == DLRUN_OK &&
             dlrun_platform_register(&without) == DLRUN_OK,
         "%s", dlrun_last_error());
-  TEST("a put's copies on 4 devices go to the platform together, once") {
-    atomic_store(&calls, 0);
-    atomic_store(&ops_taken, 0);
-    CHECK(reshard_right("fan_counting", 4, false), "values or counts wrong: %s", dlrun_last_error());
-    CHECK(atomic_load(&calls) == 1 && atomic_load(&ops_taken) == 4, "%d calls, %d ops",
-          atomic_load(&calls), atomic_load(&ops_taken));
-  }
-  TEST("on 70 devices, 64 together and then the other 6") {
-    atomic_store(&calls, 0);
-    atomic_store(&ops_taken, 0);
-    atomic_store(&largest, 0);
-    CHECK(reshard_right("fan_counting", 70, false), "values or counts wrong: %s", dlrun_last_error());
-    CHECK(atomic_load(&calls) == 2 && atomic_load(&ops_taken) == 70 &&
-              atomic_load(&largest) == 64,
-          "%d calls, %d ops, at most %d at once", atomic_load(&calls), atomic_load(&ops_taken),
-          atomic_load(&largest));
-  }
-  TEST("when the platform cannot take them, the put fails and leaves the pools; the next works") {
-    atomic_store(&calls, 0);
-    atomic_store(&ops_taken, 0);
-    atomic_store(&fail_next, 1);
-    CHECK(reshard_right("fan_counting", 4, true), "%s", dlrun_last_error());
-    CHECK(atomic_load(&calls) == 2 && atomic_load(&ops_taken) == 4, "%d calls, %d ops",
-          atomic_load(&calls), atomic_load(&ops_taken));
+  /* Each case: devices, whether the slot fails first; then the calls, the
+   * ops it took and the most at once. */
+  static const struct {
+    const char *name;
+    size_t ndev;
+    bool fails;
+    int calls, ops, largest;
+  } cases[] = {
+      {"a put's copies on 4 devices go to the platform together, once", 4, false, 1, 4, 4},
+      {"on 70 devices, 64 together and then the other 6", 70, false, 2, 70, 64},
+      {"when the platform cannot take them, the put fails and leaves the pools; the next works",
+       4, true, 2, 4, 4},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    TEST(cases[i].name) {
+      CHECK(counted_reshard(cases[i].ndev, cases[i].fails), "values, counts or failure: %s",
+            dlrun_last_error());
+      CHECK(atomic_load(&calls) == cases[i].calls && atomic_load(&ops_taken) == cases[i].ops &&
+                atomic_load(&largest) == cases[i].largest,
+            "%d calls, %d ops, at most %d at once", atomic_load(&calls),
+            atomic_load(&ops_taken), atomic_load(&largest));
+    }
   }
   TEST("a platform without the slot gets each copy on its own, with the same values") {
     atomic_store(&calls, 0);

@@ -9,6 +9,7 @@
 #include "device/host_loops.h"
 #include "device/streaming.h"
 #include "dlrun/dlrun.h"
+#include "line_mesh.h"
 
 static dlrun_runtime *rt;
 
@@ -376,20 +377,17 @@ static int64_t streamed_by_reshard(const char *setting, int64_t rows, int *right
   dlrun_status st = dlrun_runtime_create(&cfg, &r);
   unsetenv("DLRUN_STREAM_BYTES");
   if (st) return -1;
-  dlrun_device *devs[4];
-  for (size_t i = 0; i < 4; i++) devs[i] = dlrun_device_get(r, "sim", i);
-  const char *names[1] = {"x"};
-  int64_t sizes[1] = {4}, dims[2] = {rows, 1024};
+  int64_t dims[2] = {rows, 1024};
   size_t n = (size_t)rows * 1024;
-  dlrun_mesh *m;
-  dlrun_mesh_create(devs, 4, 1, names, sizes, &m);
-  dlrun_sharding *by_rows = named(m, 1, "x", NULL), *by_cols = named(m, 2, NULL, "x");
+  line_mesh l;
+  *right = line_mesh_make(r, "sim", 4, &l);
+  dlrun_sharding *by_rows = l.rows, *by_cols = l.cols;
   int32_t *host = malloc(n * sizeof *host);
   for (size_t i = 0; i < n; i++) host[i] = (int32_t)i;
   dlrun_array *x = NULL, *y = NULL;
   dlrun_array_from_host(by_rows, DLRUN_INT32, 2, dims, host, n * sizeof *host, &x);
   uint64_t before = dlrun_host_streamed_bytes();
-  *right = dlrun_device_put(x, by_cols, NULL, &y) == DLRUN_OK &&
+  *right = *right && dlrun_device_put(x, by_cols, NULL, &y) == DLRUN_OK &&
            dlrun_array_block_until_ready(y) == DLRUN_OK;
   int64_t streamed = (int64_t)(dlrun_host_streamed_bytes() - before);
   memset(host, 0, n * sizeof *host);
@@ -398,9 +396,7 @@ static int64_t streamed_by_reshard(const char *setting, int64_t rows, int *right
   free(host);
   dlrun_array_release(x);
   dlrun_array_release(y);
-  dlrun_sharding_release(by_rows);
-  dlrun_sharding_release(by_cols);
-  dlrun_mesh_release(m);
+  line_mesh_free(&l);
   dlrun_runtime_release(r);
   return streamed;
 }
