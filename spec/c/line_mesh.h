@@ -23,7 +23,8 @@ static inline bool line_mesh_make(dlrun_runtime *rt, const char *platform, size_
   const char *names[1] = {"x"};
   int64_t sizes[1] = {(int64_t)n};
   dlrun_partition_spec rows = {.nentries = 1, .entries = {{.naxes = 1, .axes = {"x"}}}};
-  dlrun_partition_spec cols = {.nentries = 2, .entries = {{.naxes = 0}, {.naxes = 1, .axes = {"x"}}}};
+  dlrun_partition_spec cols = {.nentries = 2,
+                               .entries = {{.naxes = 0}, {.naxes = 1, .axes = {"x"}}}};
   bool ok = dlrun_mesh_create(devs, n, 1, names, sizes, &l->mesh) == DLRUN_OK &&
             dlrun_named_sharding_create(l->mesh, &rows, DLRUN_MEM_DEVICE, &l->rows) == DLRUN_OK &&
             dlrun_named_sharding_create(l->mesh, &cols, DLRUN_MEM_DEVICE, &l->cols) == DLRUN_OK;

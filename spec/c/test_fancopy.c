@@ -137,8 +137,8 @@ static void case_make(fan_case *c, int nd, const int64_t *shape, size_t esize) {
     int skip = nslabs > 1 && rnd(2) ? (int)rnd((uint32_t)nslabs) : -1, np = 0;
     int64_t at_lo = nd ? lo[cut] : 0;
     for (int k = 0; k < nslabs; k++) {
-      int64_t at_hi = nd ? (k == nslabs - 1 ? hi[cut] : at_lo + rnd((uint32_t)(hi[cut] - at_lo + 1)))
-                         : 0;
+      int64_t at_hi = 0;
+      if (nd) at_hi = k == nslabs - 1 ? hi[cut] : at_lo + rnd((uint32_t)(hi[cut] - at_lo + 1));
       if (k != skip && (nd == 0 || at_hi > at_lo)) {
         memcpy(c->lo[o][np], lo, (size_t)nd * sizeof *lo);
         memcpy(c->hi[o][np], hi, (size_t)nd * sizeof *hi);
@@ -357,7 +357,8 @@ static bool reshard_right(const char *platform, size_t ndev, bool fails) {
   int32_t *host = malloc(n * sizeof *host);
   for (size_t i = 0; i < n; i++) host[i] = (int32_t)(i * 7 + 1);
   dlrun_array *x = NULL, *y = NULL;
-  right = right && dlrun_array_from_host(by_rows, DLRUN_INT32, 2, dims, host, n * 4, &x) == DLRUN_OK;
+  right = right &&
+          dlrun_array_from_host(by_rows, DLRUN_INT32, 2, dims, host, n * 4, &x) == DLRUN_OK;
   dlrun_transfer_stats ts;
   if (fails && right) {
     uint64_t before = 0, after = 0;

@@ -115,7 +115,8 @@ dlrun_status dlrun_message_pulls_run(dlrun_message_exchange *x) {
   if (n == 0) return DLRUN_OK;
   size_t *order = dlrun_malloc(n * sizeof *order);
   dlrun_pull_dst *dsts = dlrun_malloc(n * sizeof *dsts);
-  dlrun_status st = order && dsts ? DLRUN_OK : dlrun_fail_oom_host(n * (sizeof *order + sizeof *dsts));
+  dlrun_status st =
+      order && dsts ? DLRUN_OK : dlrun_fail_oom_host(n * (sizeof *order + sizeof *dsts));
   n = 0;
   for (size_t i = 0; i < x->recvs->n && !st; i++)
     if (x->recvs->v[i].pull) order[n++] = i;

@@ -88,7 +88,8 @@ static size_t unit_count(const dlrun_copy_op *op, const dlrun_copy_piece *p, int
     *dim = 0;
     return 1;
   }
-  uint64_t want = (dlrun_hostexec_box_bytes(op->esize, nd, p->lo, p->hi) + UNIT_BYTES - 1) / UNIT_BYTES;
+  uint64_t bytes = dlrun_hostexec_box_bytes(op->esize, nd, p->lo, p->hi);
+  uint64_t want = (bytes + UNIT_BYTES - 1) / UNIT_BYTES;
   uint64_t extent = (uint64_t)(p->hi[*dim] - p->lo[*dim]);
   return want < 1 ? 1 : want > extent ? extent : want;
 }
