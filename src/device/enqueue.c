@@ -54,9 +54,11 @@ static traced_work *traced_new(size_t n) {
 
 /* The pieces of ops[0..nops) to record once they are copied, NULL when
  * tracing is off, the queue traces its own work, or memory is short. Read
- * before enqueueing: the ops may be gone once enqueued. */
+ * before enqueueing: the ops may be gone once enqueued. `on_destinations`:
+ * each on its destination's track (copies taken together, as host
+ * execution traces them), else on the queue's. */
 static traced_work *traced_copies(const dlrun_device *queue, dlrun_copy_op *const *ops,
-                                  size_t nops) {
+                                  size_t nops, bool on_destinations) {
   size_t n = 0;
   for (size_t k = 0; k < nops; k++) n += ops[k]->npieces;
   traced_work *w;
@@ -69,8 +71,9 @@ static traced_work *traced_copies(const dlrun_device *queue, dlrun_copy_op *cons
     for (size_t i = 0; i < op->npieces; i++, n++) {
       const dlrun_copy_piece *p = &op->pieces[i];
       int ignored;
+      const dlrun_device *track = on_destinations && op->dst.dev ? op->dst.dev : queue;
       w->pieces[n] = (traced_piece){
-          .track = queue->name, .category = "transfer", .name = "copy", .start = start,
+          .track = track->name, .category = "transfer", .name = "copy", .start = start,
           .bytes = dlrun_box_bytes(op->esize, op->ndim, p->lo, p->hi), .copy = true};
       w->pieces[n].src = dlrun_trace_end(&p->src, &w->pieces[n].src_process);
       w->pieces[n].dst = dlrun_trace_end(&op->dst, &ignored);
@@ -88,13 +91,13 @@ static dlrun_status traced_result(traced_work *w, dlrun_status st, const dlrun_e
 
 dlrun_status dlrun_queue_copy_box(dlrun_device *queue, dlrun_copy_op *op, const dlrun_event *waits,
                                   size_t nwaits, dlrun_event *done) {
-  traced_work *w = traced_copies(queue, &op, 1);
+  traced_work *w = traced_copies(queue, &op, 1, false);
   return traced_result(w, queue->platform->copy_box(queue, op, waits, nwaits, done), done);
 }
 
 dlrun_status dlrun_queue_copy_boxes(dlrun_device *queue, dlrun_copy_op *const *ops, size_t nops,
                                     const dlrun_event *waits, size_t nwaits, dlrun_event *done) {
-  traced_work *w = traced_copies(queue, ops, nops);
+  traced_work *w = traced_copies(queue, ops, nops, true);
   dlrun_status st = queue->platform->copy_boxes(queue, ops, nops, waits, nwaits, done);
   return traced_result(w, st, done);
 }
