@@ -540,9 +540,11 @@ dlrun_status dlrun_copy_plan_queue(copy_plan *p, copy_task *t) {
       t->deps[t->ndeps++] = src->ready; /* a failed one fails the copy */
   }
   if (!fusable(t)) st = queue_one(p, t);
-  else if (p->nfan && p->fan[0]->groups[0].queue->platform != t->groups[0].queue->platform)
-    st = queue_fan(p); /* a fan is of one platform */
-  if (!st && fusable(t)) p->fan[p->nfan++] = t;
+  else {
+    if (p->nfan && p->fan[0]->groups[0].queue->platform != t->groups[0].queue->platform)
+      st = queue_fan(p); /* a fan is of one platform */
+    if (!st) p->fan[p->nfan++] = t;
+  }
   if (!st && ++p->queued % BATCH == 0) { /* let the workers start on what is queued */
     st = queue_fan(p);
     dlrun_workers_release(p->rt->workers);

@@ -104,6 +104,7 @@ dlrun_status dlrun_copy_sync_in(size_t esize, int ndim, const int64_t *lo, const
  * false when they do not (nothing done); else *st is the outcome. */
 static bool copy_fan_together(size_t esize, int ndim, size_t n, const dlrun_fan_dst *dsts,
                               const dlrun_box_end *src, bool stream, dlrun_status *st) {
+  if (n < 2) return false;
   const dlrun_platform *pl = NULL;
   for (size_t i = 0; i < n; i++) {
     dlrun_copy_route r;
@@ -111,7 +112,7 @@ static bool copy_fan_together(size_t esize, int ndim, size_t n, const dlrun_fan_
     if (r.staged || !r.queue || (pl && r.queue->platform != pl)) return false;
     pl = r.queue->platform;
   }
-  if (n < 2 || !pl->copy_boxes) return false;
+  if (!pl->copy_boxes) return false; /* checked before anything is allocated */
   size_t each = sizeof(dlrun_copy_op) + sizeof(dlrun_copy_piece) + sizeof(dlrun_copy_op *);
   dlrun_copy_op *ops = n <= SIZE_MAX / each ? dlrun_malloc(n * each) : NULL;
   if (!ops) {
@@ -124,7 +125,7 @@ static bool copy_fan_together(size_t esize, int ndim, size_t n, const dlrun_fan_
   for (size_t i = 0; i < n; i++) {
     dlrun_copy_route r;
     dlrun_copy_route_of(&dsts[i].dst, src, &r);
-    queue = queue ? queue : r.queue;
+    if (i == 0) queue = r.queue;
     pieces[i] = (dlrun_copy_piece){.src = r.src, .lo = dsts[i].lo, .hi = dsts[i].hi};
     ops[i] = (dlrun_copy_op){.esize = esize, .ndim = ndim, .dst = r.dst, .npieces = 1,
                              .pieces = &pieces[i], .sync = true, .stream = stream};
